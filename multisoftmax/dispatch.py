@@ -1,0 +1,167 @@
+"""Launch heuristics: (M, N, dtype, direction, #SMs) -> which kernels to launch, and how.
+
+The adapters only reshape a tensor into an M x N row-major view with a row stride; this
+module picks the kernel family (`multisoftmax/kernels/softmax.py` explains the three) and
+its launch parameters, and returns a list of `Launch` records that both the torch and the
+JAX launchers execute in order. Every number below is a heuristic with its reason; the
+H100 benchmark (`bench/results/h100/results.md`) is the measurement that checks them.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import triton
+
+ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
+
+# Longest row held in registers: 16384 values over 16 warps is 32 fp32 registers a thread
+# for x and as many for exp(x); past that the compiler spills and the looped kernels win.
+# float64 needs two registers a value, hence half.
+MAX_ROWS_BLOCK_N = {2: 16384, 4: 16384, 8: 8192}
+# Elements a rows-kernel tile aims for: 16 a thread at 8 warps keeps four 16-byte loads
+# in flight per thread for fp32 (eight 8-element loads for 16-bit types).
+TILE_ELEMS = 4096
+# Tile of the looped kernels: 16-byte vectors, 16 (fp32) or 32 (16-bit) values a thread.
+LOOP_BLOCK_N = {2: 8192, 4: 4096, 8: 2048}
+# A chunk of a split row is at least this many elements, so each program streams long
+# enough to hide its start-up and the partials stay few.
+MIN_CHUNK = 8192
+# The looped kernel walks one row a program; with fewer rows than this many per SM the GPU
+# idles, and rows are split across programs instead.
+ROWS_PER_SM_FOR_ONLINE = 4
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One kernel launch.
+
+    kernel:  name in `multisoftmax.kernels.softmax`.
+    inputs:  names of the buffers read, in the kernel's argument order ("x", "y", "dy", or
+             an earlier launch's output such as "m_part").
+    scalars: runtime integer arguments that follow the inputs.
+    outputs: (name, shape, dtype) of the buffers written, after the scalars; dtype "io" is
+             the tensor's own dtype, "acc" the accumulation dtype (float32, or float64).
+    grid:    launch grid.
+    meta:    constexpr parameters plus num_warps and num_stages, as (key, value) pairs.
+    """
+
+    kernel: str
+    inputs: tuple
+    scalars: tuple
+    outputs: tuple
+    grid: tuple
+    meta: tuple
+
+    @property
+    def kwargs(self) -> dict:
+        return dict(self.meta)
+
+
+def _rows_tiling(M: int, N: int, itemsize: int):
+    """BLOCK_M, BLOCK_N, num_warps for the rows family."""
+    BLOCK_N = triton.next_power_of_2(N)
+    BLOCK_M = max(1, min(TILE_ELEMS // BLOCK_N, triton.next_power_of_2(max(M, 1))))
+    # 16 values a thread: the tile decides the warps, between 1 and 16.
+    num_warps = max(1, min(16, (BLOCK_M * BLOCK_N) // 512))
+    return BLOCK_M, BLOCK_N, num_warps
+
+
+def _persistent_grid(n_work: int, num_warps: int, num_sms: int) -> int:
+    # About 1024 resident threads per SM: enough warps to cover memory latency without
+    # running into the register limit; each program then loops over its share of the work.
+    return max(1, min(n_work, num_sms * max(1, 32 // num_warps)))
+
+
+def _split(M: int, N: int, itemsize: int, num_sms: int):
+    """CHUNK, n_chunks so that M * n_chunks programs give every SM ~4 programs."""
+    block = LOOP_BLOCK_N[itemsize]
+    want = triton.cdiv(ROWS_PER_SM_FOR_ONLINE * num_sms, M)
+    n_chunks = max(1, min(want, N // MIN_CHUNK))
+    chunk = triton.cdiv(triton.cdiv(N, n_chunks), block) * block  # whole tiles per chunk
+    return chunk, triton.cdiv(N, chunk)
+
+
+def family(M: int, N: int, itemsize: int, num_sms: int) -> str:
+    """'rows', 'online' or 'split' for an M x N problem (the same choice both directions)."""
+    if triton.next_power_of_2(N) <= MAX_ROWS_BLOCK_N[itemsize]:
+        return "rows"
+    if M >= ROWS_PER_SM_FOR_ONLINE * num_sms or N < 2 * MIN_CHUNK:
+        return "online"
+    return "split"
+
+
+@functools.lru_cache(maxsize=4096)
+def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log: bool,
+                 num_sms: int, force: str | None = None) -> tuple[Launch, ...]:
+    """Launches computing y = softmax(x) (log_softmax if `log`) over rows of an M x N view.
+
+    `force` picks a family ("rows", "online", "split") regardless of the heuristic: for
+    tests and the benchmark. M and N must be >= 1.
+    """
+    itemsize = ITEMSIZE[dtype]
+    fam = force or family(M, N, itemsize, num_sms)
+    acc = dict(LOG=log, ACC_FP64=dtype == "float64")
+    if fam == "rows":
+        BLOCK_M, BLOCK_N, num_warps = _rows_tiling(M, N, itemsize)
+        grid = (_persistent_grid(triton.cdiv(M, BLOCK_M), num_warps, num_sms),)
+        meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, **acc, num_warps=num_warps, num_stages=1)
+        return (Launch("softmax_fwd_rows", ("x",), (M, N, stride_xm, stride_ym),
+                       (("y", (M, N), "io"),), grid, tuple(meta.items())),)
+    BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))
+    num_warps = 8
+    if fam == "online":
+        grid = (_persistent_grid(M, num_warps, num_sms),)
+        meta = dict(BLOCK_N=BLOCK_N, **acc, num_warps=num_warps, num_stages=2)
+        return (Launch("softmax_fwd_online", ("x",), (M, N, stride_xm, stride_ym),
+                       (("y", (M, N), "io"),), grid, tuple(meta.items())),)
+    if fam != "split":
+        raise ValueError(f"force={force!r}: expected 'rows', 'online' or 'split'")
+    chunk, n_chunks = _split(M, N, itemsize, num_sms)
+    stats = dict(BLOCK_N=BLOCK_N, ACC_FP64=acc["ACC_FP64"], num_warps=num_warps, num_stages=2)
+    norm = dict(BLOCK_N=BLOCK_N, BLOCK_C=triton.next_power_of_2(n_chunks), **acc,
+                num_warps=num_warps, num_stages=2)
+    return (
+        Launch("softmax_fwd_split_stats", ("x",), (M, N, stride_xm, chunk, n_chunks),
+               (("m_part", (M, n_chunks), "acc"), ("s_part", (M, n_chunks), "acc")),
+               (M, n_chunks), tuple(stats.items())),
+        Launch("softmax_fwd_split_norm", ("x", "m_part", "s_part"),
+               (M, N, stride_xm, stride_ym, chunk, n_chunks),
+               (("y", (M, N), "io"),), (M, n_chunks), tuple(norm.items())),
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: int, dtype: str,
+                  log: bool, num_sms: int, force: str | None = None) -> tuple[Launch, ...]:
+    """Launches computing dx from y and dy over rows of an M x N view (see plan_forward)."""
+    itemsize = ITEMSIZE[dtype]
+    fam = force or family(M, N, itemsize, num_sms)
+    acc = dict(LOG=log, ACC_FP64=dtype == "float64")
+    if fam == "rows":
+        BLOCK_M, BLOCK_N, num_warps = _rows_tiling(M, N, itemsize)
+        grid = (_persistent_grid(triton.cdiv(M, BLOCK_M), num_warps, num_sms),)
+        meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, **acc, num_warps=num_warps, num_stages=1)
+        return (Launch("softmax_bwd_rows", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm),
+                       (("dx", (M, N), "io"),), grid, tuple(meta.items())),)
+    BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))
+    num_warps = 8
+    if fam == "online":
+        grid = (_persistent_grid(M, num_warps, num_sms),)
+        meta = dict(BLOCK_N=BLOCK_N, **acc, num_warps=num_warps, num_stages=2)
+        return (Launch("softmax_bwd_online", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm),
+                       (("dx", (M, N), "io"),), grid, tuple(meta.items())),)
+    if fam != "split":
+        raise ValueError(f"force={force!r}: expected 'rows', 'online' or 'split'")
+    chunk, n_chunks = _split(M, N, itemsize, num_sms)
+    dot = dict(BLOCK_N=BLOCK_N, **acc, num_warps=num_warps, num_stages=2)
+    apply = dict(BLOCK_N=BLOCK_N, BLOCK_C=triton.next_power_of_2(n_chunks), **acc,
+                 num_warps=num_warps, num_stages=2)
+    return (
+        Launch("softmax_bwd_split_dot", ("y", "dy"), (M, N, stride_ym, stride_dym, chunk, n_chunks),
+               (("dot_part", (M, n_chunks), "acc"),), (M, n_chunks), tuple(dot.items())),
+        Launch("softmax_bwd_split_apply", ("y", "dy", "dot_part"),
+               (M, N, stride_ym, stride_dym, stride_dxm, chunk, n_chunks),
+               (("dx", (M, N), "io"),), (M, n_chunks), tuple(apply.items())),
+    )

@@ -1,0 +1,268 @@
+"""JAX adapter: `softmax` and `log_softmax` on multisoftmax's Triton kernels.
+
+The adapter checks arguments, moves the reduced axes last, views the array as M rows by
+N columns and runs the launches that `multisoftmax.dispatch` plans:
+
+* on a GPU backend through `jax_triton.triton_call` (imported lazily: jax-triton refuses
+  to import on a CPU-only jaxlib);
+* on the CPU with MULTISOFTMAX_INTERPRET=1, through `jax.pure_callback` into Triton's
+  interpreter, the same kernels, so jit/grad/vmap are exercised without a GPU;
+* on the CPU otherwise, `jax.nn.softmax` itself, so a model runs anywhere.
+
+Differentiation is a `jax.custom_vjp` whose backward is the Triton backward kernel and
+saves y, not x; that backward is itself differentiable (a second custom_vjp with the
+closed-form derivatives), so grad-of-grad works. `triton_call` has no batching rule, so
+each kernel call is wrapped in `jax.custom_batching.custom_vmap`: the op is row-wise, so a
+batch axis just becomes more rows. vmap, grad, jit, value_and_grad and their nestings work.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import dispatch, kernels, launch
+from .kernels import interpret_requested
+
+__all__ = ["softmax", "log_softmax"]
+
+_DTYPE_NAMES = {jnp.dtype(jnp.float16): "float16", jnp.dtype(jnp.bfloat16): "bfloat16",
+                jnp.dtype(jnp.float32): "float32", jnp.dtype(jnp.float64): "float64"}
+_INTERPRETER_SMS = 4  # as in multisoftmax.torch: a small persistent grid for the interpreter
+
+
+# --------------------------------------------------------------------------------------
+# running a plan
+# --------------------------------------------------------------------------------------
+def _use_kernels() -> bool:
+    """Kernels on a GPU backend, or on the CPU when the interpreter was asked for."""
+    return jax.default_backend() == "gpu" or interpret_requested()
+
+
+@functools.cache
+def _num_sms() -> int:
+    if jax.default_backend() == "gpu":
+        return jax.devices()[0].core_count
+    return _INTERPRETER_SMS
+
+
+def _gpu_execute(launches, buffers: dict, io_dtype):
+    import jax_triton as jt  # lazily: it refuses to import without a GPU jaxlib
+
+    acc_dtype = jnp.float64 if io_dtype == jnp.float64 else jnp.float32
+
+    def call(l, inputs):
+        out_shape = [jax.ShapeDtypeStruct(shape, io_dtype if kind == "io" else acc_dtype)
+                     for _, shape, kind in l.outputs]
+        return jt.triton_call(*inputs, *l.scalars, kernel=kernels.get(l.kernel), out_shape=out_shape,
+                              grid=l.grid, **l.kwargs)
+
+    return launch.execute(launches, buffers, call)
+
+
+def _to_torch(a: np.ndarray):
+    import torch
+
+    a = np.ascontiguousarray(a)
+    if a.dtype == jnp.bfloat16:  # numpy's bfloat16 (ml_dtypes) has no torch counterpart
+        return torch.from_numpy(a.view(np.uint16).copy()).view(torch.bfloat16)
+    return torch.from_numpy(a.copy())
+
+
+def _to_numpy(t, dtype) -> np.ndarray:
+    import torch
+
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(jnp.bfloat16)
+    return t.numpy().astype(dtype, copy=False)
+
+
+def _interpret_execute(launches, buffers: dict, io_dtype):
+    """The same launches on the host, through Triton's interpreter, as a pure_callback."""
+    names = list(buffers)
+    out_struct = jax.ShapeDtypeStruct(next(iter(buffers.values())).shape, io_dtype)
+
+    def host(*arrays):
+        import torch
+
+        host_buffers = {n: _to_torch(a) for n, a in zip(names, arrays)}
+        dtype = next(iter(host_buffers.values())).dtype
+        out = launch.execute(launches, host_buffers,
+                             lambda l, ins: launch.torch_call(l, ins, dtype, torch.device("cpu")))
+        return _to_numpy(out, io_dtype)
+
+    return jax.pure_callback(host, out_struct, *buffers.values())
+
+
+def _execute(launches, buffers: dict, io_dtype):
+    if jax.default_backend() == "gpu" and not kernels.INTERPRETED:
+        return _gpu_execute(launches, buffers, io_dtype)
+    return _interpret_execute(launches, buffers, io_dtype)
+
+
+# --------------------------------------------------------------------------------------
+# kernel calls on (M, N) arrays, batched by custom_vmap
+# --------------------------------------------------------------------------------------
+def _rows(a):
+    return a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
+
+
+@functools.cache
+def _fwd_call(log: bool):
+    @jax.custom_batching.custom_vmap
+    def call(x):
+        M, N = x.shape
+        plan = dispatch.plan_forward(M, N, N, N, _DTYPE_NAMES[x.dtype], log, _num_sms())
+        return _execute(plan, {"x": x}, x.dtype)
+
+    @call.def_vmap
+    def _(axis_size, in_batched, x):
+        # Row-wise op: the batch axis (moved to the front by custom_vmap) is more rows.
+        return call(_rows(x)).reshape(x.shape), True
+
+    return call
+
+
+@functools.cache
+def _bwd_call(log: bool):
+    @jax.custom_batching.custom_vmap
+    def call(y, dy):
+        M, N = y.shape
+        plan = dispatch.plan_backward(M, N, N, N, N, _DTYPE_NAMES[y.dtype], log, _num_sms())
+        return _execute(plan, {"y": y, "dy": dy}, y.dtype)
+
+    @call.def_vmap
+    def _(axis_size, in_batched, y, dy):
+        y, dy = (a if b else jnp.broadcast_to(a, (axis_size, *a.shape)) for a, b in zip((y, dy), in_batched))
+        return call(_rows(y), _rows(dy)).reshape(y.shape), True
+
+    return call
+
+
+# --------------------------------------------------------------------------------------
+# differentiation
+# --------------------------------------------------------------------------------------
+@functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+def _softmax_2d(x, log):
+    return _fwd_call(log)(x)
+
+
+def _softmax_2d_fwd(x, log):
+    y = _softmax_2d(x, log)
+    return y, y
+
+
+def _softmax_2d_bwd(log, y, dy):
+    return (_backward_2d(y, dy, log),)
+
+
+_softmax_2d.defvjp(_softmax_2d_fwd, _softmax_2d_bwd)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(2,))
+def _backward_2d(y, dy, log):
+    return _bwd_call(log)(y, dy)
+
+
+def _backward_2d_fwd(y, dy, log):
+    return _backward_2d(y, dy, log), (y, dy)
+
+
+def _backward_2d_bwd(log, res, ddx):
+    """Derivatives of dx(y, dy) (see multisoftmax.torch._bwd_backward for the formulas)."""
+    y, dy = res
+    acc = jnp.promote_types(y.dtype, jnp.float32)
+    y32, dy32, ddx32 = (a.astype(acc) for a in (y, dy, ddx))
+    if log:
+        p = jnp.exp(y32)
+        gy = -ddx32 * p * dy32.sum(-1, keepdims=True)
+        gdy = ddx32 - (ddx32 * p).sum(-1, keepdims=True)
+    else:
+        dot = (dy32 * y32).sum(-1, keepdims=True)
+        c = (ddx32 * y32).sum(-1, keepdims=True)
+        gy = ddx32 * (dy32 - dot) - dy32 * c
+        gdy = y32 * (ddx32 - c)
+    return gy.astype(y.dtype), gdy.astype(dy.dtype)
+
+
+_backward_2d.defvjp(_backward_2d_fwd, _backward_2d_bwd)
+
+
+# --------------------------------------------------------------------------------------
+# public API
+# --------------------------------------------------------------------------------------
+def _normalize_axes(axis, ndim: int, name: str) -> tuple[int, ...]:
+    axes = (axis,) if isinstance(axis, (int, np.integer)) and not isinstance(axis, bool) else axis
+    try:
+        axes = tuple(axes)
+    except TypeError:
+        raise TypeError(f"{name}: axis must be an int or a tuple of ints, got {axis!r}") from None
+    rank = ndim  # as jax.nn: a 0-d array has no axis to reduce over
+    out = []
+    for a in axes:
+        if not isinstance(a, (int, np.integer)) or isinstance(a, bool):
+            raise TypeError(f"{name}: axis must be an int or a tuple of ints, got {axis!r}")
+        if not -rank <= a < rank:
+            raise ValueError(f"{name}: axis {a} is out of range for an array of {ndim} dimensions "
+                             f"(expected values in [{-rank}, {rank - 1}])")
+        out.append(int(a) % rank)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{name}: axis {axis!r} repeats an axis")
+    return tuple(out)
+
+
+def _softmax(x, axis, log: bool):
+    name = "log_softmax" if log else "softmax"
+    x = jnp.asarray(x)
+    if jnp.issubdtype(x.dtype, jnp.integer) or x.dtype == jnp.bool_:
+        x = x.astype(jnp.result_type(float))  # jax.nn's promotion: to the default float
+    if x.dtype not in _DTYPE_NAMES:
+        raise TypeError(f"{name}: x has dtype {x.dtype}, which multisoftmax does not support "
+                        f"(float16, bfloat16, float32, float64); cast x with x.astype(jnp.float32)")
+    axes = _normalize_axes(axis, x.ndim, name)
+    if not _use_kernels() or x.size == 0:
+        return jax.nn.log_softmax(x, axis) if log else jax.nn.softmax(x, axis)
+    perm = [a for a in range(x.ndim) if a not in axes] + list(axes)  # reduced axes last
+    xt = jnp.transpose(x, perm)  # an identity permutation costs nothing
+    M = math.prod(xt.shape[: x.ndim - len(axes)])
+    y = _softmax_2d(xt.reshape(M, -1), log).reshape(xt.shape)
+    return jnp.transpose(y, np.argsort(perm))
+
+
+def softmax(x, axis: int | tuple[int, ...] = -1):
+    """Softmax of `x` over `axis`, like `jax.nn.softmax`: exp(x - max) / sum(exp(x - max)).
+
+    Args:
+        x: an array (or array-like) of rank >= 1. float16, bfloat16, float32
+            and float64 are computed as is (arithmetic in float32, float64 for float64);
+            integer and bool inputs are promoted to the default float dtype as jax.nn does.
+        axis: an int or a tuple of ints (negative counts from the end); with a tuple the
+            softmax runs over all those axes together.
+    Returns:
+        An array of x's shape and (promoted) dtype. Differentiable by jax.grad / jax.vjp
+        (backward: the Triton backward kernel, from saved y), batchable by jax.vmap,
+        jittable. A NaN or +inf in a slice makes it NaN; an all -inf slice is NaN, as in
+        jax.nn.softmax.
+    Raises:
+        TypeError: complex or other unsupported dtypes; axis not an int/tuple of ints.
+        ValueError: axis out of range (any axis of a 0-d array) or repeated.
+    Backends: GPU runs `jax_triton.triton_call` (jax-triton 0.3.1 must be installed). CPU
+    runs jax.nn.softmax, unless MULTISOFTMAX_INTERPRET=1 was set before import, which runs
+    the Triton kernels through Triton's interpreter in a `jax.pure_callback` (needs torch,
+    which the interpreter uses for buffers). The backend is `jax.default_backend()`.
+    Algorithm: see multisoftmax/kernels/softmax.py (rows in registers, the online two-pass
+    loop of Milakov & Gimelshein 2018 for long rows, split rows for few long rows).
+    """
+    return _softmax(x, axis, log=False)
+
+
+def log_softmax(x, axis: int | tuple[int, ...] = -1):
+    """log(softmax(x)) over `axis`, computed as x - max - log(sum(exp(x - max))).
+
+    Same arguments, dtypes, errors and backends as `softmax`; matches `jax.nn.log_softmax`.
+    """
+    return _softmax(x, axis, log=True)

@@ -1,0 +1,277 @@
+"""Triton kernels for softmax and log_softmax, forward and backward: the single source of truth.
+
+Every kernel works on a 2-D view: M rows by N columns, the reduction runs along a row,
+columns are contiguous (unit stride) and rows are `stride_*m` elements apart. The
+adapters (`multisoftmax.torch`, `multisoftmax.jax`) reshape any tensor into that view and
+`multisoftmax.dispatch` picks the kernel family and its launch parameters.
+
+Argument order follows `jax_triton.triton_call`: input pointers, then runtime scalars,
+then output pointers, then `tl.constexpr` parameters (passed by keyword). The torch
+launcher calls them in the same order, so one signature serves both frameworks.
+
+Three families, each for softmax (LOG=False) and log_softmax (LOG=True):
+
+* ``*_rows``   BLOCK_M rows x BLOCK_N (>= N) columns per tile, held in registers: one read,
+  one write. Short rows pack several rows into a tile so each program moves enough bytes;
+  programs loop over tiles (a persistent grid) so the grid never exceeds the GPU's size.
+* ``*_online`` one row per step, looped in BLOCK_N tiles: a first pass keeps a running max
+  and a rescaled running sum (Milakov & Gimelshein 2018, "Online normalizer calculation
+  for softmax"; the blog seed's two-pass kernel), a second pass normalizes. The second read
+  of a row mostly hits L2, since only ~#programs rows are in flight.
+* ``*_split``  few long rows: a row is cut into chunks handled by separate programs. The
+  first kernel writes per-chunk partial statistics (max and sum, or the backward's dot
+  product), the second combines the partials of its row and writes its chunk. It walks
+  the chunks in reverse order so the chunks read last by the first kernel, still in L2,
+  are read first.
+
+Arithmetic: float16/bfloat16/float32 inputs are computed in float32, float64 in float64
+(ACC_FP64), and the result is stored in the output pointer's dtype.
+
+Special values follow torch/jax: a NaN or a +inf anywhere in a row makes the whole row
+NaN, an all -inf row is NaN, large magnitudes don't overflow (the row max is subtracted
+first). Masked lanes load -inf (forward) or 0 (backward) so they add nothing to a
+reduction; the running statistics guard the max == -inf case so that a leading all -inf
+tile does not poison the sum of a row that has finite values further on.
+
+Offsets are 64-bit (row index cast to int64 before it meets a stride), so tensors of more
+than 2**31 elements are addressed correctly; N itself must be < 2**31.
+"""
+
+import triton
+import triton.language as tl
+
+
+# --------------------------------------------------------------------------------------
+# forward
+# --------------------------------------------------------------------------------------
+@triton.jit
+def softmax_fwd_rows(
+    x_ptr, M, N, stride_xm, stride_ym, y_ptr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, LOG: tl.constexpr, ACC_FP64: tl.constexpr,
+):
+    acc_ty = tl.float64 if ACC_FP64 else tl.float32
+    cols = tl.arange(0, BLOCK_N)
+    col_mask = cols < N
+    n_tiles = tl.cdiv(M, BLOCK_M)
+    # Persistent loop: the grid is at most a few programs per SM, each walks the tiles.
+    for tile in range(tl.program_id(0), n_tiles, tl.num_programs(0)):
+        rows = tl.cast(tile, tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+        mask = (rows < M)[:, None] & col_mask[None, :]
+        x = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :], mask=mask,
+                    other=-float("inf")).to(acc_ty)
+        x_max = tl.max(x, axis=1)
+        z = x - x_max[:, None]
+        e = tl.exp(z)
+        s = tl.sum(e, axis=1)
+        if LOG:
+            y = z - tl.log(s)[:, None]
+        else:
+            y = e * (1.0 / s)[:, None]
+        tl.store(y_ptr + rows[:, None] * stride_ym + cols[None, :],
+                 y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _online_update(m, s, x):
+    """Fold one tile `x` into the running max `m` and the sum `s` of exp(x - m)."""
+    m_new = tl.maximum(m, tl.max(x, axis=0))
+    # While every value seen is -inf, keep the sum at 0 instead of exp(-inf - -inf) = NaN.
+    m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
+    s = s * tl.exp(m - m_safe) + tl.sum(tl.exp(x - m_safe), axis=0)
+    return m_new, s
+
+
+@triton.jit
+def _normalize(x, m, s, LOG: tl.constexpr):
+    """y from x and the row's max `m` and sum `s` (an all -inf row gives NaN, as torch)."""
+    if LOG:
+        y = x - m - tl.log(s)
+    else:
+        y = tl.exp(x - m) * (1.0 / s)
+    return y
+
+
+@triton.jit
+def softmax_fwd_online(
+    x_ptr, M, N, stride_xm, stride_ym, y_ptr,
+    BLOCK_N: tl.constexpr, LOG: tl.constexpr, ACC_FP64: tl.constexpr,
+):
+    acc_ty = tl.float64 if ACC_FP64 else tl.float32
+    cols = tl.arange(0, BLOCK_N)
+    for row in range(tl.program_id(0), M, tl.num_programs(0)):
+        x_row = x_ptr + tl.cast(row, tl.int64) * stride_xm
+        y_row = y_ptr + tl.cast(row, tl.int64) * stride_ym
+        m = tl.full((), -float("inf"), acc_ty)
+        s = tl.zeros((), acc_ty)
+        for start in range(0, N, BLOCK_N):
+            x = tl.load(x_row + start + cols, mask=start + cols < N, other=-float("inf")).to(acc_ty)
+            m, s = _online_update(m, s, x)
+        for start in range(0, N, BLOCK_N):
+            mask = start + cols < N
+            x = tl.load(x_row + start + cols, mask=mask, other=-float("inf")).to(acc_ty)
+            tl.store(y_row + start + cols, _normalize(x, m, s, LOG).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def softmax_fwd_split_stats(
+    x_ptr, M, N, stride_xm, CHUNK, n_chunks, m_part_ptr, s_part_ptr,
+    BLOCK_N: tl.constexpr, ACC_FP64: tl.constexpr,
+):
+    """Partial max and sum of exp(x - max) of chunk `pid(1)` of row `pid(0)`: (M, n_chunks)."""
+    acc_ty = tl.float64 if ACC_FP64 else tl.float32
+    row = tl.program_id(0).to(tl.int64)
+    chunk = tl.program_id(1)
+    cols = tl.arange(0, BLOCK_N)
+    x_row = x_ptr + row * stride_xm
+    lo = chunk * CHUNK
+    hi = tl.minimum(lo + CHUNK, N)
+    m = tl.full((), -float("inf"), acc_ty)
+    s = tl.zeros((), acc_ty)
+    for start in range(lo, hi, BLOCK_N):
+        x = tl.load(x_row + start + cols, mask=start + cols < hi, other=-float("inf")).to(acc_ty)
+        m, s = _online_update(m, s, x)
+    tl.store(m_part_ptr + row * n_chunks + chunk, m)
+    tl.store(s_part_ptr + row * n_chunks + chunk, s)
+
+
+@triton.jit
+def softmax_fwd_split_norm(
+    x_ptr, m_part_ptr, s_part_ptr, M, N, stride_xm, stride_ym, CHUNK, n_chunks, y_ptr,
+    BLOCK_N: tl.constexpr, BLOCK_C: tl.constexpr, LOG: tl.constexpr, ACC_FP64: tl.constexpr,
+):
+    acc_ty = tl.float64 if ACC_FP64 else tl.float32
+    # Reverse order: the first kernel read the last chunks last, so they are still in L2.
+    row = (M - 1 - tl.program_id(0)).to(tl.int64)
+    chunk = n_chunks - 1 - tl.program_id(1)
+    # Combine the row's partials: max of maxes, sums rescaled to it (an all -inf chunk has s = 0).
+    c = tl.arange(0, BLOCK_C)
+    m_c = tl.load(m_part_ptr + row * n_chunks + c, mask=c < n_chunks, other=-float("inf"))
+    s_c = tl.load(s_part_ptr + row * n_chunks + c, mask=c < n_chunks, other=0.0)
+    m = tl.max(m_c, axis=0)
+    m_safe = tl.where(m == -float("inf"), 0.0, m)
+    s = tl.sum(s_c * tl.exp(m_c - m_safe), axis=0)
+    cols = tl.arange(0, BLOCK_N)
+    x_row = x_ptr + row * stride_xm
+    y_row = y_ptr + row * stride_ym
+    lo = chunk * CHUNK
+    hi = tl.minimum(lo + CHUNK, N)
+    for start in range(lo, hi, BLOCK_N):
+        mask = start + cols < hi
+        x = tl.load(x_row + start + cols, mask=mask, other=-float("inf")).to(acc_ty)
+        tl.store(y_row + start + cols, _normalize(x, m, s, LOG).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+# --------------------------------------------------------------------------------------
+# backward: softmax dx = y * (dy - sum(dy * y)); log_softmax dx = dy - exp(y) * sum(dy)
+# --------------------------------------------------------------------------------------
+@triton.jit
+def _bwd_terms(y, dy, LOG: tl.constexpr):
+    """The per-element term whose row sum the backward needs."""
+    if LOG:
+        t = dy
+    else:
+        t = dy * y
+    return t
+
+
+@triton.jit
+def _bwd_apply(y, dy, dot, LOG: tl.constexpr):
+    if LOG:
+        dx = dy - tl.exp(y) * dot
+    else:
+        dx = y * (dy - dot)
+    return dx
+
+
+@triton.jit
+def softmax_bwd_rows(
+    y_ptr, dy_ptr, M, N, stride_ym, stride_dym, stride_dxm, dx_ptr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, LOG: tl.constexpr, ACC_FP64: tl.constexpr,
+):
+    acc_ty = tl.float64 if ACC_FP64 else tl.float32
+    cols = tl.arange(0, BLOCK_N)
+    col_mask = cols < N
+    n_tiles = tl.cdiv(M, BLOCK_M)
+    for tile in range(tl.program_id(0), n_tiles, tl.num_programs(0)):
+        rows = tl.cast(tile, tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+        mask = (rows < M)[:, None] & col_mask[None, :]
+        # Masked lanes: y = -inf for log_softmax (exp gives 0), 0 otherwise; dy = 0.
+        y = tl.load(y_ptr + rows[:, None] * stride_ym + cols[None, :], mask=mask,
+                    other=-float("inf") if LOG else 0.0).to(acc_ty)
+        dy = tl.load(dy_ptr + rows[:, None] * stride_dym + cols[None, :], mask=mask, other=0.0).to(acc_ty)
+        dot = tl.sum(_bwd_terms(y, dy, LOG), axis=1)
+        dx = _bwd_apply(y, dy, dot[:, None], LOG)
+        tl.store(dx_ptr + rows[:, None] * stride_dxm + cols[None, :],
+                 dx.to(dx_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def softmax_bwd_online(
+    y_ptr, dy_ptr, M, N, stride_ym, stride_dym, stride_dxm, dx_ptr,
+    BLOCK_N: tl.constexpr, LOG: tl.constexpr, ACC_FP64: tl.constexpr,
+):
+    acc_ty = tl.float64 if ACC_FP64 else tl.float32
+    other_y = -float("inf") if LOG else 0.0
+    cols = tl.arange(0, BLOCK_N)
+    for row in range(tl.program_id(0), M, tl.num_programs(0)):
+        y_row = y_ptr + tl.cast(row, tl.int64) * stride_ym
+        dy_row = dy_ptr + tl.cast(row, tl.int64) * stride_dym
+        dx_row = dx_ptr + tl.cast(row, tl.int64) * stride_dxm
+        # Lane-wise partial sums, reduced once at the end: no reduction per tile.
+        acc = tl.zeros((BLOCK_N,), acc_ty)
+        for start in range(0, N, BLOCK_N):
+            mask = start + cols < N
+            y = tl.load(y_row + start + cols, mask=mask, other=other_y).to(acc_ty)
+            dy = tl.load(dy_row + start + cols, mask=mask, other=0.0).to(acc_ty)
+            acc += _bwd_terms(y, dy, LOG)
+        dot = tl.sum(acc, axis=0)
+        for start in range(0, N, BLOCK_N):
+            mask = start + cols < N
+            y = tl.load(y_row + start + cols, mask=mask, other=other_y).to(acc_ty)
+            dy = tl.load(dy_row + start + cols, mask=mask, other=0.0).to(acc_ty)
+            tl.store(dx_row + start + cols, _bwd_apply(y, dy, dot, LOG).to(dx_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def softmax_bwd_split_dot(
+    y_ptr, dy_ptr, M, N, stride_ym, stride_dym, CHUNK, n_chunks, dot_part_ptr,
+    BLOCK_N: tl.constexpr, LOG: tl.constexpr, ACC_FP64: tl.constexpr,
+):
+    """Partial row sum of dy * y (log_softmax: of dy) over one chunk: (M, n_chunks)."""
+    acc_ty = tl.float64 if ACC_FP64 else tl.float32
+    other_y = -float("inf") if LOG else 0.0
+    row = tl.program_id(0).to(tl.int64)
+    chunk = tl.program_id(1)
+    cols = tl.arange(0, BLOCK_N)
+    lo = chunk * CHUNK
+    hi = tl.minimum(lo + CHUNK, N)
+    acc = tl.zeros((BLOCK_N,), acc_ty)
+    for start in range(lo, hi, BLOCK_N):
+        mask = start + cols < hi
+        y = tl.load(y_ptr + row * stride_ym + start + cols, mask=mask, other=other_y).to(acc_ty)
+        dy = tl.load(dy_ptr + row * stride_dym + start + cols, mask=mask, other=0.0).to(acc_ty)
+        acc += _bwd_terms(y, dy, LOG)
+    tl.store(dot_part_ptr + row * n_chunks + chunk, tl.sum(acc, axis=0))
+
+
+@triton.jit
+def softmax_bwd_split_apply(
+    y_ptr, dy_ptr, dot_part_ptr, M, N, stride_ym, stride_dym, stride_dxm, CHUNK, n_chunks, dx_ptr,
+    BLOCK_N: tl.constexpr, BLOCK_C: tl.constexpr, LOG: tl.constexpr, ACC_FP64: tl.constexpr,
+):
+    acc_ty = tl.float64 if ACC_FP64 else tl.float32
+    other_y = -float("inf") if LOG else 0.0
+    # Reverse order, as in softmax_fwd_split_norm: start where the first kernel ended.
+    row = (M - 1 - tl.program_id(0)).to(tl.int64)
+    chunk = n_chunks - 1 - tl.program_id(1)
+    c = tl.arange(0, BLOCK_C)
+    dot = tl.sum(tl.load(dot_part_ptr + row * n_chunks + c, mask=c < n_chunks, other=0.0), axis=0)
+    cols = tl.arange(0, BLOCK_N)
+    lo = chunk * CHUNK
+    hi = tl.minimum(lo + CHUNK, N)
+    for start in range(lo, hi, BLOCK_N):
+        mask = start + cols < hi
+        y = tl.load(y_ptr + row * stride_ym + start + cols, mask=mask, other=other_y).to(acc_ty)
+        dy = tl.load(dy_ptr + row * stride_dym + start + cols, mask=mask, other=0.0).to(acc_ty)
+        tl.store(dx_ptr + row * stride_dxm + start + cols,
+                 _bwd_apply(y, dy, dot, LOG).to(dx_ptr.dtype.element_ty), mask=mask)

@@ -1,0 +1,247 @@
+"""PyTorch adapter: `softmax`, `log_softmax`, `Softmax`, `LogSoftmax` on multisoftmax's kernels.
+
+The adapter only checks arguments, moves `dim` last, views the tensor as M rows by N
+columns and calls two registered custom ops, `torch.ops.multisoftmax.softmax_fwd(x, log)`
+and `torch.ops.multisoftmax.softmax_bwd(y, dy, log)`, which launch what
+`multisoftmax.dispatch` plans. The ops carry autograd (the backward saves y, not x, and is
+itself differentiable) and fake implementations, so `torch.compile(fullgraph=True)` traces
+them with no graph break.
+
+Devices: CUDA tensors run the compiled Triton kernels. CPU tensors run torch's native
+softmax by default, or the very same Triton kernels through Triton's interpreter when the
+environment variable MULTISOFTMAX_INTERPRET=1 is set before import (slow: meant for tests).
+The raw ops accept CPU tensors only in that interpreted mode.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+
+import torch
+
+from . import dispatch, launch
+from .kernels import interpret_requested
+
+__all__ = ["softmax", "log_softmax", "Softmax", "LogSoftmax"]
+
+_DTYPE_NAMES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32",
+                torch.float64: "float64"}
+# Programs the interpreter's persistent grid is sized for: a few, since it runs them one by one.
+_INTERPRETER_SMS = 4
+
+
+@functools.cache
+def _num_sms(device_index: int) -> int:
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+def _launch(launches, buffers: dict, out: torch.Tensor) -> torch.Tensor:
+    """Execute dispatch's launches in order, the last one writing into `out`."""
+    guard = torch.cuda.device(out.device) if out.is_cuda else contextlib.nullcontext()
+    with guard:
+        return launch.execute(launches, buffers,
+                              lambda l, ins: launch.torch_call(l, ins, out.dtype, out.device, out))
+
+
+def _check_tensors(op: str, **tensors: torch.Tensor) -> None:
+    """Device, dtype and shape checks shared by the two ops; names the offending argument."""
+    (first_name, first), *rest = tensors.items()
+    for name, t in tensors.items():
+        if t.dim() != 2:
+            raise ValueError(f"{op}: {name} must be 2-D (M, N), got shape {tuple(t.shape)}")
+        if t.dtype not in _DTYPE_NAMES:
+            raise TypeError(f"{op}: {name} has dtype {t.dtype}; supported: float16, bfloat16, "
+                            f"float32, float64")
+        if t.device.type not in ("cuda", "cpu"):
+            raise ValueError(f"{op}: {name} is on {t.device}; multisoftmax runs on CUDA, or on the CPU "
+                             f"through Triton's interpreter. Move it with .cuda() or .cpu().")
+    for name, t in rest:
+        if t.device != first.device:
+            raise ValueError(f"{op}: {first_name} is on {first.device} but {name} is on {t.device}; "
+                             f"move both to one device")
+        if t.shape != first.shape or t.dtype != first.dtype:
+            raise ValueError(f"{op}: {first_name} {tuple(first.shape)} {first.dtype} and {name} "
+                             f"{tuple(t.shape)} {t.dtype} must have one shape and dtype")
+
+
+def _row_major(t: torch.Tensor) -> torch.Tensor:
+    """The tensor itself if its columns are contiguous, else a contiguous copy."""
+    return t if t.stride(1) == 1 or t.shape[1] <= 1 else t.contiguous()
+
+
+def _num_programs_hint(device: torch.device) -> int:
+    return _INTERPRETER_SMS if device.type == "cpu" else _num_sms(device.index or 0)
+
+
+@torch.library.custom_op("multisoftmax::softmax_fwd", mutates_args=())
+def _softmax_fwd(x: torch.Tensor, log: bool) -> torch.Tensor:
+    """y = softmax(x) (log_softmax if `log`) along the rows of x (M, N); y is contiguous."""
+    _check_tensors("softmax_fwd", x=x)
+    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    M, N = x.shape
+    if M == 0 or N == 0:
+        return y
+    x = _row_major(x)
+    launches = dispatch.plan_forward(M, N, x.stride(0), N, _DTYPE_NAMES[x.dtype], log,
+                                     _num_programs_hint(x.device))
+    return _launch(launches, {"x": x}, y)
+
+
+@torch.library.custom_op("multisoftmax::softmax_bwd", mutates_args=())
+def _softmax_bwd(y: torch.Tensor, dy: torch.Tensor, log: bool) -> torch.Tensor:
+    """dx from y = softmax(x) (log_softmax if `log`) and dy, all (M, N); dx is contiguous."""
+    _check_tensors("softmax_bwd", y=y, dy=dy)
+    dx = torch.empty(y.shape, dtype=y.dtype, device=y.device)
+    M, N = y.shape
+    if M == 0 or N == 0:
+        return dx
+    y, dy = _row_major(y), _row_major(dy)
+    launches = dispatch.plan_backward(M, N, y.stride(0), dy.stride(0), N, _DTYPE_NAMES[y.dtype], log,
+                                      _num_programs_hint(y.device))
+    return _launch(launches, {"y": y, "dy": dy}, dx)
+
+
+@_softmax_fwd.register_fake
+def _(x, log):
+    _check_tensors("softmax_fwd", x=x)
+    return torch.empty(x.shape, dtype=x.dtype, device=x.device)
+
+
+@_softmax_bwd.register_fake
+def _(y, dy, log):
+    _check_tensors("softmax_bwd", y=y, dy=dy)
+    return torch.empty(y.shape, dtype=y.dtype, device=y.device)
+
+
+def _fwd_setup(ctx, inputs, output):
+    ctx.log = inputs[1]
+    ctx.save_for_backward(output)
+
+
+def _fwd_backward(ctx, dy):
+    (y,) = ctx.saved_tensors
+    return torch.ops.multisoftmax.softmax_bwd(y, dy, ctx.log), None
+
+
+def _bwd_setup(ctx, inputs, output):
+    y, dy, ctx.log = inputs
+    ctx.save_for_backward(y, dy)
+
+
+def _bwd_backward(ctx, ddx):
+    """Derivatives of dx(y, dy), for double backward (torch ops; rarely on a hot path).
+
+    softmax:     dx = y * (dy - <dy, y>)     -> d/dy: ddx*(dy - <dy,y>) - dy*<ddx,y>,
+                                                d/d(dy): y*(ddx - <ddx,y>)
+    log_softmax: dx = dy - exp(y) * sum(dy)  -> d/dy: -ddx*exp(y)*sum(dy),
+                                                d/d(dy): ddx - <ddx, exp(y)>
+    """
+    y, dy = ctx.saved_tensors
+    if ctx.log:
+        p = torch.exp(y)
+        return -ddx * p * dy.sum(-1, keepdim=True), ddx - (ddx * p).sum(-1, keepdim=True), None
+    dot = (dy * y).sum(-1, keepdim=True)
+    c = (ddx * y).sum(-1, keepdim=True)
+    return ddx * (dy - dot) - dy * c, y * (ddx - c), None
+
+
+torch.library.register_autograd("multisoftmax::softmax_fwd", _fwd_backward, setup_context=_fwd_setup)
+torch.library.register_autograd("multisoftmax::softmax_bwd", _bwd_backward, setup_context=_bwd_setup)
+
+
+def _softmax(x: torch.Tensor, dim: int, dtype: torch.dtype | None, log: bool) -> torch.Tensor:
+    name = "log_softmax" if log else "softmax"
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name}: x must be a torch.Tensor, got {type(x).__name__}")
+    if dtype is not None:
+        if dtype not in _DTYPE_NAMES:
+            raise TypeError(f"{name}: dtype={dtype} is not supported; use torch.float16, torch.bfloat16, "
+                            f"torch.float32 or torch.float64")
+        x = x.to(dtype)
+    elif x.dtype not in _DTYPE_NAMES:
+        hint = "pass dtype=torch.float32 (as torch.softmax requires)" if not (
+            x.is_floating_point() or x.is_complex()) else "cast x to float32 first"
+        raise TypeError(f"{name}: x has dtype {x.dtype}, which multisoftmax does not support "
+                        f"(float16, bfloat16, float32, float64); {hint}")
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        raise TypeError(f"{name}: dim must be an int, got {dim!r}")
+    rank = max(x.dim(), 1)
+    if not -rank <= dim < rank:
+        raise IndexError(f"{name}: dim={dim} is out of range for a tensor of {x.dim()} dimensions "
+                         f"(expected a value in [{-rank}, {rank - 1}])")
+    if x.device.type == "cpu" and not interpret_requested():
+        return torch.log_softmax(x, dim) if log else torch.softmax(x, dim)
+    if x.device.type not in ("cuda", "cpu"):
+        raise ValueError(f"{name}: x is on {x.device}; multisoftmax runs on CUDA (or the CPU). "
+                         f"Move it with .cuda().")
+    if x.dim() == 0:
+        return torch.ops.multisoftmax.softmax_fwd(x.reshape(1, 1), log).reshape(())
+    dim = dim % x.dim()
+    xt = x.movedim(dim, -1)
+    M = math.prod(xt.shape[:-1])
+    y = torch.ops.multisoftmax.softmax_fwd(xt.reshape(M, xt.shape[-1]), log)
+    return y.view(xt.shape).movedim(-1, dim)
+
+
+def softmax(x: torch.Tensor, dim: int = -1, *, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Softmax of `x` along `dim`: exp(x - max) / sum(exp(x - max)), like `torch.softmax`.
+
+    Args:
+        x: a tensor of any shape (0-d included), any strides (non-contiguous and expanded
+            views are fine), dtype float16, bfloat16, float32 or float64, on a CUDA device
+            (or the CPU, see below).
+        dim: the axis to normalize over; negative values count from the end.
+        dtype: if given, x is cast to it first (as torch.softmax's `dtype=`); required for
+            integer inputs.
+    Returns:
+        A tensor of x's shape and dtype (or `dtype`), differentiable (backward by the Triton
+        backward kernel, saving y). Arithmetic is float32 for 16- and 32-bit inputs,
+        float64 for float64. NaN or +inf in a slice makes that slice NaN; an all -inf slice
+        is NaN, as in torch. For dim other than the last, the result is a view with `dim`'s
+        stride 1 (values equal torch's; strides may differ).
+    Raises:
+        TypeError: x not a tensor, unsupported dtype (integer input without `dtype=`,
+            complex, float8), dim not an int.
+        IndexError: dim out of range.
+        ValueError: x on a device other than CUDA or CPU.
+    CPU: torch.softmax itself, unless MULTISOFTMAX_INTERPRET=1, which runs the Triton kernels
+    through Triton's interpreter. Algorithm: a row in registers for rows up to 16384, the
+    online-normalizer two-pass loop (Milakov & Gimelshein 2018) beyond, rows split across
+    programs when there are few of them (see multisoftmax/dispatch.py).
+    """
+    return _softmax(x, dim, dtype, log=False)
+
+
+def log_softmax(x: torch.Tensor, dim: int = -1, *, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """log(softmax(x)) along `dim`, computed as x - max - log(sum(exp(x - max))).
+
+    Same arguments, shapes, dtypes, errors and CPU/GPU behaviour as `softmax`; matches
+    `torch.log_softmax` (an all -inf slice is NaN, a +inf or NaN makes the slice NaN).
+    """
+    return _softmax(x, dim, dtype, log=True)
+
+
+class Softmax(torch.nn.Module):
+    """`torch.nn.Softmax` on multisoftmax: `Softmax(dim)(x) == softmax(x, dim)`.
+
+    Unlike torch.nn.Softmax, `dim` has no legacy implicit choice: it defaults to -1.
+    """
+
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return softmax(x, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Softmax):
+    """`torch.nn.LogSoftmax` on multisoftmax: `LogSoftmax(dim)(x) == log_softmax(x, dim)`."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return log_softmax(x, self.dim)

@@ -1,0 +1,50 @@
+"""Compile every kernel variant the dispatcher can emit to PTX for sm_90, without a GPU.
+
+Run as a script or through tests/test_kernels.py: it catches code that the interpreter
+accepts but the Triton compiler rejects, on a machine with no GPU.
+"""
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from multisoftmax import dispatch
+from multisoftmax.kernels import softmax as compiled
+
+TRITON_TY = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64"}
+
+
+def compile_launches(launches, dtype: str, target=GPUTarget("cuda", 90, 32)):
+    """Compile each Launch (as emitted by dispatch) for `target`; returns the compiled kernels."""
+    out = []
+    acc = "fp64" if dtype == "float64" else "fp32"
+    for launch in launches:
+        fn = getattr(compiled, launch.kernel)
+        kw = launch.kwargs
+        opts = {"num_warps": kw.pop("num_warps"), "num_stages": kw.pop("num_stages")}
+        buf_ty = {name: ("*" + (TRITON_TY[dtype] if d == "io" else acc)) for name, _, d in
+                  (o for l in launches for o in l.outputs)}
+        sig, vals = {}, list(launch.inputs) + list(launch.scalars) + [o[0] for o in launch.outputs]
+        for arg_name, v in zip(fn.arg_names, vals):
+            if isinstance(v, str):
+                sig[arg_name] = "*" + TRITON_TY[dtype] if v in ("x", "y", "dy") else buf_ty[v]
+            else:
+                sig[arg_name] = "i32"
+        for k in kw:
+            sig[k] = "constexpr"
+        src = ASTSource(fn=fn, signature=sig, constexprs=kw)
+        out.append(triton.compile(src, target=target, options=opts))
+    return out
+
+
+if __name__ == "__main__":
+    import itertools
+    for (M, N), dtype, log, direction in itertools.product(
+            [(4096, 128), (64, 3000), (8, 16384), (4096, 65536), (4, 262144)],
+            ["float32", "bfloat16", "float64"], [False, True], ["fwd", "bwd"]):
+        if direction == "fwd":
+            launches = dispatch.plan_forward(M, N, N, N, dtype, log, 132)
+        else:
+            launches = dispatch.plan_backward(M, N, N, N, N, dtype, log, 132)
+        ks = compile_launches(launches, dtype)
+        print(M, N, dtype, log, direction, [l.kernel for l in launches],
+              [k.metadata.shared for k in ks])

@@ -1,0 +1,152 @@
+"""multisoftmax.jax: jax.nn.softmax's semantics under jit, grad, vmap and their nestings."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.test_util import check_grads
+
+import multisoftmax.jax as mj
+import reference64 as ref
+
+DTYPES = [jnp.float32, jnp.bfloat16, jnp.float16, jnp.float64]
+OPS = [(mj.softmax, jax.nn.softmax, False), (mj.log_softmax, jax.nn.log_softmax, True)]
+OP_IDS = ["softmax", "log_softmax"]
+
+
+def randn(*shape, dtype=jnp.float32, seed=0, scale=3.0):
+    return jnp.asarray(np.random.default_rng(seed).standard_normal(shape) * scale, dtype)
+
+
+@pytest.mark.parametrize("ops", OPS, ids=OP_IDS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: jnp.dtype(d).name)
+@pytest.mark.parametrize("shape,axis", [((7,), 0), ((4, 33), -1), ((3, 5, 6), 0), ((3, 5, 6), 1),
+                                        ((3, 5, 6), (0, 2)), ((2, 3, 4), (-1, -2)), ((2, 3, 4), (0, 1, 2))])
+def test_matches_float64_reference(ops, dtype, shape, axis):
+    ours, _, log = ops
+    x = randn(*shape, dtype=dtype, seed=len(shape))
+    x_before = np.array(x)
+    y = ours(x, axis)
+    assert y.shape == x.shape and y.dtype == x.dtype
+    ref.assert_close(np.asarray(y, np.float64), ref.softmax(np.asarray(x, np.float64), axis, log),
+                     jnp.dtype(dtype).name, f"{shape} axis={axis}")
+    np.testing.assert_array_equal(np.array(x), x_before)
+
+
+@pytest.mark.parametrize("ops", OPS, ids=OP_IDS)
+def test_special_values_match_jax(ops):
+    ours, theirs, _ = ops
+    x = np.array(randn(6, 9, seed=4))
+    x[0] = -np.inf
+    x[1, 3] = np.inf
+    x[2, 5] = np.nan
+    x[3, :4] = -np.inf
+    x[4] = 3e38
+    got, expected = ours(jnp.asarray(x)), theirs(jnp.asarray(x, jnp.float64)).astype(jnp.float32)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    ref.assert_close(got, expected, "float32")
+
+
+def test_integer_promotion_and_empty():
+    x = jnp.arange(12).reshape(3, 4)
+    y = mj.softmax(x)
+    assert y.dtype == jax.nn.softmax(x).dtype
+    ref.assert_close(y, ref.softmax(np.arange(12).reshape(3, 4)), jnp.dtype(y.dtype).name)
+    assert mj.softmax(jnp.zeros((0, 5))).shape == (0, 5)
+    assert mj.log_softmax(jnp.ones((4, 1))).tolist() == [[0.0]] * 4
+
+
+def test_bad_arguments():
+    x = randn(3, 4)
+    with pytest.raises(ValueError, match=r"axis 2 is out of range .* \[-2, 1\]"):
+        mj.softmax(x, 2)
+    with pytest.raises(ValueError, match="repeats"):
+        mj.softmax(x, (1, -1))
+    with pytest.raises(TypeError, match="axis must be an int"):
+        mj.softmax(x, 1.5)
+    with pytest.raises(TypeError, match="complex64"):
+        mj.softmax(x.astype(jnp.complex64))
+    with pytest.raises(ValueError, match="0 dimensions"):
+        mj.softmax(jnp.float32(1.0))
+
+
+@pytest.mark.parametrize("ops", OPS, ids=OP_IDS)
+def test_check_grads(ops):
+    ours, _, _ = ops
+    x = randn(3, 20, dtype=jnp.float64, seed=5)
+    check_grads(lambda t: ours(t, -1), (x,), order=2, modes=["rev"])
+    check_grads(lambda t: ours(t, 0), (x,), order=1, modes=["rev"])
+
+
+@pytest.mark.parametrize("ops", OPS, ids=OP_IDS)
+def test_transformations(ops):
+    """jit, grad, vmap, value_and_grad and nestings agree with jax.nn on the same function."""
+    ours, theirs, _ = ops
+    x = randn(4, 3, 20, dtype=jnp.float64, seed=6)
+    w = randn(20, dtype=jnp.float64, seed=7)
+
+    def loss(f):
+        return lambda t: jnp.sum(f(t, -1) * w)
+
+    cases = {
+        "jit": lambda f: jax.jit(lambda t: f(t, -1)),
+        "grad": lambda f: jax.vmap(jax.grad(loss(f))),
+        "jit(vmap(grad))": lambda f: jax.jit(jax.vmap(jax.grad(loss(f)))),
+        "vmap(in_axes=1)": lambda f: jax.vmap(lambda t: f(t, -1), in_axes=1, out_axes=1),
+        "value_and_grad": lambda f: jax.jit(jax.vmap(jax.value_and_grad(loss(f)))),
+        "vmap(vmap)": lambda f: jax.vmap(jax.vmap(lambda t: f(t, 0))),
+        "grad(grad)": lambda f: jax.vmap(jax.grad(lambda t: jnp.sum(jax.grad(loss(f))(t) ** 2))),
+        "jit(jacrev)": lambda f: jax.jit(jax.jacrev(lambda t: f(t[0, 0], -1))),
+    }
+    for name, make in cases.items():
+        got, expected = make(ours)(x), make(theirs)(x)
+        jax.tree.map(lambda a, b: ref.assert_close(a, b, "float64", name), got, expected)
+
+
+def test_backward_vmap_over_cotangent_only():
+    """vmap of a pullback: y unbatched, dy batched (the custom_vmap rule broadcasts y)."""
+    x = randn(3, 20, dtype=jnp.float64, seed=8)
+    dys = randn(5, 3, 20, dtype=jnp.float64, seed=9)
+    for ours, theirs, _ in OPS:
+        _, pull = jax.vjp(ours, x)
+        _, pull_ref = jax.vjp(theirs, x)
+        ref.assert_close(jax.vmap(pull)(dys)[0], jax.vmap(pull_ref)(dys)[0], "float64")
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
+def test_backward_matches_reference(dtype):
+    x = randn(5, 3, 50, dtype=dtype, seed=10)
+    dy = randn(5, 3, 50, dtype=dtype, seed=11)
+    for ours, _, log in OPS:
+        y, pull = jax.vjp(lambda t: ours(t, 1), x)
+        (dx,) = pull(dy)
+        assert dx.dtype == dtype
+        expected = ref.softmax_backward(np.asarray(y, np.float64), np.asarray(dy, np.float64), 1, log)
+        ref.assert_close(np.asarray(dx, np.float64), expected, jnp.dtype(dtype).name, scale_atol=True)
+
+
+def test_kernels_run_not_the_native_op(monkeypatch):
+    """On a GPU or with the interpreter, jax.nn's softmax must never be called."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("jax.nn's softmax was called")
+
+    x = randn(3, 10, seed=12)
+    expected = ref.softmax(np.asarray(x, np.float64))
+    monkeypatch.setattr(jax.nn, "softmax", refuse)
+    monkeypatch.setattr(jax.nn, "log_softmax", refuse)
+    y = mj.softmax(x)
+    g = jax.grad(lambda t: mj.log_softmax(t)[0, 0])(x)
+    monkeypatch.undo()
+    ref.assert_close(y, expected, "float32")
+    assert np.isfinite(np.asarray(g)).all()
+
+
+def test_cpu_default_is_native(monkeypatch):
+    if jax.default_backend() == "gpu":
+        pytest.skip("the native fallback is the CPU backend's")
+    monkeypatch.setenv("MULTISOFTMAX_INTERPRET", "0")
+    calls = []
+    native = jax.nn.softmax
+    monkeypatch.setattr(jax.nn, "softmax", lambda *a, **k: calls.append(1) or native(*a, **k))
+    mj.softmax(randn(3, 10))
+    assert calls == [1]

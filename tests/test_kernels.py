@@ -1,0 +1,136 @@
+"""The kernel families and the dispatcher: every family, forward and backward, both ops.
+
+Families are forced (and their block sizes shrunk, so that small inputs still loop over
+several tiles and split rows into several chunks) and run through the torch ops, which
+use the interpreter on the CPU and the compiled kernels on CUDA.
+"""
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+import reference64 as ref
+import multisoftmax.torch  # noqa: F401  (registers torch.ops.multisoftmax)
+from multisoftmax import dispatch
+from multisoftmax.kernels import softmax as kernel_module
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16,
+          "float64": torch.float64}
+
+
+@pytest.fixture
+def forced_family(monkeypatch):
+    """Force dispatch.family to one family, with tiny loop tiles and chunks."""
+
+    def force(fam: str):
+        monkeypatch.setattr(dispatch, "family", lambda *a: fam)
+        monkeypatch.setattr(dispatch, "LOOP_BLOCK_N", {2: 16, 4: 16, 8: 16})
+        monkeypatch.setattr(dispatch, "MIN_CHUNK", 32)
+        dispatch.plan_forward.cache_clear()
+        dispatch.plan_backward.cache_clear()
+
+    yield force
+    dispatch.plan_forward.cache_clear()
+    dispatch.plan_backward.cache_clear()
+
+
+def _random(shape, dtype, device, seed):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(shape, generator=g, dtype=torch.float64) * 3).to(DTYPES[dtype]).to(device)
+
+
+@pytest.mark.parametrize("fam", ["rows", "online", "split"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+@pytest.mark.parametrize("M,N", [(1, 1), (3, 17), (5, 100), (2, 129)])
+def test_family_forward_backward(forced_family, torch_device, fam, dtype, log, M, N):
+    forced_family(fam)
+    x = _random((M, N), dtype, torch_device, seed=M * 1000 + N)
+    y = torch.ops.multisoftmax.softmax_fwd(x, log)
+    expected = ref.softmax(x.double().cpu().numpy(), log=log)
+    ref.assert_close(y.double().cpu(), expected, dtype, f"{fam} fwd")
+
+    dy = _random((M, N), dtype, torch_device, seed=M * 1000 + N + 1)
+    dx = torch.ops.multisoftmax.softmax_bwd(y, dy, log)
+    expected_dx = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=log)
+    ref.assert_close(dx.double().cpu(), expected_dx, dtype, f"{fam} bwd", scale_atol=True)
+
+
+@pytest.mark.parametrize("fam", ["rows", "online", "split"])
+def test_family_special_values(forced_family, torch_device, fam):
+    """-inf leading tiles/chunks must not poison a row; +inf, NaN and all -inf rows are NaN."""
+    forced_family(fam)
+    x = torch.randn(6, 100, dtype=torch.float64).to(torch.float32)
+    x[0, :70] = -float("inf")  # several leading tiles and chunks of -inf, finite after
+    x[1, :] = -float("inf")
+    x[2, 50] = float("inf")
+    x[3, 99] = float("nan")
+    x[4, :] *= 1e37
+    x = x.to(torch_device)
+    for log in (False, True):
+        y = torch.ops.multisoftmax.softmax_fwd(x, log)
+        expected = (torch.log_softmax if log else torch.softmax)(x.double().cpu(), -1)
+        ref.assert_close(y.cpu(), expected, "float32", f"{fam} log={log}")
+        assert torch.isfinite(y[0, 70:]).all() and torch.isnan(y[1:4]).all()
+
+
+def test_family_choice():
+    sms = 132
+    assert dispatch.family(65536, 128, 2, sms) == "rows"
+    assert dispatch.family(4096, 16384, 4, sms) == "rows"
+    assert dispatch.family(4095, 16385, 4, sms) == "online"
+    assert dispatch.family(64, 256000, 2, sms) == "split"
+    assert dispatch.family(1, 20000, 4, sms) == "split"
+    assert dispatch.family(8, 8192, 8, sms) == "rows"
+    assert dispatch.family(8, 16384, 8, sms) == "split"
+
+
+def _all_plans():
+    for (M, N), dtype, log in itertools.product(
+            [(65536, 128), (3, 781), (4096, 16384), (4096, 65536), (1, 1048576), (64, 128256)],
+            ["float16", "float32", "float64"], [False, True]):
+        yield dispatch.plan_forward(M, N, N, N, dtype, log, 132)
+        yield dispatch.plan_backward(M, N, N, N, N, dtype, log, 132)
+
+
+def test_launches_match_kernel_signatures():
+    """Inputs + scalars + outputs + constexprs of each launch fill the kernel's parameters."""
+    for plan in _all_plans():
+        for launch in plan:
+            fn = getattr(kernel_module, launch.kernel)
+            meta = {k for k in launch.kwargs if k not in ("num_warps", "num_stages")}
+            runtime = len(launch.inputs) + len(launch.scalars) + len(launch.outputs)
+            assert fn.arg_names[:runtime] + sorted(meta) == fn.arg_names[:runtime] + sorted(fn.arg_names[runtime:])
+            assert all(g >= 1 for g in launch.grid)
+
+
+def test_split_plan_covers_row():
+    plan = dispatch.plan_forward(4, 262144, 262144, 262144, "bfloat16", False, 132)
+    assert [l.kernel for l in plan] == ["softmax_fwd_split_stats", "softmax_fwd_split_norm"]
+    M, N, _, chunk, n_chunks = plan[0].scalars
+    assert (n_chunks - 1) * chunk < N <= n_chunks * chunk and chunk % plan[0].kwargs["BLOCK_N"] == 0
+    assert plan[1].kwargs["BLOCK_C"] >= n_chunks
+
+
+
+
+def test_kernels_compile_for_sm90_subprocess():
+    """Compile one plan of each family for sm_90 in a fresh interpreter-free process."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "MULTISOFTMAX_INTERPRET")}
+    code = (
+        "import sys; sys.path.insert(0, 'tests'); import compile_check as c; from multisoftmax import dispatch\n"
+        "for M, N in [(4096, 128), (4096, 65536), (4, 262144)]:\n"
+        "    for dt in ['bfloat16', 'float64']:\n"
+        "        c.compile_launches(dispatch.plan_forward(M, N, N, N, dt, True, 132), dt)\n"
+        "        c.compile_launches(dispatch.plan_backward(M, N, N, N, N, dt, False, 132), dt)\n"
+        "print('compiled')\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0 and "compiled" in out.stdout, out.stderr[-3000:]

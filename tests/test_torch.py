@@ -1,0 +1,195 @@
+"""multisoftmax.torch: torch.softmax's semantics, autograd, custom-op checks, torch.compile."""
+
+import numpy as np
+import pytest
+import torch
+
+import multisoftmax.torch as mt
+import reference64 as ref
+
+DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.float64]
+NAMES = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16",
+         torch.float64: "float64"}
+OPS = [(mt.softmax, torch.softmax, False), (mt.log_softmax, torch.log_softmax, True)]
+OP_IDS = ["softmax", "log_softmax"]
+
+
+def randn(*shape, dtype=torch.float32, device="cpu", seed=0, scale=3.0):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(tuple(shape), generator=g, dtype=torch.float64) * scale).to(dtype).to(device)
+
+
+@pytest.mark.parametrize("ops", OPS, ids=OP_IDS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=[NAMES[d] for d in DTYPES])
+@pytest.mark.parametrize("shape,dim", [((7,), 0), ((4, 33), -1), ((3, 5, 6), 0), ((3, 5, 6), 1),
+                                       ((3, 5, 6), -1), ((2, 1, 3, 9), 2), ((), 0), ((), -1)])
+def test_matches_float64_reference(torch_device, ops, dtype, shape, dim):
+    ours, _, log = ops
+    x = randn(*shape, dtype=dtype, device=torch_device, seed=len(shape) * 10 + dim)
+    x_before = x.clone()
+    y = ours(x, dim)
+    assert y.shape == x.shape and y.dtype == dtype and y.device == x.device
+    ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), dim if x.dim() else None, log),
+                     NAMES[dtype], f"{shape} dim={dim}")
+    assert torch.equal(x, x_before), "the input was modified"
+
+
+@pytest.mark.parametrize("ops", OPS, ids=OP_IDS)
+def test_non_contiguous_and_expanded(torch_device, ops):
+    ours, theirs, _ = ops
+    base = randn(6, 40, device=torch_device, seed=1)
+    views = {
+        "transposed": base.t(),
+        "column-sliced": base[:, ::3],
+        "row-sliced": base[::2, 5:30],
+        "expanded": randn(1, 17, device=torch_device, seed=2).expand(5, 17),
+        "expanded-dim": randn(4, 1, device=torch_device, seed=3).expand(4, 9),
+    }
+    for name, x in views.items():
+        for dim in range(x.dim()):
+            ref.assert_close(ours(x, dim).cpu(), theirs(x.double(), dim).cpu(), "float32", f"{name} dim={dim}")
+
+
+@pytest.mark.parametrize("ops", OPS, ids=OP_IDS)
+def test_special_values_match_torch(torch_device, ops):
+    ours, theirs, _ = ops
+    x = randn(7, 9, device=torch_device, seed=4)
+    x[0] = -float("inf")
+    x[1, 3] = float("inf")
+    x[2, 5] = float("nan")
+    x[3, :4] = -float("inf")
+    x[4] = 3e38
+    x[5] = torch.tensor([3e38, -3e38] * 4 + [0.0])
+    got, expected = ours(x), theirs(x.double(), -1).float()  # exact, rounded to float32
+    assert torch.equal(torch.isnan(got), torch.isnan(expected))
+    ref.assert_close(got.cpu(), expected.cpu(), "float32")
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_limits(torch_device, dtype):
+    big = torch.finfo(dtype).max
+    x = torch.tensor([[big, -big, 0.0, big * 0.5], [-big, -big, -big, -big * 0.99]], dtype=dtype,
+                     device=torch_device)
+    for ours, theirs, log in OPS:
+        # The exact result rounded to the dtype: log_softmax of -max - max is -inf in 16 bits.
+        expected = torch.from_numpy(ref.softmax(x.double().cpu().numpy(), -1, log)).to(dtype).double()
+        ref.assert_close(ours(x).double().cpu(), expected, NAMES[dtype])
+
+
+def test_empty_and_n1(torch_device):
+    for shape, dim in [((0, 5), 1), ((5, 0), 1), ((0,), 0), ((3, 0, 2), 0)]:
+        x = torch.empty(shape, device=torch_device)
+        assert mt.softmax(x, dim).shape == x.shape
+    x = randn(5, 1, device=torch_device)
+    assert torch.equal(mt.softmax(x).cpu(), torch.ones(5, 1))
+    assert torch.equal(mt.log_softmax(x).cpu(), torch.zeros(5, 1))
+
+
+def test_dtype_argument_and_integer_input(torch_device):
+    x = torch.arange(12, device=torch_device).reshape(3, 4)
+    with pytest.raises(TypeError, match=r"x has dtype torch.int64.*dtype=torch.float32"):
+        mt.softmax(x)
+    y = mt.softmax(x, 1, dtype=torch.float64)
+    assert y.dtype == torch.float64
+    ref.assert_close(y.cpu(), torch.softmax(x.double(), 1).cpu(), "float64")
+    xh = randn(3, 4, dtype=torch.float16, device=torch_device)
+    assert mt.log_softmax(xh, dtype=torch.float32).dtype == torch.float32
+    with pytest.raises(TypeError, match="dtype=torch.int32 is not supported"):
+        mt.softmax(xh, dtype=torch.int32)
+
+
+def test_bad_arguments(torch_device):
+    x = randn(3, 4, device=torch_device)
+    with pytest.raises(IndexError, match=r"dim=2 is out of range .* \[-2, 1\]"):
+        mt.softmax(x, 2)
+    with pytest.raises(IndexError, match="dim=-3"):
+        mt.log_softmax(x, -3)
+    with pytest.raises(TypeError, match="dim must be an int"):
+        mt.softmax(x, 1.0)
+    with pytest.raises(TypeError, match="must be a torch.Tensor"):
+        mt.softmax(np.ones(3))
+    with pytest.raises(TypeError, match="complex"):
+        mt.softmax(torch.ones(3, dtype=torch.complex64, device=torch_device))
+    with pytest.raises(ValueError, match="dy"):
+        torch.ops.multisoftmax.softmax_bwd(x, randn(3, 5, device=torch_device), False)
+    with pytest.raises(ValueError, match="must be 2-D"):
+        torch.ops.multisoftmax.softmax_fwd(randn(3, device=torch_device), False)
+
+
+def test_gradcheck_float64(torch_device):
+    x = randn(4, 37, dtype=torch.float64, device=torch_device, seed=7).requires_grad_()
+    for ours, _, _ in OPS:
+        for dim in (0, 1):
+            assert torch.autograd.gradcheck(lambda t: ours(t, dim), (x,))
+            assert torch.autograd.gradgradcheck(lambda t: ours(t, dim), (x,))
+
+
+@pytest.mark.parametrize("ops", OPS, ids=OP_IDS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_backward_matches_reference(torch_device, ops, dtype):
+    ours, _, log = ops
+    x = randn(5, 3, 50, dtype=dtype, device=torch_device, seed=8).requires_grad_()
+    dy = randn(5, 3, 50, dtype=dtype, device=torch_device, seed=9)
+    y = ours(x, 1)
+    (dx,) = torch.autograd.grad(y, x, dy)
+    expected = ref.softmax_backward(y.detach().double().cpu().numpy(), dy.double().cpu().numpy(), 1, log)
+    ref.assert_close(dx.double().cpu(), expected, NAMES[dtype], scale_atol=True)
+
+
+def test_opcheck(torch_device):
+    x = randn(5, 33, dtype=torch.float64, device=torch_device, seed=10)
+    for log in (False, True):
+        torch.library.opcheck(torch.ops.multisoftmax.softmax_fwd.default, (x.clone().requires_grad_(), log))
+        y = torch.ops.multisoftmax.softmax_fwd(x, log)
+        dy = randn(5, 33, dtype=torch.float64, device=torch_device, seed=11)
+        torch.library.opcheck(torch.ops.multisoftmax.softmax_bwd.default,
+                              (y.clone().requires_grad_(), dy.requires_grad_(), log))
+
+
+def test_torch_compile_fullgraph(torch_device):
+    backend = "inductor" if torch_device == "cuda" else "aot_eager"
+
+    def f(t):
+        return (mt.softmax(t * 2.0, -1) * mt.log_softmax(t, 0)).sum()
+
+    compiled = torch.compile(f, fullgraph=True, backend=backend)
+    x = randn(6, 40, device=torch_device, seed=12).requires_grad_()
+    loss = compiled(x)
+    (g,) = torch.autograd.grad(loss, x)
+    x2 = x.detach().double().requires_grad_()
+    expected = (torch.softmax(x2 * 2.0, -1) * torch.log_softmax(x2, 0)).sum()
+    (g2,) = torch.autograd.grad(expected, x2)
+    ref.assert_close(loss.detach().cpu(), expected.detach().cpu(), "float32")
+    ref.assert_close(g.cpu(), g2.cpu(), "float32", scale_atol=True)
+
+
+def test_modules(torch_device):
+    x = randn(3, 4, 5, device=torch_device)
+    assert torch.equal(mt.Softmax(1)(x), mt.softmax(x, 1))
+    assert torch.equal(mt.LogSoftmax()(x), mt.log_softmax(x, -1))
+    assert "dim=1" in repr(mt.Softmax(1))
+
+
+def test_kernels_run_not_the_native_op(torch_device, monkeypatch):
+    """With the interpreter (CPU) or on CUDA, torch's own softmax must never be called."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("the native softmax was called")
+
+    for name in ("softmax", "log_softmax", "_softmax", "_log_softmax"):
+        monkeypatch.setattr(torch, name, refuse)
+        monkeypatch.setattr(torch.ops.aten, name, refuse, raising=False)
+    x = randn(3, 10, device=torch_device)
+    y = mt.softmax(x)
+    monkeypatch.undo()
+    ref.assert_close(y.cpu(), torch.softmax(x.double(), -1).cpu(), "float32")
+
+
+def test_cpu_default_is_native(monkeypatch):
+    """Without MULTISOFTMAX_INTERPRET, CPU tensors go to torch.softmax (a model runs anywhere)."""
+    monkeypatch.setenv("MULTISOFTMAX_INTERPRET", "0")
+    calls = []
+    native = torch.softmax
+    monkeypatch.setattr(torch, "softmax", lambda *a, **k: calls.append(1) or native(*a, **k))
+    x = randn(3, 10)
+    mt.softmax(x)
+    assert calls == [1]
