@@ -20,11 +20,16 @@ ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 # for x and as many for exp(x); past that the compiler spills and the looped kernels win.
 # float64 needs two registers a value, hence half.
 MAX_ROWS_BLOCK_N = {2: 16384, 4: 16384, 8: 8192}
-# Elements a rows-kernel tile aims for: 16 a thread at 8 warps keeps four 16-byte loads
-# in flight per thread for fp32 (eight 8-element loads for 16-bit types).
-TILE_ELEMS = 4096
-# Tile of the looped kernels: 16-byte vectors, 16 (fp32) or 32 (16-bit) values a thread.
-LOOP_BLOCK_N = {2: 8192, 4: 4096, 8: 2048}
+# Rows kernel: 16 values a thread, at least 4 warps (short rows share a program: BLOCK_M
+# rows of BLOCK_N), at most 16, one tile a program. On the H100 this rule is within 1.5% of
+# the best of 9 (values a thread x warps) variants on every fp32/bf16 shape from N = 128 to
+# 16384, and a persistent grid (a few programs per SM looping over tiles) lost 2-8%:
+# bench/results/h100/tune.json, made by `python bench/tune.py`.
+VALUES_PER_THREAD = 16
+# Looped kernels: 8192-wide tiles, 8 warps, 2 programs per SM (best or within 3% of the best
+# of 5 variants at N = 16385 ... 262144 in the same tuning run).
+LOOP_BLOCK_N = {2: 8192, 4: 8192, 8: 4096}
+LOOP_PROGRAMS_PER_SM = 2
 # A chunk of a split row is at least this many elements, so each program streams long
 # enough to hide its start-up and the partials stay few.
 MIN_CHUNK = 8192
@@ -59,19 +64,12 @@ class Launch:
         return dict(self.meta)
 
 
-def _rows_tiling(M: int, N: int, itemsize: int):
-    """BLOCK_M, BLOCK_N, num_warps for the rows family."""
+def _rows_tiling(M: int, N: int):
+    """BLOCK_M, BLOCK_N, num_warps and grid for the rows family."""
     BLOCK_N = triton.next_power_of_2(N)
-    BLOCK_M = max(1, min(TILE_ELEMS // BLOCK_N, triton.next_power_of_2(max(M, 1))))
-    # 16 values a thread: the tile decides the warps, between 1 and 16.
-    num_warps = max(1, min(16, (BLOCK_M * BLOCK_N) // 512))
-    return BLOCK_M, BLOCK_N, num_warps
-
-
-def _persistent_grid(n_work: int, num_warps: int, num_sms: int) -> int:
-    # About 1024 resident threads per SM: enough warps to cover memory latency without
-    # running into the register limit; each program then loops over its share of the work.
-    return max(1, min(n_work, num_sms * max(1, 32 // num_warps)))
+    num_warps = max(4, min(16, BLOCK_N // (VALUES_PER_THREAD * 32)))
+    BLOCK_M = max(1, min(VALUES_PER_THREAD * 32 * num_warps // BLOCK_N, triton.next_power_of_2(M)))
+    return BLOCK_M, BLOCK_N, num_warps, (triton.cdiv(M, BLOCK_M),)
 
 
 def _split(M: int, N: int, itemsize: int, num_sms: int):
@@ -104,15 +102,14 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
     fam = force or family(M, N, itemsize, num_sms)
     acc = dict(LOG=log, ACC_FP64=dtype == "float64")
     if fam == "rows":
-        BLOCK_M, BLOCK_N, num_warps = _rows_tiling(M, N, itemsize)
-        grid = (_persistent_grid(triton.cdiv(M, BLOCK_M), num_warps, num_sms),)
+        BLOCK_M, BLOCK_N, num_warps, grid = _rows_tiling(M, N)
         meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, **acc, num_warps=num_warps, num_stages=1)
         return (Launch("softmax_fwd_rows", ("x",), (M, N, stride_xm, stride_ym),
                        (("y", (M, N), "io"),), grid, tuple(meta.items())),)
     BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))
     num_warps = 8
     if fam == "online":
-        grid = (_persistent_grid(M, num_warps, num_sms),)
+        grid = (min(M, LOOP_PROGRAMS_PER_SM * num_sms),)  # each program loops over rows
         meta = dict(BLOCK_N=BLOCK_N, **acc, num_warps=num_warps, num_stages=2)
         return (Launch("softmax_fwd_online", ("x",), (M, N, stride_xm, stride_ym),
                        (("y", (M, N), "io"),), grid, tuple(meta.items())),)
@@ -140,15 +137,14 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
     fam = force or family(M, N, itemsize, num_sms)
     acc = dict(LOG=log, ACC_FP64=dtype == "float64")
     if fam == "rows":
-        BLOCK_M, BLOCK_N, num_warps = _rows_tiling(M, N, itemsize)
-        grid = (_persistent_grid(triton.cdiv(M, BLOCK_M), num_warps, num_sms),)
+        BLOCK_M, BLOCK_N, num_warps, grid = _rows_tiling(M, N)
         meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, **acc, num_warps=num_warps, num_stages=1)
         return (Launch("softmax_bwd_rows", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm),
                        (("dx", (M, N), "io"),), grid, tuple(meta.items())),)
     BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))
     num_warps = 8
     if fam == "online":
-        grid = (_persistent_grid(M, num_warps, num_sms),)
+        grid = (min(M, LOOP_PROGRAMS_PER_SM * num_sms),)  # each program loops over rows
         meta = dict(BLOCK_N=BLOCK_N, **acc, num_warps=num_warps, num_stages=2)
         return (Launch("softmax_bwd_online", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm),
                        (("dx", (M, N), "io"),), grid, tuple(meta.items())),)

@@ -11,9 +11,8 @@ launcher calls them in the same order, so one signature serves both frameworks.
 
 Three families, each for softmax (LOG=False) and log_softmax (LOG=True):
 
-* ``*_rows``   BLOCK_M rows x BLOCK_N (>= N) columns per tile, held in registers: one read,
-  one write. Short rows pack several rows into a tile so each program moves enough bytes;
-  programs loop over tiles (a persistent grid) so the grid never exceeds the GPU's size.
+* ``*_rows``   BLOCK_M rows x BLOCK_N (>= N) columns per program, held in registers: one
+  read, one write. Short rows pack several rows into a program so each moves enough bytes.
 * ``*_online`` one row per step, looped in BLOCK_N tiles: a first pass keeps a running max
   and a rescaled running sum (Milakov & Gimelshein 2018, "Online normalizer calculation
   for softmax"; the blog seed's two-pass kernel), a second pass normalizes. The second read
@@ -51,24 +50,18 @@ def softmax_fwd_rows(
 ):
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     cols = tl.arange(0, BLOCK_N)
-    col_mask = cols < N
-    n_tiles = tl.cdiv(M, BLOCK_M)
-    # Persistent loop: the grid is at most a few programs per SM, each walks the tiles.
-    for tile in range(tl.program_id(0), n_tiles, tl.num_programs(0)):
-        rows = tl.cast(tile, tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
-        mask = (rows < M)[:, None] & col_mask[None, :]
-        x = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :], mask=mask,
-                    other=-float("inf")).to(acc_ty)
-        x_max = tl.max(x, axis=1)
-        z = x - x_max[:, None]
-        e = tl.exp(z)
-        s = tl.sum(e, axis=1)
-        if LOG:
-            y = z - tl.log(s)[:, None]
-        else:
-            y = e * (1.0 / s)[:, None]
-        tl.store(y_ptr + rows[:, None] * stride_ym + cols[None, :],
-                 y.to(y_ptr.dtype.element_ty), mask=mask)
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    mask = (rows < M)[:, None] & (cols < N)[None, :]
+    x = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :], mask=mask,
+                other=-float("inf")).to(acc_ty)
+    z = x - tl.max(x, axis=1)[:, None]
+    e = tl.exp(z)
+    s = tl.sum(e, axis=1)
+    if LOG:
+        y = z - tl.log(s)[:, None]
+    else:
+        y = e * (1.0 / s)[:, None]
+    tl.store(y_ptr + rows[:, None] * stride_ym + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -190,19 +183,15 @@ def softmax_bwd_rows(
 ):
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     cols = tl.arange(0, BLOCK_N)
-    col_mask = cols < N
-    n_tiles = tl.cdiv(M, BLOCK_M)
-    for tile in range(tl.program_id(0), n_tiles, tl.num_programs(0)):
-        rows = tl.cast(tile, tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
-        mask = (rows < M)[:, None] & col_mask[None, :]
-        # Masked lanes: y = -inf for log_softmax (exp gives 0), 0 otherwise; dy = 0.
-        y = tl.load(y_ptr + rows[:, None] * stride_ym + cols[None, :], mask=mask,
-                    other=-float("inf") if LOG else 0.0).to(acc_ty)
-        dy = tl.load(dy_ptr + rows[:, None] * stride_dym + cols[None, :], mask=mask, other=0.0).to(acc_ty)
-        dot = tl.sum(_bwd_terms(y, dy, LOG), axis=1)
-        dx = _bwd_apply(y, dy, dot[:, None], LOG)
-        tl.store(dx_ptr + rows[:, None] * stride_dxm + cols[None, :],
-                 dx.to(dx_ptr.dtype.element_ty), mask=mask)
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    mask = (rows < M)[:, None] & (cols < N)[None, :]
+    # Masked lanes: y = -inf for log_softmax (exp gives 0), 0 otherwise; dy = 0.
+    y = tl.load(y_ptr + rows[:, None] * stride_ym + cols[None, :], mask=mask,
+                other=-float("inf") if LOG else 0.0).to(acc_ty)
+    dy = tl.load(dy_ptr + rows[:, None] * stride_dym + cols[None, :], mask=mask, other=0.0).to(acc_ty)
+    dot = tl.sum(_bwd_terms(y, dy, LOG), axis=1)
+    dx = _bwd_apply(y, dy, dot[:, None], LOG)
+    tl.store(dx_ptr + rows[:, None] * stride_dxm + cols[None, :], dx.to(dx_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit

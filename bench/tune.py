@@ -1,0 +1,140 @@
+"""Tune the launch heuristics of multisoftmax/dispatch.py on the GPU (reproducible, no autotuner).
+
+For each (dtype, N) of the sweep (M chosen so x is ~256 MB) it times the plan that
+dispatch picks today and a few alternatives (elements per thread, persistent or one tile a
+program, loop tile, family), forward and backward, and prints GB/s for each; the JSON
+written to --out is what the heuristic constants in dispatch.py were chosen from.
+
+    python bench/tune.py --out bench/results/h100/tune.json [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+
+import torch
+import triton
+import triton.testing
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from multisoftmax import dispatch, launch  # noqa: E402
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+def copy_bandwidth() -> float:
+    a = torch.randn(256 * 2**20, device="cuda")  # 1 GiB
+    b = torch.empty_like(a)
+    ms = triton.testing.do_bench(lambda: b.copy_(a), warmup=25, rep=200, return_mode="median")
+    return 2 * a.numel() * 4 / ms / 1e6
+
+
+def run_plan(plan, buffers, out):
+    return launch.execute(plan, dict(buffers), lambda l, ins: launch.torch_call(l, ins, out.dtype, out.device, out))
+
+
+def with_meta(plan, grid=None, **meta):
+    """A copy of a one-launch plan with some constexprs / num_warps / grid replaced."""
+    (l,) = plan
+    kw = l.kwargs
+    kw.update(meta)
+    return (dataclasses.replace(l, meta=tuple(kw.items()), grid=grid or l.grid),)
+
+
+def variants(M, N, dtype, direction, sms):
+    """(label, plan) pairs: the current choice first, then alternatives."""
+    fwd = direction == "fwd"
+    make = (lambda force=None: dispatch.plan_forward(M, N, N, N, dtype, False, sms, force)) if fwd else \
+        (lambda force=None: dispatch.plan_backward(M, N, N, N, N, dtype, False, sms, force))
+    current = make()
+    yield "current:" + "+".join(l.kernel.split("_", 2)[-1] for l in current), current
+    fam = dispatch.family(M, N, dispatch.ITEMSIZE[dtype], sms)
+    if fam == "rows":
+        BLOCK_N = triton.next_power_of_2(N)
+        for ept in (8, 16, 32):
+            for threads in (128, 256, 512):
+                BLOCK_M = max(1, min(ept * threads // BLOCK_N, triton.next_power_of_2(M)))
+                warps = max(1, min(16, BLOCK_M * BLOCK_N // ept // 32))
+                if warps * 32 != threads:
+                    continue
+                tiles = triton.cdiv(M, BLOCK_M)
+                for per_sm in (None, 2048 // threads, 1024 // threads):
+                    grid = (tiles,) if per_sm is None else (min(tiles, sms * per_sm),)
+                    label = f"rows ept={ept} warps={warps} BM={BLOCK_M} grid={'all' if per_sm is None else per_sm}/SM"
+                    yield label, with_meta(current, grid=grid, BLOCK_M=BLOCK_M, num_warps=warps)
+        if N > 4096:
+            yield "online", make("online")
+    else:
+        base = make("online")
+        for block, warps, per_sm in ((2048, 4, 4), (4096, 8, 2), (4096, 8, 4), (8192, 16, 1), (8192, 8, 2)):
+            grid = (min(M, sms * per_sm),)
+            yield f"online BN={block} warps={warps} grid={per_sm}/SM", with_meta(base, grid=grid, BLOCK_N=block, num_warps=warps)
+        if fam != "split" and M < 4 * sms * 4:
+            yield "split", make("split")
+        if fam == "split":
+            yield "split(current)", current
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", default="bench/results/h100/tune.json")
+    p.add_argument("--quick", action="store_true", help="fewer N")
+    p.add_argument("--max-seconds", type=float, default=420)
+    args = p.parse_args()
+    t0 = time.time()
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    copy = copy_bandwidth()
+    print(f"{torch.cuda.get_device_name()}  copy {copy:.0f} GB/s  SMs {sms}", flush=True)
+    Ns = [128, 256, 512, 781, 1024, 2048, 3000, 4096, 8192, 16384, 16385, 32768, 65536, 262144]
+    if args.quick:
+        Ns = [128, 1024, 4096, 16384, 65536]
+    rows = []
+    for dtype in DTYPES:
+        for N in Ns:
+            for direction in ("fwd", "bwd"):
+                if time.time() - t0 > args.max_seconds:
+                    print("time budget reached", flush=True)
+                    break
+                tdt = DTYPES[dtype]
+                M = max(1, 256 * 2**20 // (N * tdt.itemsize))
+                x = torch.randn(M, N, device="cuda", dtype=tdt)
+                y = torch.softmax(x.float(), -1).to(tdt)
+                dy = torch.randn_like(x)
+                out = torch.empty_like(x)
+                bufs = {"x": x} if direction == "fwd" else {"y": y, "dy": dy}
+                nbytes = x.numel() * tdt.itemsize * (2 if direction == "fwd" else 3)
+                torch_ms = triton.testing.do_bench(
+                    (lambda: torch.softmax(x, -1)) if direction == "fwd" else
+                    (lambda: torch.ops.aten._softmax_backward_data(dy, y, 1, tdt)),
+                    warmup=5, rep=30, return_mode="median")
+                best = None
+                for label, plan in variants(M, N, dtype, direction, sms):
+                    try:
+                        ms = triton.testing.do_bench(lambda: run_plan(plan, bufs, out), warmup=5, rep=30,
+                                                     return_mode="median")
+                    except Exception as e:  # noqa: BLE001  (a variant out of resources is just skipped)
+                        print(f"  {label}: {type(e).__name__}: {str(e)[:80]}")
+                        continue
+                    gbps = nbytes / ms / 1e6
+                    rows.append(dict(dtype=dtype, N=N, M=M, direction=direction, variant=label,
+                                     ms=ms, GBps=gbps, torch_GBps=nbytes / torch_ms / 1e6))
+                    best = max(best or (0, ""), (gbps, label))
+                    print(f"{dtype:8s} N={N:7d} {direction} {gbps:7.0f} GB/s  {label}", flush=True)
+                print(f"== {dtype} N={N} {direction}: best {best[0]:.0f} ({best[1]}), torch "
+                      f"{nbytes / torch_ms / 1e6:.0f}, copy {copy:.0f}", flush=True)
+                del x, y, dy, out, bufs
+                torch.cuda.empty_cache()
+    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(dict(device=torch.cuda.get_device_name(), copy_GBps=copy, triton=triton.__version__,
+                       torch=torch.__version__, date=time.strftime("%Y-%m-%d"), rows=rows), f, indent=1)
+    print(f"wrote {args.out} in {time.time() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

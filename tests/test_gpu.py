@@ -1,0 +1,61 @@
+"""GPU-only checks: compiled kernels at real sizes, 64-bit offsets past 2**31 elements.
+
+Skipped cleanly without a CUDA device; run on the GPU machine with the rest of the suite.
+"""
+
+import pytest
+import torch
+
+import multisoftmax.torch as mt
+import reference64 as ref
+from multisoftmax import dispatch
+
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
+
+
+def _sms():
+    return torch.cuda.get_device_properties(0).multi_processor_count
+
+
+@pytest.mark.parametrize("M,N,family", [
+    (524_289, 4096, "rows"),         # 2**31 + 4096 elements, a row in registers
+    (32_769, 65_536, "online"),      # 2**31 + 65536 elements, looped rows
+    (8, 268_435_457, "split"),       # 2**31 + 8 elements, rows split across programs
+])
+def test_past_2_pow_31_elements(M, N, family):
+    assert M * N > 2**31
+    assert dispatch.family(M, N, 2, _sms()) == family
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randn(M, N, device="cuda", dtype=torch.bfloat16, generator=g)
+    y = mt.softmax(x)
+    for rows in (slice(0, 1), slice(M - 1, M)):  # the last row sits past 2**31
+        expected = torch.softmax(x[rows].double(), -1)
+        ref.assert_close(y[rows].double().cpu(), expected.cpu(), "bfloat16", f"{family} rows {rows}")
+    dy = torch.randn(M, N, device="cuda", dtype=torch.bfloat16, generator=g)
+    dx = torch.ops.multisoftmax.softmax_bwd(y, dy, False)
+    last = slice(M - 1, M)
+    expected = ref.softmax_backward(y[last].double().cpu().numpy(), dy[last].double().cpu().numpy())
+    ref.assert_close(dx[last].double().cpu(), expected, "bfloat16", "bwd last row", scale_atol=True)
+    del x, y, dy, dx
+    torch.cuda.empty_cache()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("M,N", [(65536, 128), (4096, 781), (2048, 3000), (1024, 16385), (256, 65536),
+                                 (4, 262144), (1, 1048576), (64, 128256)])
+def test_dispatched_plans_at_real_sizes(dtype, M, N):
+    """Whatever plan dispatch picks for a benchmark shape, its output is right everywhere."""
+    g = torch.Generator(device="cuda").manual_seed(M + N)
+    x = (torch.randn(M, N, device="cuda", generator=g) * 4).to(dtype)
+    name = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}[dtype]
+    for log in (False, True):
+        y = torch.ops.multisoftmax.softmax_fwd(x, log)
+        expected = (torch.log_softmax if log else torch.softmax)(x.double(), -1).to(dtype).double()
+        ref.assert_close(y.double().cpu(), expected.cpu(), name, f"log={log}")
+        dy = torch.randn(M, N, device="cuda", generator=g).to(dtype)
+        dx = torch.ops.multisoftmax.softmax_bwd(y, dy, log)
+        y64, dy64 = y.double(), dy.double()
+        expected = (dy64 - torch.exp(y64) * dy64.sum(-1, keepdim=True)) if log else \
+            y64 * (dy64 - (dy64 * y64).sum(-1, keepdim=True))
+        ref.assert_close(dx.double().cpu(), expected.cpu(), name, f"bwd log={log}", scale_atol=True)
