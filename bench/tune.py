@@ -55,21 +55,25 @@ def variants(M, N, dtype, direction, sms):
     yield "current:" + "+".join(l.kernel.split("_", 2)[-1] for l in current), current
     fam = dispatch.family(M, N, dispatch.ITEMSIZE[dtype], sms)
     if fam == "rows":
-        BLOCK_N = triton.next_power_of_2(N)
+        lanes = sum(dispatch.row_segments(N))
         for ept in (8, 16, 32):
-            for threads in (128, 256, 512):
-                BLOCK_M = max(1, min(ept * threads // BLOCK_N, triton.next_power_of_2(M)))
-                warps = max(1, min(16, BLOCK_M * BLOCK_N // ept // 32))
-                if warps * 32 != threads:
-                    continue
-                tiles = triton.cdiv(M, BLOCK_M)
-                for per_sm in (None, 2048 // threads, 1024 // threads):
-                    grid = (tiles,) if per_sm is None else (min(tiles, sms * per_sm),)
-                    label = f"rows ept={ept} warps={warps} BM={BLOCK_M} grid={'all' if per_sm is None else per_sm}/SM"
-                    yield label, with_meta(current, grid=grid, BLOCK_M=BLOCK_M, num_warps=warps)
+            for warps in (4, 8, 16):
+                BLOCK_M = max(1, min(ept * 32 * warps // lanes, triton.next_power_of_2(M)))
+                BLOCK_M = triton.next_power_of_2(BLOCK_M + 1) // 2
+                if BLOCK_M * lanes < ept * 32 * warps // 2:
+                    continue  # fewer than half the intended values a thread: not this shape's variant
+                grid = (triton.cdiv(M, BLOCK_M),)
+                yield f"rows ept={ept} warps={warps} BM={BLOCK_M}", with_meta(current, grid=grid, BLOCK_M=BLOCK_M,
+                                                                          num_warps=warps)
+        if current[0].kwargs.get("TAIL_N"):
+            yield "rows one pow2 block", with_meta(current, BLOCK_N=triton.next_power_of_2(N), TAIL_N=0)
         if N > 4096:
             yield "online", make("online")
-    else:
+    elif N <= 32768:
+        rows = make("rows")  # a row in registers past MAX_ROWS_BLOCK_N: does it spill?
+        for warps in (16, 32):
+            yield f"rows(forced) warps={warps}", with_meta(rows, num_warps=warps)
+    if fam != "rows":
         base = make("online")
         for block, warps, per_sm in ((2048, 4, 4), (4096, 8, 2), (4096, 8, 4), (8192, 16, 1), (8192, 8, 2)):
             grid = (min(M, sms * per_sm),)
@@ -90,7 +94,8 @@ def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     copy = copy_bandwidth()
     print(f"{torch.cuda.get_device_name()}  copy {copy:.0f} GB/s  SMs {sms}", flush=True)
-    Ns = [128, 256, 512, 781, 1024, 2048, 3000, 4096, 8192, 16384, 16385, 32768, 65536, 262144]
+    Ns = [128, 256, 512, 781, 1024, 1152, 2048, 3000, 4096, 8192, 16384, 16385, 20000, 29440, 32768, 65536,
+          262144]
     if args.quick:
         Ns = [128, 1024, 4096, 16384, 65536]
     rows = []

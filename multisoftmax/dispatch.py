@@ -64,12 +64,26 @@ class Launch:
         return dict(self.meta)
 
 
+def row_segments(N: int) -> tuple[int, int]:
+    """(BLOCK_N, TAIL_N): a row as one power of two, or two when that takes fewer lanes.
+
+    N = 3000 -> (2048, 1024) rather than 4096 lanes; N = 781 -> (1024, 0), since 512 + 512
+    saves nothing.
+    """
+    whole = triton.next_power_of_2(N)
+    main = whole // 2 if whole > N else whole
+    tail = triton.next_power_of_2(N - main) if N > main else 0
+    return (main, tail) if 0 < tail and main + tail < whole else (whole, 0)
+
+
 def _rows_tiling(M: int, N: int):
-    """BLOCK_M, BLOCK_N, num_warps and grid for the rows family."""
-    BLOCK_N = triton.next_power_of_2(N)
-    num_warps = max(4, min(16, BLOCK_N // (VALUES_PER_THREAD * 32)))
-    BLOCK_M = max(1, min(VALUES_PER_THREAD * 32 * num_warps // BLOCK_N, triton.next_power_of_2(M)))
-    return BLOCK_M, BLOCK_N, num_warps, (triton.cdiv(M, BLOCK_M),)
+    """BLOCK_M, BLOCK_N, TAIL_N, num_warps and grid for the rows family."""
+    BLOCK_N, TAIL_N = row_segments(N)
+    lanes = BLOCK_N + TAIL_N
+    num_warps = max(4, min(16, triton.next_power_of_2(triton.cdiv(lanes, VALUES_PER_THREAD * 32))))
+    BLOCK_M = max(1, min(VALUES_PER_THREAD * 32 * num_warps // lanes, triton.next_power_of_2(M)))
+    BLOCK_M = triton.next_power_of_2(BLOCK_M + 1) // 2  # a power of two, rounded down
+    return BLOCK_M, BLOCK_N, TAIL_N, num_warps, (triton.cdiv(M, BLOCK_M),)
 
 
 def _split(M: int, N: int, itemsize: int, num_sms: int):
@@ -83,7 +97,7 @@ def _split(M: int, N: int, itemsize: int, num_sms: int):
 
 def family(M: int, N: int, itemsize: int, num_sms: int) -> str:
     """'rows', 'online' or 'split' for an M x N problem (the same choice both directions)."""
-    if triton.next_power_of_2(N) <= MAX_ROWS_BLOCK_N[itemsize]:
+    if sum(row_segments(N)) <= MAX_ROWS_BLOCK_N[itemsize]:
         return "rows"
     if M >= ROWS_PER_SM_FOR_ONLINE * num_sms or N < 2 * MIN_CHUNK:
         return "online"
@@ -102,8 +116,8 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
     fam = force or family(M, N, itemsize, num_sms)
     acc = dict(LOG=log, ACC_FP64=dtype == "float64")
     if fam == "rows":
-        BLOCK_M, BLOCK_N, num_warps, grid = _rows_tiling(M, N)
-        meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, **acc, num_warps=num_warps, num_stages=1)
+        BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N)
+        meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, num_warps=num_warps, num_stages=1)
         return (Launch("softmax_fwd_rows", ("x",), (M, N, stride_xm, stride_ym),
                        (("y", (M, N), "io"),), grid, tuple(meta.items())),)
     BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))
@@ -137,8 +151,8 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
     fam = force or family(M, N, itemsize, num_sms)
     acc = dict(LOG=log, ACC_FP64=dtype == "float64")
     if fam == "rows":
-        BLOCK_M, BLOCK_N, num_warps, grid = _rows_tiling(M, N)
-        meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, **acc, num_warps=num_warps, num_stages=1)
+        BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N)
+        meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, num_warps=num_warps, num_stages=1)
         return (Launch("softmax_bwd_rows", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm),
                        (("dx", (M, N), "io"),), grid, tuple(meta.items())),)
     BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))

@@ -15,8 +15,8 @@ Three families, each for softmax (LOG=False) and log_softmax (LOG=True):
   read, one write. Short rows pack several rows into a program so each moves enough bytes.
 * ``*_online`` one row per step, looped in BLOCK_N tiles: a first pass keeps a running max
   and a rescaled running sum (Milakov & Gimelshein 2018, "Online normalizer calculation
-  for softmax"; the blog seed's two-pass kernel), a second pass normalizes. The second read
-  of a row mostly hits L2, since only ~#programs rows are in flight.
+  for softmax"; the blog seed's two-pass kernel), a second pass normalizes. The second pass
+  walks the row backwards, so it starts on the tiles read last, the likeliest still cached.
 * ``*_split``  few long rows: a row is cut into chunks handled by separate programs. The
   first kernel writes per-chunk partial statistics (max and sum, or the backward's dot
   product), the second combines the partials of its row and writes its chunk. It walks
@@ -46,22 +46,47 @@ import triton.language as tl
 @triton.jit
 def softmax_fwd_rows(
     x_ptr, M, N, stride_xm, stride_ym, y_ptr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, LOG: tl.constexpr, ACC_FP64: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, TAIL_N: tl.constexpr, LOG: tl.constexpr,
+    ACC_FP64: tl.constexpr,
 ):
+    # A row is held as a BLOCK_N segment plus, when TAIL_N > 0, a TAIL_N segment after it
+    # (both powers of two): N = 3000 takes 2048 + 1024 lanes instead of 4096, N = 16385
+    # takes 16384 + 1, so non-powers of two don't leave half the lanes masked.
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
-    cols = tl.arange(0, BLOCK_N)
     rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
-    mask = (rows < M)[:, None] & (cols < N)[None, :]
+    row_ok = (rows < M)[:, None]
+    cols = tl.arange(0, BLOCK_N)
+    mask = row_ok & (cols < N)[None, :]
     x = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :], mask=mask,
                 other=-float("inf")).to(acc_ty)
-    z = x - tl.max(x, axis=1)[:, None]
+    x_max = tl.max(x, axis=1)
+    if TAIL_N > 0:
+        t_cols = BLOCK_N + tl.arange(0, TAIL_N)
+        t_mask = row_ok & (t_cols < N)[None, :]
+        xt = tl.load(x_ptr + rows[:, None] * stride_xm + t_cols[None, :], mask=t_mask,
+                     other=-float("inf")).to(acc_ty)
+        x_max = tl.maximum(x_max, tl.max(xt, axis=1))
+    z = x - x_max[:, None]
     e = tl.exp(z)
     s = tl.sum(e, axis=1)
+    if TAIL_N > 0:
+        zt = xt - x_max[:, None]
+        et = tl.exp(zt)
+        s += tl.sum(et, axis=1)
     if LOG:
-        y = z - tl.log(s)[:, None]
+        log_s = tl.log(s)[:, None]
+        y = z - log_s
     else:
-        y = e * (1.0 / s)[:, None]
+        inv_s = (1.0 / s)[:, None]
+        y = e * inv_s
     tl.store(y_ptr + rows[:, None] * stride_ym + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+    if TAIL_N > 0:
+        if LOG:
+            yt = zt - log_s
+        else:
+            yt = et * inv_s
+        tl.store(y_ptr + rows[:, None] * stride_ym + t_cols[None, :], yt.to(y_ptr.dtype.element_ty),
+                 mask=t_mask)
 
 
 @triton.jit
@@ -91,6 +116,7 @@ def softmax_fwd_online(
 ):
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     cols = tl.arange(0, BLOCK_N)
+    n_tiles = tl.cdiv(N, BLOCK_N)
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
         x_row = x_ptr + tl.cast(row, tl.int64) * stride_xm
         y_row = y_ptr + tl.cast(row, tl.int64) * stride_ym
@@ -99,7 +125,9 @@ def softmax_fwd_online(
         for start in range(0, N, BLOCK_N):
             x = tl.load(x_row + start + cols, mask=start + cols < N, other=-float("inf")).to(acc_ty)
             m, s = _online_update(m, s, x)
-        for start in range(0, N, BLOCK_N):
+        # Second pass backwards: the tiles read last are the likeliest still in L2 (or L1).
+        for i in range(0, n_tiles):
+            start = (n_tiles - 1 - i) * BLOCK_N
             mask = start + cols < N
             x = tl.load(x_row + start + cols, mask=mask, other=-float("inf")).to(acc_ty)
             tl.store(y_row + start + cols, _normalize(x, m, s, LOG).to(y_ptr.dtype.element_ty), mask=mask)
@@ -148,7 +176,9 @@ def softmax_fwd_split_norm(
     y_row = y_ptr + row * stride_ym
     lo = chunk * CHUNK
     hi = tl.minimum(lo + CHUNK, N)
-    for start in range(lo, hi, BLOCK_N):
+    n_tiles = tl.cdiv(hi - lo, BLOCK_N)
+    for i in range(0, n_tiles):  # backwards within the chunk as well
+        start = lo + (n_tiles - 1 - i) * BLOCK_N
         mask = start + cols < hi
         x = tl.load(x_row + start + cols, mask=mask, other=-float("inf")).to(acc_ty)
         tl.store(y_row + start + cols, _normalize(x, m, s, LOG).to(y_ptr.dtype.element_ty), mask=mask)
@@ -179,19 +209,33 @@ def _bwd_apply(y, dy, dot, LOG: tl.constexpr):
 @triton.jit
 def softmax_bwd_rows(
     y_ptr, dy_ptr, M, N, stride_ym, stride_dym, stride_dxm, dx_ptr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, LOG: tl.constexpr, ACC_FP64: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, TAIL_N: tl.constexpr, LOG: tl.constexpr,
+    ACC_FP64: tl.constexpr,
 ):
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
-    cols = tl.arange(0, BLOCK_N)
     rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
-    mask = (rows < M)[:, None] & (cols < N)[None, :]
+    row_ok = (rows < M)[:, None]
+    cols = tl.arange(0, BLOCK_N)
+    mask = row_ok & (cols < N)[None, :]
     # Masked lanes: y = -inf for log_softmax (exp gives 0), 0 otherwise; dy = 0.
     y = tl.load(y_ptr + rows[:, None] * stride_ym + cols[None, :], mask=mask,
                 other=-float("inf") if LOG else 0.0).to(acc_ty)
     dy = tl.load(dy_ptr + rows[:, None] * stride_dym + cols[None, :], mask=mask, other=0.0).to(acc_ty)
     dot = tl.sum(_bwd_terms(y, dy, LOG), axis=1)
+    if TAIL_N > 0:  # the tail segment, as in softmax_fwd_rows
+        t_cols = BLOCK_N + tl.arange(0, TAIL_N)
+        t_mask = row_ok & (t_cols < N)[None, :]
+        yt = tl.load(y_ptr + rows[:, None] * stride_ym + t_cols[None, :], mask=t_mask,
+                     other=-float("inf") if LOG else 0.0).to(acc_ty)
+        dyt = tl.load(dy_ptr + rows[:, None] * stride_dym + t_cols[None, :], mask=t_mask,
+                      other=0.0).to(acc_ty)
+        dot += tl.sum(_bwd_terms(yt, dyt, LOG), axis=1)
     dx = _bwd_apply(y, dy, dot[:, None], LOG)
     tl.store(dx_ptr + rows[:, None] * stride_dxm + cols[None, :], dx.to(dx_ptr.dtype.element_ty), mask=mask)
+    if TAIL_N > 0:
+        dxt = _bwd_apply(yt, dyt, dot[:, None], LOG)
+        tl.store(dx_ptr + rows[:, None] * stride_dxm + t_cols[None, :], dxt.to(dx_ptr.dtype.element_ty),
+                 mask=t_mask)
 
 
 @triton.jit
@@ -202,6 +246,7 @@ def softmax_bwd_online(
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     other_y = -float("inf") if LOG else 0.0
     cols = tl.arange(0, BLOCK_N)
+    n_tiles = tl.cdiv(N, BLOCK_N)
     for row in range(tl.program_id(0), M, tl.num_programs(0)):
         y_row = y_ptr + tl.cast(row, tl.int64) * stride_ym
         dy_row = dy_ptr + tl.cast(row, tl.int64) * stride_dym
@@ -214,7 +259,8 @@ def softmax_bwd_online(
             dy = tl.load(dy_row + start + cols, mask=mask, other=0.0).to(acc_ty)
             acc += _bwd_terms(y, dy, LOG)
         dot = tl.sum(acc, axis=0)
-        for start in range(0, N, BLOCK_N):
+        for i in range(0, n_tiles):  # backwards: see softmax_fwd_online
+            start = (n_tiles - 1 - i) * BLOCK_N
             mask = start + cols < N
             y = tl.load(y_row + start + cols, mask=mask, other=other_y).to(acc_ty)
             dy = tl.load(dy_row + start + cols, mask=mask, other=0.0).to(acc_ty)
@@ -258,7 +304,9 @@ def softmax_bwd_split_apply(
     cols = tl.arange(0, BLOCK_N)
     lo = chunk * CHUNK
     hi = tl.minimum(lo + CHUNK, N)
-    for start in range(lo, hi, BLOCK_N):
+    n_tiles = tl.cdiv(hi - lo, BLOCK_N)
+    for i in range(0, n_tiles):  # backwards within the chunk as well
+        start = lo + (n_tiles - 1 - i) * BLOCK_N
         mask = start + cols < hi
         y = tl.load(y_ptr + row * stride_ym + start + cols, mask=mask, other=other_y).to(acc_ty)
         dy = tl.load(dy_ptr + row * stride_dym + start + cols, mask=mask, other=0.0).to(acc_ty)
