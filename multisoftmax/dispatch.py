@@ -16,10 +16,10 @@ import triton
 
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 
-# Longest row held in registers: 16384 values over 16 warps is 32 fp32 registers a thread
-# for x and as many for exp(x); past that the compiler spills and the looped kernels win.
-# float64 needs two registers a value, hence half.
-MAX_ROWS_BLOCK_N = {2: 16384, 4: 16384, 8: 8192}
+# Longest row held in registers: 32768 values over 32 warps (forward) or 16 (backward). On
+# the H100 that beat the looped kernel at N = 16385 ... 32768 (fp32 29440: 2875 vs 2158 GB/s
+# forward, 2808 vs 2740 backward; tune.json). float64 needs two registers a value: half.
+MAX_ROWS_BLOCK_N = {2: 32768, 4: 32768, 8: 8192}
 # Rows kernel: 16 values a thread, at least 4 warps (short rows share a program: BLOCK_M
 # rows of BLOCK_N), at most 16, one tile a program. On the H100 this rule is within 1.5% of
 # the best of 9 (values a thread x warps) variants on every fp32/bf16 shape from N = 128 to
@@ -65,22 +65,25 @@ class Launch:
 
 
 def row_segments(N: int) -> tuple[int, int]:
-    """(BLOCK_N, TAIL_N): a row as one power of two, or two when that takes fewer lanes.
+    """(BLOCK_N, TAIL_N): a row as one power of two, or a power of two and a short tail.
 
-    N = 3000 -> (2048, 1024) rather than 4096 lanes; N = 781 -> (1024, 0), since 512 + 512
-    saves nothing.
+    N = 16385 -> (16384, 1) rather than 32768 lanes, which measured 2505 vs 2153 GB/s (fp32
+    forward, H100). A long tail measured slower than one block (N = 3000 as 2048 + 1024:
+    2% slower than 4096), so a tail is used only up to 1/16 of the block.
     """
     whole = triton.next_power_of_2(N)
-    main = whole // 2 if whole > N else whole
-    tail = triton.next_power_of_2(N - main) if N > main else 0
-    return (main, tail) if 0 < tail and main + tail < whole else (whole, 0)
+    main = whole // 2
+    tail = triton.next_power_of_2(N - main) if whole > N else 0
+    return (main, tail) if 0 < tail <= main // 16 else (whole, 0)
 
 
-def _rows_tiling(M: int, N: int):
+def _rows_tiling(M: int, N: int, forward: bool = True):
     """BLOCK_M, BLOCK_N, TAIL_N, num_warps and grid for the rows family."""
     BLOCK_N, TAIL_N = row_segments(N)
     lanes = BLOCK_N + TAIL_N
-    num_warps = max(4, min(16, triton.next_power_of_2(triton.cdiv(lanes, VALUES_PER_THREAD * 32))))
+    # 32 warps only for the forward pass of rows past 16384 (measured; see MAX_ROWS_BLOCK_N).
+    max_warps = 32 if forward and lanes > 16384 else 16
+    num_warps = max(4, min(max_warps, triton.next_power_of_2(triton.cdiv(lanes, VALUES_PER_THREAD * 32))))
     BLOCK_M = max(1, min(VALUES_PER_THREAD * 32 * num_warps // lanes, triton.next_power_of_2(M)))
     BLOCK_M = triton.next_power_of_2(BLOCK_M + 1) // 2  # a power of two, rounded down
     return BLOCK_M, BLOCK_N, TAIL_N, num_warps, (triton.cdiv(M, BLOCK_M),)
@@ -151,7 +154,7 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
     fam = force or family(M, N, itemsize, num_sms)
     acc = dict(LOG=log, ACC_FP64=dtype == "float64")
     if fam == "rows":
-        BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N)
+        BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, forward=False)
         meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, num_warps=num_warps, num_stages=1)
         return (Launch("softmax_bwd_rows", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm),
                        (("dx", (M, N), "io"),), grid, tuple(meta.items())),)

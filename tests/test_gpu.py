@@ -14,6 +14,16 @@ pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 
 
+@pytest.fixture(autouse=True)
+def _triton_cache_dir_is_set():
+    """Diagnose a 'Could not create or locate cache dir' seen once after other tests ran."""
+    import os
+
+    import triton
+
+    assert triton.knobs.cache.dir, f"triton cache dir is empty: TRITON_CACHE_DIR={os.environ.get('TRITON_CACHE_DIR')!r}"
+
+
 def _sms():
     return torch.cuda.get_device_properties(0).multi_processor_count
 

@@ -80,9 +80,11 @@ def test_family_choice():
     sms = 132
     assert dispatch.family(65536, 128, 2, sms) == "rows"
     assert dispatch.family(4096, 16384, 4, sms) == "rows"
-    assert dispatch.family(4095, 16385, 4, sms) == "online"
+    assert dispatch.family(4095, 16385, 4, sms) == "rows"
+    assert dispatch.family(2048, 32768, 4, sms) == "rows"
+    assert dispatch.family(2047, 32769, 4, sms) == "online"
     assert dispatch.family(64, 256000, 2, sms) == "split"
-    assert dispatch.family(1, 20000, 4, sms) == "split"
+    assert dispatch.family(1, 40000, 4, sms) == "split"
     assert dispatch.family(8, 8192, 8, sms) == "rows"
     assert dispatch.family(8, 16384, 8, sms) == "split"
 
@@ -104,6 +106,17 @@ def test_launches_match_kernel_signatures():
             runtime = len(launch.inputs) + len(launch.scalars) + len(launch.outputs)
             assert fn.arg_names[:runtime] + sorted(meta) == fn.arg_names[:runtime] + sorted(fn.arg_names[runtime:])
             assert all(g >= 1 for g in launch.grid)
+
+
+def test_row_segments():
+    assert dispatch.row_segments(16385) == (16384, 1)
+    assert dispatch.row_segments(1025) == (1024, 1)
+    assert dispatch.row_segments(3000) == (4096, 0)
+    assert dispatch.row_segments(4096) == (4096, 0)
+    assert dispatch.row_segments(1) == (1, 0)
+    for N in range(1, 5000):
+        main, tail = dispatch.row_segments(N)
+        assert main + tail >= N and main & (main - 1) == 0 and tail & (tail - 1) == 0
 
 
 def test_split_plan_covers_row():
