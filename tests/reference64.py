@@ -27,17 +27,34 @@ def softmax_backward(y: np.ndarray, dy: np.ndarray, axis=-1, log: bool = False) 
     return y * (dy - np.sum(dy * y, axis=axis, keepdims=True))
 
 
-def assert_close(actual, expected, dtype: str, what: str = "", scale_atol: bool = False) -> None:
+def backward_scale(y, dy, axis=-1, log: bool = False) -> float:
+    """The size of the terms whose difference is dx: its rounding error follows this, not |dx|.
+
+    softmax: dx = y*dy - y*<dy, y>; log_softmax: dx = dy - exp(y)*sum(dy).
+    """
+    y, dy = np.asarray(y, np.float64), np.asarray(dy, np.float64)
+    with np.errstate(invalid="ignore"):
+        if log:
+            terms = np.abs(dy) + np.exp(y) * np.abs(np.sum(dy, axis=axis, keepdims=True))
+        else:
+            terms = np.abs(y) * (np.abs(dy) + np.abs(np.sum(dy * y, axis=axis, keepdims=True)))
+    finite = terms[np.isfinite(terms)]
+    return float(finite.max()) if finite.size else 0.0
+
+
+def assert_close(actual, expected, dtype: str, what: str = "", scale_atol=False) -> None:
     """Every element within rtol*|expected| + atol; NaN must meet NaN.
 
-    scale_atol: atol relative to max|expected| (backward: dx = y*(dy - dot) cancels, so its
-    error follows the scale of the row, not of each element).
+    scale_atol: True makes atol relative to max|expected|; a number makes it relative to
+    that number (backward: pass backward_scale(...), since dx = y*(dy - dot) cancels).
     """
     actual = np.asarray(actual, dtype=np.float64)
     expected = np.asarray(expected, dtype=np.float64)
     assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
     rtol, atol = TOLERANCES[dtype]
-    if scale_atol and expected.size:
+    if scale_atol is True and expected.size:
         finite = expected[np.isfinite(expected)]
         atol = max(atol, rtol * float(np.max(np.abs(finite)))) if finite.size else atol
+    elif scale_atol:
+        atol = max(atol, rtol * float(scale_atol))
     np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True, err_msg=what)

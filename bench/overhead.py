@@ -1,0 +1,70 @@
+"""Host overhead per call of each layer of the torch path, at 32 x 1024 float32 (GPU).
+
+Times N back-to-back calls with one synchronize at the end (wall clock), for: torch.softmax,
+multisoftmax.torch.softmax (no grad / with grad), the raw custom op, and the plan executed
+directly, so the cost of each layer (argument checks, custom-op dispatch, planning, Triton's
+launcher) can be read off as differences.
+
+    python bench/overhead.py [--calls 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import multisoftmax.torch as mt  # noqa: E402
+from multisoftmax import dispatch, launch  # noqa: E402
+
+
+def per_call_us(fn, calls: int) -> float:
+    for _ in range(20):
+        fn()
+    torch.cuda.synchronize()
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+        best = min(best, (time.perf_counter() - t0) / calls * 1e6)
+    return best
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--calls", type=int, default=2000)
+    p.add_argument("--out", default=None)
+    args = p.parse_args()
+    x = torch.randn(32, 1024, device="cuda")
+    xg = x.clone().requires_grad_()
+    y = torch.empty_like(x)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    plan = dispatch.plan_forward(32, 1024, 1024, 1024, "float32", False, sms)
+
+    def direct():
+        return launch.execute(plan, {"x": x}, lambda l, ins: launch.torch_call(l, ins, y.dtype, y.device, y))
+
+    rows = {
+        "torch.softmax": lambda: torch.softmax(x, -1),
+        "multisoftmax.torch.softmax": lambda: mt.softmax(x),
+        "multisoftmax.torch.softmax (requires_grad)": lambda: mt.softmax(xg),
+        "torch.ops.multisoftmax.softmax_fwd": lambda: torch.ops.multisoftmax.softmax_fwd(x, False),
+        "plan executed directly (Triton launcher)": direct,
+    }
+    out = {name: per_call_us(fn, args.calls) for name, fn in rows.items()}
+    for name, us in out.items():
+        print(f"{us:8.1f} us  {name}")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
