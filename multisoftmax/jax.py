@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 
 import jax
 import jax.numpy as jnp
@@ -50,9 +51,28 @@ def _num_sms() -> int:
     return _INTERPRETER_SMS
 
 
-def _gpu_execute(launches, buffers: dict, io_dtype):
-    import jax_triton as jt  # lazily: it refuses to import without a GPU jaxlib
+@functools.cache
+def _jax_triton():
+    """Import jax_triton lazily (it refuses to import without a GPU jaxlib).
 
+    jax-triton 0.3.1 sets os.environ["TRITON_CACHE_DIR"] = "" when imported, after which
+    every Triton JIT compile in the process (the torch adapter's, anyone's) fails with
+    "Could not create or locate cache dir". Its own compile path does not use that cache,
+    so the variable is put back as it was (unset if it was unset).
+    """
+    saved = os.environ.get("TRITON_CACHE_DIR")
+    import jax_triton
+
+    if os.environ.get("TRITON_CACHE_DIR") == "":
+        if saved:
+            os.environ["TRITON_CACHE_DIR"] = saved
+        else:
+            del os.environ["TRITON_CACHE_DIR"]
+    return jax_triton
+
+
+def _gpu_execute(launches, buffers: dict, io_dtype):
+    jt = _jax_triton()
     acc_dtype = jnp.float64 if io_dtype == jnp.float64 else jnp.float32
 
     def call(l, inputs):

@@ -39,8 +39,9 @@ def _num_sms(device_index: int) -> int:
 
 def _launch(launches, buffers: dict, out: torch.Tensor) -> torch.Tensor:
     """Execute dispatch's launches in order, the last one writing into `out`."""
-    guard = torch.cuda.device(out.device) if out.is_cuda else contextlib.nullcontext()
-    with guard:
+    # A device guard costs a few microseconds a call: only when out is not on the current GPU.
+    other_gpu = out.is_cuda and out.device.index != torch.cuda.current_device()
+    with torch.cuda.device(out.device) if other_gpu else contextlib.nullcontext():
         return launch.execute(launches, buffers,
                               lambda l, ins: launch.torch_call(l, ins, out.dtype, out.device, out))
 
@@ -75,8 +76,7 @@ def _num_programs_hint(device: torch.device) -> int:
     return _INTERPRETER_SMS if device.type == "cpu" else _num_sms(device.index or 0)
 
 
-@torch.library.custom_op("multisoftmax::softmax_fwd", mutates_args=())
-def _softmax_fwd(x: torch.Tensor, log: bool) -> torch.Tensor:
+def _forward(x: torch.Tensor, log: bool) -> torch.Tensor:
     """y = softmax(x) (log_softmax if `log`) along the rows of x (M, N); y is contiguous."""
     _check_tensors("softmax_fwd", x=x)
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
@@ -89,8 +89,7 @@ def _softmax_fwd(x: torch.Tensor, log: bool) -> torch.Tensor:
     return _launch(launches, {"x": x}, y)
 
 
-@torch.library.custom_op("multisoftmax::softmax_bwd", mutates_args=())
-def _softmax_bwd(y: torch.Tensor, dy: torch.Tensor, log: bool) -> torch.Tensor:
+def _backward(y: torch.Tensor, dy: torch.Tensor, log: bool) -> torch.Tensor:
     """dx from y = softmax(x) (log_softmax if `log`) and dy, all (M, N); dx is contiguous."""
     _check_tensors("softmax_bwd", y=y, dy=dy)
     dx = torch.empty(y.shape, dtype=y.dtype, device=y.device)
@@ -101,6 +100,12 @@ def _softmax_bwd(y: torch.Tensor, dy: torch.Tensor, log: bool) -> torch.Tensor:
     launches = dispatch.plan_backward(M, N, y.stride(0), dy.stride(0), N, _DTYPE_NAMES[y.dtype], log,
                                       _num_programs_hint(y.device))
     return _launch(launches, {"y": y, "dy": dy}, dx)
+
+
+# The registered ops; `_forward` itself is also called directly (see _softmax) to skip the
+# dispatcher's ~40 us a call (H100, bench/overhead.py) where no autograd or tracing needs it.
+_softmax_fwd = torch.library.custom_op("multisoftmax::softmax_fwd", _forward, mutates_args=())
+_softmax_bwd = torch.library.custom_op("multisoftmax::softmax_bwd", _backward, mutates_args=())
 
 
 @_softmax_fwd.register_fake
@@ -176,13 +181,25 @@ def _softmax(x: torch.Tensor, dim: int, dtype: torch.dtype | None, log: bool) ->
     if x.device.type not in ("cuda", "cpu"):
         raise ValueError(f"{name}: x is on {x.device}; multisoftmax runs on CUDA (or the CPU). "
                          f"Move it with .cuda().")
-    if x.dim() == 0:
-        return torch.ops.multisoftmax.softmax_fwd(x.reshape(1, 1), log).reshape(())
-    dim = dim % x.dim()
-    xt = x.movedim(dim, -1)
-    M = math.prod(xt.shape[:-1])
-    y = torch.ops.multisoftmax.softmax_fwd(xt.reshape(M, xt.shape[-1]), log)
-    return y.view(xt.shape).movedim(-1, dim)
+    nd = x.dim()
+    if nd == 0:
+        return _call_forward(x.reshape(1, 1), log).reshape(())
+    dim %= nd
+    if dim == nd - 1 and nd == 2:  # already the (M, N) view: no view objects to build
+        return _call_forward(x, log)
+    xt = x.movedim(dim, -1) if dim != nd - 1 else x
+    y = _call_forward(xt.reshape(math.prod(xt.shape[:-1]), xt.shape[-1]), log)
+    y = y.view(xt.shape)
+    return y.movedim(-1, dim) if dim != nd - 1 else y
+
+
+def _call_forward(x2: torch.Tensor, log: bool) -> torch.Tensor:
+    """The registered op where autograd, torch.compile or a tensor subclass needs it, else its
+    implementation directly."""
+    if type(x2) is not torch.Tensor or (x2.requires_grad and torch.is_grad_enabled()) \
+            or torch.compiler.is_compiling():
+        return torch.ops.multisoftmax.softmax_fwd(x2, log)
+    return _forward(x2, log)
 
 
 def softmax(x: torch.Tensor, dim: int = -1, *, dtype: torch.dtype | None = None) -> torch.Tensor:

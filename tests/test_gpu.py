@@ -51,6 +51,23 @@ def test_past_2_pow_31_elements(M, N, family):
     torch.cuda.empty_cache()
 
 
+def test_jax_then_torch_in_one_process():
+    """jax-triton blanks TRITON_CACHE_DIR on import; the torch path must still compile after it."""
+    import os
+
+    import jax.numpy as jnp
+    import numpy as np
+    import triton
+
+    import multisoftmax.jax as mj
+
+    x = np.random.default_rng(0).standard_normal((3, 77)).astype(np.float32)
+    ref.assert_close(mj.softmax(jnp.asarray(x)), ref.softmax(x), "float32")
+    assert os.environ.get("TRITON_CACHE_DIR") != "" and triton.knobs.cache.dir
+    xt = torch.randn(5, 3001, device="cuda")  # a shape no other test compiled
+    ref.assert_close(mt.log_softmax(xt).cpu(), torch.log_softmax(xt.double(), -1).cpu(), "float32")
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("M,N", [(65536, 128), (4096, 781), (2048, 3000), (1024, 16385), (256, 65536),
                                  (4, 262144), (1, 1048576), (64, 128256)])

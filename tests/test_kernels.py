@@ -7,7 +7,6 @@ use the interpreter on the CPU and the compiled kernels on CUDA.
 
 import itertools
 
-import numpy as np
 import pytest
 import torch
 
