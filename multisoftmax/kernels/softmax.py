@@ -34,6 +34,13 @@ tile does not poison the sum of a row that has finite values further on.
 
 Offsets are 64-bit (row index cast to int64 before it meets a stride), so tensors of more
 than 2**31 elements are addressed correctly; N itself must be < 2**31.
+
+ALIGN: a constexpr power of two, up to 16, that divides N and every stride and chunk length
+of the launch (dispatch.alignment). Each such value v is rewritten as (v // ALIGN) * ALIGN:
+the same number, in a form whose divisibility the compiler can prove (tl.multiple_of on a
+scalar argument is dropped), so masks are uniform over 16-byte vectors and rows start
+aligned, and loads are vectorized. Triton's own launcher infers this from the values (the
+torch path), but jax_triton.triton_call gives scalars no such specialization.
 """
 
 import triton
@@ -47,11 +54,14 @@ import triton.language as tl
 def softmax_fwd_rows(
     x_ptr, M, N, stride_xm, stride_ym, y_ptr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, TAIL_N: tl.constexpr, LOG: tl.constexpr,
-    ACC_FP64: tl.constexpr,
+    ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
 ):
     # A row is held as a BLOCK_N segment plus, when TAIL_N > 0, a TAIL_N segment after it
-    # (both powers of two): N = 3000 takes 2048 + 1024 lanes instead of 4096, N = 16385
-    # takes 16384 + 1, so non-powers of two don't leave half the lanes masked.
+    # (both powers of two): N = 16385 takes 16384 + 1 lanes instead of 32768.
+    if ALIGN > 1:  # see ALIGN in the module docstring
+        N = (N // ALIGN) * ALIGN
+        stride_xm = (stride_xm // ALIGN) * ALIGN
+        stride_ym = (stride_ym // ALIGN) * ALIGN
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = (rows < M)[:, None]
@@ -112,8 +122,12 @@ def _normalize(x, m, s, LOG: tl.constexpr):
 @triton.jit
 def softmax_fwd_online(
     x_ptr, M, N, stride_xm, stride_ym, y_ptr,
-    BLOCK_N: tl.constexpr, LOG: tl.constexpr, ACC_FP64: tl.constexpr,
+    BLOCK_N: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
 ):
+    if ALIGN > 1:  # see ALIGN in the module docstring
+        N = (N // ALIGN) * ALIGN
+        stride_xm = (stride_xm // ALIGN) * ALIGN
+        stride_ym = (stride_ym // ALIGN) * ALIGN
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     cols = tl.arange(0, BLOCK_N)
     n_tiles = tl.cdiv(N, BLOCK_N)
@@ -136,9 +150,13 @@ def softmax_fwd_online(
 @triton.jit
 def softmax_fwd_split_stats(
     x_ptr, M, N, stride_xm, CHUNK, n_chunks, m_part_ptr, s_part_ptr,
-    BLOCK_N: tl.constexpr, ACC_FP64: tl.constexpr,
+    BLOCK_N: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
 ):
     """Partial max and sum of exp(x - max) of chunk `pid(1)` of row `pid(0)`: (M, n_chunks)."""
+    if ALIGN > 1:  # see ALIGN in the module docstring
+        N = (N // ALIGN) * ALIGN
+        stride_xm = (stride_xm // ALIGN) * ALIGN
+        CHUNK = (CHUNK // ALIGN) * ALIGN
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     row = tl.program_id(0).to(tl.int64)
     chunk = tl.program_id(1)
@@ -158,8 +176,14 @@ def softmax_fwd_split_stats(
 @triton.jit
 def softmax_fwd_split_norm(
     x_ptr, m_part_ptr, s_part_ptr, M, N, stride_xm, stride_ym, CHUNK, n_chunks, y_ptr,
-    BLOCK_N: tl.constexpr, BLOCK_C: tl.constexpr, LOG: tl.constexpr, ACC_FP64: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_C: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr,
+    ACC_FP64: tl.constexpr,
 ):
+    if ALIGN > 1:  # see ALIGN in the module docstring
+        N = (N // ALIGN) * ALIGN
+        stride_xm = (stride_xm // ALIGN) * ALIGN
+        stride_ym = (stride_ym // ALIGN) * ALIGN
+        CHUNK = (CHUNK // ALIGN) * ALIGN
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     # Reverse order: the first kernel read the last chunks last, so they are still in L2.
     row = (M - 1 - tl.program_id(0)).to(tl.int64)
@@ -210,8 +234,13 @@ def _bwd_apply(y, dy, dot, LOG: tl.constexpr):
 def softmax_bwd_rows(
     y_ptr, dy_ptr, M, N, stride_ym, stride_dym, stride_dxm, dx_ptr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, TAIL_N: tl.constexpr, LOG: tl.constexpr,
-    ACC_FP64: tl.constexpr,
+    ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
 ):
+    if ALIGN > 1:  # see ALIGN in the module docstring
+        N = (N // ALIGN) * ALIGN
+        stride_ym = (stride_ym // ALIGN) * ALIGN
+        stride_dym = (stride_dym // ALIGN) * ALIGN
+        stride_dxm = (stride_dxm // ALIGN) * ALIGN
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = (rows < M)[:, None]
@@ -241,8 +270,13 @@ def softmax_bwd_rows(
 @triton.jit
 def softmax_bwd_online(
     y_ptr, dy_ptr, M, N, stride_ym, stride_dym, stride_dxm, dx_ptr,
-    BLOCK_N: tl.constexpr, LOG: tl.constexpr, ACC_FP64: tl.constexpr,
+    BLOCK_N: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
 ):
+    if ALIGN > 1:  # see ALIGN in the module docstring
+        N = (N // ALIGN) * ALIGN
+        stride_ym = (stride_ym // ALIGN) * ALIGN
+        stride_dym = (stride_dym // ALIGN) * ALIGN
+        stride_dxm = (stride_dxm // ALIGN) * ALIGN
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     other_y = -float("inf") if LOG else 0.0
     cols = tl.arange(0, BLOCK_N)
@@ -270,9 +304,14 @@ def softmax_bwd_online(
 @triton.jit
 def softmax_bwd_split_dot(
     y_ptr, dy_ptr, M, N, stride_ym, stride_dym, CHUNK, n_chunks, dot_part_ptr,
-    BLOCK_N: tl.constexpr, LOG: tl.constexpr, ACC_FP64: tl.constexpr,
+    BLOCK_N: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
 ):
     """Partial row sum of dy * y (log_softmax: of dy) over one chunk: (M, n_chunks)."""
+    if ALIGN > 1:  # see ALIGN in the module docstring
+        N = (N // ALIGN) * ALIGN
+        stride_ym = (stride_ym // ALIGN) * ALIGN
+        stride_dym = (stride_dym // ALIGN) * ALIGN
+        CHUNK = (CHUNK // ALIGN) * ALIGN
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     other_y = -float("inf") if LOG else 0.0
     row = tl.program_id(0).to(tl.int64)
@@ -292,8 +331,15 @@ def softmax_bwd_split_dot(
 @triton.jit
 def softmax_bwd_split_apply(
     y_ptr, dy_ptr, dot_part_ptr, M, N, stride_ym, stride_dym, stride_dxm, CHUNK, n_chunks, dx_ptr,
-    BLOCK_N: tl.constexpr, BLOCK_C: tl.constexpr, LOG: tl.constexpr, ACC_FP64: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_C: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr,
+    ACC_FP64: tl.constexpr,
 ):
+    if ALIGN > 1:  # see ALIGN in the module docstring
+        N = (N // ALIGN) * ALIGN
+        stride_ym = (stride_ym // ALIGN) * ALIGN
+        stride_dym = (stride_dym // ALIGN) * ALIGN
+        stride_dxm = (stride_dxm // ALIGN) * ALIGN
+        CHUNK = (CHUNK // ALIGN) * ALIGN
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     other_y = -float("inf") if LOG else 0.0
     # Reverse order, as in softmax_fwd_split_norm: start where the first kernel ended.
