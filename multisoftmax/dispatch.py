@@ -18,7 +18,7 @@ ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 
 # Longest row held in registers: 32768 values over 32 warps (forward) or 16 (backward). On
 # the H100 that beat the looped kernel at N = 16385 ... 32768 (fp32 29440: 2875 vs 2158 GB/s
-# forward, 2808 vs 2740 backward; tune.json). float64 needs two registers a value: half.
+# forward, 2808 vs 2740 backward; tune_2.json). float64 needs two registers a value: half.
 MAX_ROWS_BLOCK_N = {2: 32768, 4: 32768, 8: 8192}
 # Rows kernel: 16 values a thread, at least 4 warps (short rows share a program: BLOCK_M
 # rows of BLOCK_N), at most 16, one tile a program. On the H100 this rule is within 1.5% of
@@ -26,8 +26,10 @@ MAX_ROWS_BLOCK_N = {2: 32768, 4: 32768, 8: 8192}
 # 16384, and a persistent grid (a few programs per SM looping over tiles) lost 2-8%:
 # bench/results/h100/tune.json, made by `python bench/tune.py`.
 VALUES_PER_THREAD = 16
-# Looped kernels: 8192-wide tiles, 8 warps, 2 programs per SM (best or within 3% of the best
-# of 5 variants at N = 16385 ... 262144 in the same tuning run).
+# Looped kernels: 8192-wide tiles, 8 warps, 2 programs per SM: within 6.5% of the best of 5
+# variants (tile x warps x programs per SM) at N = 65536 and 262144, fp32 and bf16, fwd and
+# bwd (tune_2.json); no single variant won everywhere. These rows are memory-bound on their
+# second pass, which the choice barely moves (1,700-2,050 GB/s).
 LOOP_BLOCK_N = {2: 8192, 4: 8192, 8: 4096}
 LOOP_PROGRAMS_PER_SM = 2
 # A chunk of a split row is at least this many elements, so each program streams long
