@@ -22,9 +22,9 @@ ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 MAX_ROWS_BLOCK_N = {2: 32768, 4: 32768, 8: 8192}
 # Rows kernel: 16 values a thread, at least 4 warps (short rows share a program: BLOCK_M
 # rows of BLOCK_N), at most 16, one tile a program. On the H100 this rule is within 1.5% of
-# the best of 9 (values a thread x warps) variants on every fp32/bf16 shape from N = 128 to
-# 16384, and a persistent grid (a few programs per SM looping over tiles) lost 2-8%:
-# bench/results/h100/tune.json, made by `python bench/tune.py`.
+# the best of 9 (values a thread x warps) variants on the fp32/bf16 shapes from N = 128 to
+# 16384 but one (bf16 N = 3000 backward: 5%), and a persistent grid (a few programs per SM
+# looping over tiles) lost 2-8%: bench/results/h100/tune.json, made by `python bench/tune.py`.
 VALUES_PER_THREAD = 16
 # Looped kernels: 8192-wide tiles, 8 warps, 2 programs per SM: within 6.5% of the best of 5
 # variants (tile x warps x programs per SM) at N = 65536 and 262144, fp32 and bf16, fwd and
