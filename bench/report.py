@@ -212,7 +212,7 @@ def markdown(data) -> str:
            f"({', '.join(f'{k} {t}' for k, t in meta['tolerance'].items())}). "
            "`ms-torch`/`ms-jax` = multisoftmax through its torch / JAX adapter; `best peer` = fastest correct "
            "non-multisoftmax impl; `x/best` = x's GB/s over it.",
-           "", "Timing: torch side, `do_bench` (median, L2 cleared) for calls moving >= 64 MB, else a CUDA graph "
+           "", "Timing: torch side, `do_bench` (median, L2 cleared) for calls moving >= 256 MB, else a CUDA graph "
            "of >= 20 calls rotating over input copies that exceed 2x L2. JAX side, calls moving >= 400 MB: "
            "back-to-back jitted calls; smaller: a jitted chain of k calls on input copies, each waiting for the "
            "previous through an optimization barrier (GPU time plus XLA launch cost). Backward of JAX impls = "

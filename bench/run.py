@@ -60,6 +60,7 @@ def parse_args(argv=None):
     p.add_argument("--max-seconds", type=float, default=420.0,
                    help="stop starting measurements this long after start (outputs are still written)")
     p.add_argument("--m-cap", type=int, default=M_CAP, help="largest M of the sweep (anchors: 65536)")
+    p.add_argument("--max-n", type=int, default=None, help="only shapes with N <= this (to re-measure short rows)")
     return p.parse_args(argv)
 
 
@@ -373,11 +374,14 @@ class Bench:
             return [(max(1, min(self.args.m_cap, SWEEP_BYTES // (N * itemsize))), N) for N in sweep_n]
 
         sm, log = ("softmax",), ("log_softmax",)
-        return [("sweep", "float32", sweep("float32"), sm), ("sweep", "bfloat16", sweep("bfloat16"), sm),
-                ("llm", "bfloat16", llm, sm), ("llm", "float32", llm, sm),
-                ("sweep", "float32", sweep("float32"), log), ("sweep", "bfloat16", sweep("bfloat16"), log),
-                ("llm", "bfloat16", vocab, log), ("llm", "float32", vocab, log),
-                ("sweep", "float16", sweep("float16"), sm + log)]
+        sections = [("sweep", "float32", sweep("float32"), sm), ("sweep", "bfloat16", sweep("bfloat16"), sm),
+                    ("llm", "bfloat16", llm, sm), ("llm", "float32", llm, sm),
+                    ("sweep", "float32", sweep("float32"), log), ("sweep", "bfloat16", sweep("bfloat16"), log),
+                    ("llm", "bfloat16", vocab, log), ("llm", "float32", vocab, log),
+                    ("sweep", "float16", sweep("float16"), sm + log)]
+        max_n = self.args.max_n
+        return [(suite, dtype, [s for s in shapes if max_n is None or s[1] <= max_n], ops)
+                for suite, dtype, shapes, ops in sections]
 
     def data(self) -> dict:
         return {

@@ -6,6 +6,7 @@ program, loop tile, family), forward and backward, and prints GB/s for each; the
 written to --out is what the heuristic constants in dispatch.py were chosen from.
 
     python bench/tune.py --out bench/results/h100/tune.json [--quick]
+    python bench/tune.py --coop --out bench/results/h100/tune_coop.json   (long rows only)
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def copy_bandwidth() -> float:
 
 
 def run_plan(plan, buffers, out):
-    return launch.execute(plan, dict(buffers), lambda l, ins: launch.torch_call(l, ins, out.dtype, out.device, out))
+    return launch.execute(plan, dict(buffers), lambda l, ins, made: launch.torch_call(l, ins, made, out.dtype, out.device, out))
 
 
 def with_meta(plan, grid=None, **meta):
@@ -84,16 +85,87 @@ def variants(M, N, dtype, direction, sms):
             yield "split(current)", current
 
 
+def make_inputs(M, N, tdt, direction):
+    """x, y = softmax(x), dy, an output buffer, the plan's buffers and the bytes a call moves."""
+    x = torch.randn(M, N, device="cuda", dtype=tdt)
+    y = torch.softmax(x.float(), -1).to(tdt)
+    dy = torch.randn_like(x)
+    bufs = {"x": x} if direction == "fwd" else {"y": y, "dy": dy}
+    return x, y, dy, torch.empty_like(x), bufs, x.numel() * tdt.itemsize * (2 if direction == "fwd" else 3)
+
+
+COOP_VARIANTS = [(4096, 4), (4096, 8), (8192, 8), (8192, 16), (16384, 16)]  # (CHUNK_N, num_warps)
+
+
+def coop_plan(M, N, dtype, direction, sms, chunk, warps):
+    """The cooperative plan with other constants (dispatch's module values swapped in and back)."""
+    saved = dispatch.COOP_CHUNK_N, dispatch.COOP_WARPS
+    dispatch.COOP_CHUNK_N, dispatch.COOP_WARPS = {2: chunk, 4: chunk, 8: chunk}, warps
+    try:
+        if direction == "fwd":
+            return dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, False, sms, "coop")
+        return dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, False, sms, "coop")
+    finally:
+        dispatch.COOP_CHUNK_N, dispatch.COOP_WARPS = saved
+
+
+def tune_coop(args, sms, copy, t0):
+    """Cooperative-kernel variants on the long-row shapes: ~256 MB sweeps and few long rows."""
+    rows = []
+    shapes = [(N, None) for N in (50257, 65536, 131072, 262144, 1048576)] + \
+        [(256000, 64), (1048576, 16), (128256, 8)]
+    for dtype in DTYPES:
+        tdt = DTYPES[dtype]
+        for N, M in shapes:
+            M = M or max(1, 256 * 2**20 // (N * tdt.itemsize))
+            for direction in ("fwd", "bwd"):
+                if time.time() - t0 > args.max_seconds:
+                    print("time budget reached", flush=True)
+                    return rows
+                x, y, dy, out, bufs, nbytes = make_inputs(M, N, tdt, direction)
+                cands = [("current:" + "+".join(l.kernel.split("_", 2)[-1] for l in p), p) for p in [
+                    (dispatch.plan_forward(M, N, N, N, dtype, False, sms) if direction == "fwd"
+                     else dispatch.plan_backward(M, N, N, N, N, dtype, False, sms))]]
+                for chunk, warps in COOP_VARIANTS:
+                    if triton.cdiv(N, chunk) > sms:
+                        continue
+                    cands.append((f"coop chunk={chunk} warps={warps}", coop_plan(M, N, dtype, direction, sms, chunk, warps)))
+                ref = torch.softmax(x.double(), -1) if direction == "fwd" else None
+                for label, plan in cands:
+                    got = run_plan(plan, bufs, out)
+                    if ref is not None:
+                        err = (got.double() - ref).abs().max().item()
+                        assert err < 1e-2, (label, err)
+                    ms = triton.testing.do_bench(lambda: run_plan(plan, bufs, out), warmup=5, rep=30,
+                                                 return_mode="median")
+                    gbps = nbytes / ms / 1e6
+                    rows.append(dict(dtype=dtype, N=N, M=M, direction=direction, variant=label, ms=ms, GBps=gbps))
+                    print(f"{dtype:8s} {M:5d}x{N:7d} {direction} {gbps:7.0f} GB/s {ms * 1e3:8.1f} us  {label}",
+                          flush=True)
+                del x, y, dy, out, bufs, ref
+                torch.cuda.empty_cache()
+    return rows
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default="bench/results/h100/tune.json")
     p.add_argument("--quick", action="store_true", help="fewer N")
+    p.add_argument("--coop", action="store_true", help="only the cooperative kernel's variants, long rows")
     p.add_argument("--max-seconds", type=float, default=420)
     args = p.parse_args()
     t0 = time.time()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     copy = copy_bandwidth()
     print(f"{torch.cuda.get_device_name()}  copy {copy:.0f} GB/s  SMs {sms}", flush=True)
+    if args.coop:
+        rows = tune_coop(args, sms, copy, t0)
+        os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+        with open(args.out, "w") as f:
+            json.dump(dict(device=torch.cuda.get_device_name(), copy_GBps=copy, triton=triton.__version__,
+                           torch=torch.__version__, date=time.strftime("%Y-%m-%d"), rows=rows), f, indent=1)
+        print(f"wrote {args.out} in {time.time() - t0:.0f} s")
+        return
     Ns = [128, 256, 512, 781, 1024, 1152, 2048, 3000, 4096, 8192, 16384, 16385, 20000, 29440, 32768, 65536,
           262144]
     if args.quick:
@@ -107,12 +179,7 @@ def main():
                     break
                 tdt = DTYPES[dtype]
                 M = max(1, 256 * 2**20 // (N * tdt.itemsize))
-                x = torch.randn(M, N, device="cuda", dtype=tdt)
-                y = torch.softmax(x.float(), -1).to(tdt)
-                dy = torch.randn_like(x)
-                out = torch.empty_like(x)
-                bufs = {"x": x} if direction == "fwd" else {"y": y, "dy": dy}
-                nbytes = x.numel() * tdt.itemsize * (2 if direction == "fwd" else 3)
+                x, y, dy, out, bufs, nbytes = make_inputs(M, N, tdt, direction)
                 torch_ms = triton.testing.do_bench(
                     (lambda: torch.softmax(x, -1)) if direction == "fwd" else
                     (lambda: torch.ops.aten._softmax_backward_data(dy, y, 1, tdt)),

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import triton
 
+from . import kernels
+
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 
 # Longest row held in registers: 32768 values over 32 warps (forward) or 16 (backward). On
@@ -32,6 +34,17 @@ VALUES_PER_THREAD = 16
 # second pass, which the choice barely moves (1,700-2,050 GB/s).
 LOOP_BLOCK_N = {2: 8192, 4: 8192, 8: 4096}
 LOOP_PROGRAMS_PER_SM = 2
+# Cooperative kernel (long rows read once): a chunk of COOP_CHUNK_N values a program, held
+# in registers (32 values a thread at 8 warps). A row may have at most one chunk per SM
+# (see _coop_grid): N <= 132 * 8192 = 1081344 on an H100, float64 half that. On the H100,
+# 8192 x 8 warps was within 3.3% of the best of 5 (chunk x warps) variants on fp32/bf16,
+# N = 50257 ... 1048576 (~256 MB, and M = 16, 64), forward and backward, but bf16 N = 50257
+# (4096 x 4 warps: 10% faster forward, 7% backward; unaligned rows, see README):
+# bench/results/h100/tune_coop.json, `python bench/tune.py --coop` (its 8-row shapes are
+# host-bound under do_bench and say nothing). The looped kernels it replaced there ran at
+# 1,700-2,050 GB/s; coop at 2,100-2,950.
+COOP_CHUNK_N = {2: 8192, 4: 8192, 8: 4096}
+COOP_WARPS = 8
 # A chunk of a split row is at least this many elements, so each program streams long
 # enough to hide its start-up and the partials stay few.
 MIN_CHUNK = 8192
@@ -49,7 +62,9 @@ class Launch:
              an earlier launch's output such as "m_part").
     scalars: runtime integer arguments that follow the inputs.
     outputs: (name, shape, dtype) of the buffers written, after the scalars; dtype "io" is
-             the tensor's own dtype, "acc" the accumulation dtype (float32, or float64).
+             the tensor's own dtype, "acc" the accumulation dtype (float32, or float64),
+             "zeros" int32 set to 0 before the launch. A name an earlier launch of the plan
+             already made is passed on, not made anew (the cooperative kernel's PHASE 2).
     grid:    launch grid.
     meta:    constexpr parameters plus num_warps and num_stages, as (key, value) pairs.
     """
@@ -100,6 +115,37 @@ def _split(M: int, N: int, itemsize: int, num_sms: int):
     return chunk, triton.cdiv(N, chunk)
 
 
+def _coop_grid(M: int, N: int, itemsize: int, num_sms: int):
+    """CHUNK_N, n_chunks and the grid (one program per chunk) of the cooperative kernels.
+
+    Why every wait ends: a program takes its item (row * n_chunks + chunk) from a ticket
+    counter when it starts, so items go out in order to running programs. Take the lowest
+    row r with a chunk that has not arrived. Rows before it have all arrived, so their
+    programs finish. A taken item of row r arrives (arriving never waits). If an item of r
+    is not yet taken, no later item is either, so the only programs that can be waiting
+    hold items of r: fewer than n_chunks <= num_sms. The GPU holds at least one program
+    per SM at once, so one more program starts, takes the next item of r, and so on until
+    all of r has arrived. This holds whatever the register use, hence n_chunks <= num_sms.
+    """
+    CHUNK_N = min(COOP_CHUNK_N[itemsize], triton.next_power_of_2(N))
+    n_chunks = triton.cdiv(N, CHUNK_N)
+    if n_chunks > num_sms:
+        raise ValueError(f"N={N} needs {n_chunks} chunks of {CHUNK_N}, more than one per SM ({num_sms}): "
+                         f"the cooperative kernel's wait needs at most one; use the 'online' or 'split' family")
+    return CHUNK_N, n_chunks, M * n_chunks
+
+
+def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, part_rows: int,
+                   n_chunks: int, out: str, grid: int, meta: dict) -> tuple[Launch, ...]:
+    """The cooperative kernel as one launch (PHASE 3) or, under Triton's interpreter, where
+    programs run one by one and could never wait for each other, as two (PHASE 1 writes
+    the partials, PHASE 2 combines them and writes `out`)."""
+    outputs = (("part", (M, part_rows, n_chunks), "acc"), ("count", (M + 1,), "zeros"), (out, (M, N), "io"))
+    phases = (1, 2) if kernels.INTERPRETED else (3,)
+    return tuple(Launch(kernel, inputs, scalars, outputs, (grid,), tuple({**meta, "PHASE": p}.items()))
+                 for p in phases)
+
+
 def alignment(*values: int) -> int:
     """The largest power of two up to 16 dividing every value: the kernels' ALIGN.
 
@@ -114,9 +160,15 @@ def alignment(*values: int) -> int:
 
 
 def family(M: int, N: int, itemsize: int, num_sms: int) -> str:
-    """'rows', 'online' or 'split' for an M x N problem (the same choice both directions)."""
+    """'rows', 'coop', 'online' or 'split' for an M x N problem (one choice both directions).
+
+    Rows that fit in registers: 'rows'. Longer rows: 'coop' (one read) while a row has at
+    most one chunk per SM; beyond (N > ~1M at 132 SMs) the looped kernels.
+    """
     if sum(row_segments(N)) <= MAX_ROWS_BLOCK_N[itemsize]:
         return "rows"
+    if triton.cdiv(N, COOP_CHUNK_N[itemsize]) <= num_sms:
+        return "coop"
     if M >= ROWS_PER_SM_FOR_ONLINE * num_sms or N < 2 * MIN_CHUNK:
         return "online"
     return "split"
@@ -127,7 +179,7 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
                  num_sms: int, force: str | None = None) -> tuple[Launch, ...]:
     """Launches computing y = softmax(x) (log_softmax if `log`) over rows of an M x N view.
 
-    `force` picks a family ("rows", "online", "split") regardless of the heuristic: for
+    `force` picks a family ("rows", "coop", "online", "split") regardless of the heuristic: for
     tests and the benchmark. M and N must be >= 1.
     """
     itemsize = ITEMSIZE[dtype]
@@ -138,6 +190,12 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, num_warps=num_warps, num_stages=1)
         return (Launch("softmax_fwd_rows", ("x",), (M, N, stride_xm, stride_ym),
                        (("y", (M, N), "io"),), grid, tuple(meta.items())),)
+    if fam == "coop":
+        CHUNK_N, n_chunks, grid = _coop_grid(M, N, itemsize, num_sms)
+        meta = dict(CHUNK_N=CHUNK_N, BLOCK_C=triton.next_power_of_2(n_chunks), **acc,
+                    num_warps=COOP_WARPS, num_stages=1)
+        return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym, n_chunks),
+                              M, N, 2, n_chunks, "y", grid, meta)
     BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))
     num_warps = 8
     if fam == "online":
@@ -146,7 +204,7 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         return (Launch("softmax_fwd_online", ("x",), (M, N, stride_xm, stride_ym),
                        (("y", (M, N), "io"),), grid, tuple(meta.items())),)
     if fam != "split":
-        raise ValueError(f"force={force!r}: expected 'rows', 'online' or 'split'")
+        raise ValueError(f"force={force!r}: expected 'rows', 'coop', 'online' or 'split'")
     chunk, n_chunks = _split(M, N, itemsize, num_sms)
     acc["ALIGN"] = alignment(N, stride_xm, stride_ym, chunk)
     stats = dict(BLOCK_N=BLOCK_N, ALIGN=acc["ALIGN"], ACC_FP64=acc["ACC_FP64"], num_warps=num_warps,
@@ -175,6 +233,13 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
         meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, num_warps=num_warps, num_stages=1)
         return (Launch("softmax_bwd_rows", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm),
                        (("dx", (M, N), "io"),), grid, tuple(meta.items())),)
+    if fam == "coop":
+        CHUNK_N, n_chunks, grid = _coop_grid(M, N, itemsize, num_sms)
+        meta = dict(CHUNK_N=CHUNK_N, BLOCK_C=triton.next_power_of_2(n_chunks), **acc,
+                    num_warps=COOP_WARPS, num_stages=1)
+        return _coop_launches("softmax_bwd_coop", ("y", "dy"),
+                              (M, N, stride_ym, stride_dym, stride_dxm, n_chunks),
+                              M, N, 1, n_chunks, "dx", grid, meta)
     BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))
     num_warps = 8
     if fam == "online":
@@ -183,7 +248,7 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
         return (Launch("softmax_bwd_online", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm),
                        (("dx", (M, N), "io"),), grid, tuple(meta.items())),)
     if fam != "split":
-        raise ValueError(f"force={force!r}: expected 'rows', 'online' or 'split'")
+        raise ValueError(f"force={force!r}: expected 'rows', 'coop', 'online' or 'split'")
     chunk, n_chunks = _split(M, N, itemsize, num_sms)
     acc["ALIGN"] = alignment(N, stride_ym, stride_dym, stride_dxm, chunk)
     dot = dict(BLOCK_N=BLOCK_N, **acc, num_warps=num_warps, num_stages=2)

@@ -75,11 +75,14 @@ def _gpu_execute(launches, buffers: dict, io_dtype):
     jt = _jax_triton()
     acc_dtype = jnp.float64 if io_dtype == jnp.float64 else jnp.float32
 
-    def call(l, inputs):
-        out_shape = [jax.ShapeDtypeStruct(shape, io_dtype if kind == "io" else acc_dtype)
-                     for _, shape, kind in l.outputs]
+    dtypes = {"io": io_dtype, "acc": acc_dtype, "zeros": jnp.int32}
+
+    def call(l, inputs, made):
+        assert not made, "plans for the GPU make every buffer once (no PHASE 1/2 split)"
+        out_shape = [jax.ShapeDtypeStruct(shape, dtypes[kind]) for _, shape, kind in l.outputs]
+        zeroed = tuple(i for i, (_, _, kind) in enumerate(l.outputs) if kind == "zeros")
         return jt.triton_call(*inputs, *l.scalars, kernel=kernels.get(l.kernel), out_shape=out_shape,
-                              grid=l.grid, **l.kwargs)
+                              grid=l.grid, zeroed_outputs=zeroed, **l.kwargs)
 
     return launch.execute(launches, buffers, call)
 
@@ -112,7 +115,7 @@ def _interpret_execute(launches, buffers: dict, io_dtype):
         host_buffers = {n: _to_torch(a) for n, a in zip(names, arrays)}
         dtype = next(iter(host_buffers.values())).dtype
         out = launch.execute(launches, host_buffers,
-                             lambda l, ins: launch.torch_call(l, ins, dtype, torch.device("cpu")))
+                             lambda l, ins, made: launch.torch_call(l, ins, made, dtype, torch.device("cpu")))
         return _to_numpy(out, io_dtype)
 
     return jax.pure_callback(host, out_struct, *buffers.values())

@@ -12,15 +12,19 @@ from . import kernels
 
 def execute(launches, buffers: dict, call):
     """Run `launches`; `buffers` maps names ("x", "y", "dy", ...) to arrays and gains each
-    launch's outputs. Returns the first output of the last launch (y or dx)."""
+    launch's outputs. `call(launch, inputs, made)` gets the launch's outputs that earlier
+    launches made, by name, to pass on rather than allocate. Returns the last output of
+    the last launch (y or dx)."""
     for launch in launches:
-        outs = call(launch, [buffers[name] for name in launch.inputs])
+        outs = call(launch, [buffers[name] for name in launch.inputs],
+                    {name: buffers[name] for name, _, _ in launch.outputs if name in buffers})
         buffers.update(zip((name for name, _, _ in launch.outputs), outs))
-    return outs[0]
+    return outs[-1]
 
 
-def torch_call(launch, inputs, io_dtype, device, out=None):
-    """Launch one kernel on torch tensors; the "y"/"dx" output is `out` when given."""
+def torch_call(launch, inputs, made, io_dtype, device, out=None):
+    """Launch one kernel on torch tensors; outputs named in `made` are those tensors, the
+    "y"/"dx" output is `out` when given, the others are allocated."""
     import torch
 
     if device.type == "cpu" and not kernels.INTERPRETED:
@@ -29,8 +33,12 @@ def torch_call(launch, inputs, io_dtype, device, out=None):
     acc_dtype = torch.float64 if io_dtype == torch.float64 else torch.float32
     outs = []
     for name, shape, kind in launch.outputs:
-        if out is not None and name in ("y", "dx"):
+        if name in made:
+            outs.append(made[name])
+        elif out is not None and name in ("y", "dx"):
             outs.append(out)
+        elif kind == "zeros":
+            outs.append(torch.zeros(shape, dtype=torch.int32, device=device))
         else:
             outs.append(torch.empty(shape, dtype=io_dtype if kind == "io" else acc_dtype, device=device))
     kernels.get(launch.kernel)[launch.grid](*inputs, *launch.scalars, *outs, **launch.kwargs)

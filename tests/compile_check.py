@@ -21,8 +21,8 @@ def compile_launches(launches, dtype: str, target=GPUTarget("cuda", 90, 32)):
         fn = getattr(compiled, launch.kernel)
         kw = launch.kwargs
         opts = {"num_warps": kw.pop("num_warps"), "num_stages": kw.pop("num_stages")}
-        buf_ty = {name: ("*" + (TRITON_TY[dtype] if d == "io" else acc)) for name, _, d in
-                  (o for l in launches for o in l.outputs)}
+        kinds = {"io": TRITON_TY[dtype], "acc": acc, "zeros": "i32"}
+        buf_ty = {name: "*" + kinds[d] for name, _, d in (o for l in launches for o in l.outputs)}
         sig, vals = {}, list(launch.inputs) + list(launch.scalars) + [o[0] for o in launch.outputs]
         for arg_name, v in zip(fn.arg_names, vals):
             if isinstance(v, str):

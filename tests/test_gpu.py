@@ -30,7 +30,7 @@ def _sms():
 
 @pytest.mark.parametrize("M,N,family", [
     (524_289, 4096, "rows"),         # 2**31 + 4096 elements, a row in registers
-    (32_769, 65_536, "online"),      # 2**31 + 65536 elements, looped rows
+    (32_769, 65_536, "coop"),        # 2**31 + 65536 elements, rows split across a persistent grid
     (8, 268_435_457, "split"),       # 2**31 + 8 elements, rows split across programs
 ])
 def test_past_2_pow_31_elements(M, N, family):
@@ -86,3 +86,26 @@ def test_dispatched_plans_at_real_sizes(dtype, M, N):
         expected = (dy64 - torch.exp(y64) * dy64.sum(-1, keepdim=True)) if log else \
             y64 * (dy64 - (dy64 * y64).sum(-1, keepdim=True))
         ref.assert_close(dx.double().cpu(), expected.cpu(), name, f"bwd log={log}", scale_atol=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+def test_coop_one_chunk_per_sm_many_rows(dtype):
+    """The cooperative kernels at their limit, a row with one chunk on every SM, and many
+    more programs than the GPU holds at once: they finish (no wait left hanging) and every
+    row is right, forward and backward."""
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    N = dispatch.COOP_CHUNK_N[itemsize] * _sms()
+    M = max(8, 2**27 // (N * itemsize))
+    assert dispatch.family(M, N, itemsize, _sms()) == "coop"
+    assert dispatch.family(M, N + 1, itemsize, _sms()) != "coop"
+    g = torch.Generator(device="cuda").manual_seed(1)
+    x = (torch.randn(M, N, device="cuda", generator=g) * 3).to(dtype)
+    name = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float64: "float64"}[dtype]
+    for log in (False, True):
+        y = torch.ops.multisoftmax.softmax_fwd(x, log)
+        expected = (torch.log_softmax if log else torch.softmax)(x.double(), -1)
+        ref.assert_close(y.double().cpu(), expected.cpu(), name, f"coop fwd log={log}")
+        dy = torch.randn(M, N, device="cuda", generator=g).to(dtype)
+        dx = torch.ops.multisoftmax.softmax_bwd(y, dy, log)
+        expected_dx = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=log)
+        ref.assert_close(dx.double().cpu(), expected_dx, name, f"coop bwd log={log}", scale_atol=True)

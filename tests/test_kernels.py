@@ -27,6 +27,7 @@ def forced_family(monkeypatch):
         monkeypatch.setattr(dispatch, "family", lambda *a: fam)
         monkeypatch.setattr(dispatch, "LOOP_BLOCK_N", {2: 16, 4: 16, 8: 16})
         monkeypatch.setattr(dispatch, "MIN_CHUNK", 32)
+        monkeypatch.setattr(dispatch, "COOP_CHUNK_N", {2: 64, 4: 64, 8: 64})
         dispatch.plan_forward.cache_clear()
         dispatch.plan_backward.cache_clear()
 
@@ -40,7 +41,7 @@ def _random(shape, dtype, device, seed):
     return (torch.randn(shape, generator=g, dtype=torch.float64) * 3).to(DTYPES[dtype]).to(device)
 
 
-@pytest.mark.parametrize("fam", ["rows", "online", "split"])
+@pytest.mark.parametrize("fam", ["rows", "coop", "online", "split"])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
 @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
 @pytest.mark.parametrize("M,N", [(1, 1), (3, 17), (5, 100), (2, 129)])
@@ -57,7 +58,7 @@ def test_family_forward_backward(forced_family, torch_device, fam, dtype, log, M
     ref.assert_close(dx.double().cpu(), expected_dx, dtype, f"{fam} bwd", scale_atol=True)
 
 
-@pytest.mark.parametrize("fam", ["rows", "online", "split"])
+@pytest.mark.parametrize("fam", ["rows", "coop", "online", "split"])
 def test_family_special_values(forced_family, torch_device, fam):
     """-inf leading tiles/chunks must not poison a row; +inf, NaN and all -inf rows are NaN."""
     forced_family(fam)
@@ -81,11 +82,15 @@ def test_family_choice():
     assert dispatch.family(4096, 16384, 4, sms) == "rows"
     assert dispatch.family(4095, 16385, 4, sms) == "rows"
     assert dispatch.family(2048, 32768, 4, sms) == "rows"
-    assert dispatch.family(2047, 32769, 4, sms) == "online"
-    assert dispatch.family(64, 256000, 2, sms) == "split"
-    assert dispatch.family(1, 40000, 4, sms) == "split"
+    assert dispatch.family(2047, 32769, 4, sms) == "coop"
+    assert dispatch.family(64, 256000, 2, sms) == "coop"
+    assert dispatch.family(1, 40000, 4, sms) == "coop"
+    assert dispatch.family(16, 1048576, 4, sms) == "coop"
     assert dispatch.family(8, 8192, 8, sms) == "rows"
-    assert dispatch.family(8, 16384, 8, sms) == "split"
+    assert dispatch.family(8, 16384, 8, sms) == "coop"
+    # Rows too long for the cooperative grid (> 264 chunks of 8192): the looped kernels.
+    assert dispatch.family(64, 4 * 1048576, 4, sms) == "split"
+    assert dispatch.family(4096, 4 * 1048576, 4, sms) == "online"
 
 
 def _all_plans():
@@ -119,13 +124,36 @@ def test_row_segments():
 
 
 def test_split_plan_covers_row():
-    plan = dispatch.plan_forward(4, 262144, 262144, 262144, "bfloat16", False, 132)
+    plan = dispatch.plan_forward(4, 262144, 262144, 262144, "bfloat16", False, 132, force="split")
     assert [l.kernel for l in plan] == ["softmax_fwd_split_stats", "softmax_fwd_split_norm"]
     M, N, _, chunk, n_chunks = plan[0].scalars
     assert (n_chunks - 1) * chunk < N <= n_chunks * chunk and chunk % plan[0].kwargs["BLOCK_N"] == 0
     assert plan[1].kwargs["BLOCK_C"] >= n_chunks
 
 
+
+
+@pytest.mark.parametrize("M,N", [(1, 40000), (64, 256000), (4096, 65536), (16, 1048576)])
+def test_coop_plan(M, N):
+    """Chunks cover the row, at most one a row per SM, one program a chunk; under the
+    interpreter the kernel runs as PHASE 1 then PHASE 2, compiled as one PHASE 3 launch."""
+    for plan in (dispatch.plan_forward(M, N, N, N, "float32", False, 132),
+                 dispatch.plan_backward(M, N, N, N, N, "bfloat16", True, 132)):
+        assert {l.kernel for l in plan} <= {"softmax_fwd_coop", "softmax_bwd_coop"}
+        kw = plan[0].kwargs
+        n_chunks = plan[0].scalars[-1]
+        assert (n_chunks - 1) * kw["CHUNK_N"] < N <= n_chunks * kw["CHUNK_N"]
+        assert kw["BLOCK_C"] >= n_chunks
+        assert n_chunks <= 132 and plan[0].grid == (M * n_chunks,)
+        phases = [l.kwargs["PHASE"] for l in plan]
+        assert phases == ([1, 2] if dispatch.kernels.INTERPRETED else [3])
+        assert [o[2] for o in plan[0].outputs] == ["acc", "zeros", "io"]
+        assert plan[0].outputs[1][1] == (M + 1,)  # row counters and the ticket counter
+
+
+def test_coop_refuses_rows_longer_than_its_grid():
+    with pytest.raises(ValueError, match="online"):
+        dispatch.plan_forward(2, 4 * 1048576, 4 * 1048576, 4 * 1048576, "float32", False, 132, force="coop")
 
 
 def test_kernels_compile_for_sm90_subprocess():
@@ -137,7 +165,7 @@ def test_kernels_compile_for_sm90_subprocess():
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "MULTISOFTMAX_INTERPRET")}
     code = (
         "import sys; sys.path.insert(0, 'tests'); import compile_check as c; from multisoftmax import dispatch\n"
-        "for M, N in [(4096, 128), (4096, 65536), (4, 262144)]:\n"
+        "for M, N in [(4096, 128), (4096, 65536), (4, 262144), (4096, 4194304)]:\n"
         "    for dt in ['bfloat16', 'float64']:\n"
         "        c.compile_launches(dispatch.plan_forward(M, N, N, N, dt, True, 132), dt)\n"
         "        c.compile_launches(dispatch.plan_backward(M, N, N, N, N, dt, False, 132), dt)\n"

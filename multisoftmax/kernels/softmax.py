@@ -23,6 +23,16 @@ Three families, each for softmax (LOG=False) and log_softmax (LOG=True):
   the chunks in reverse order so the chunks read last by the first kernel, still in L2,
   are read first.
 
+* ``*_coop``   long rows, one read: a row is cut into CHUNK_N-wide chunks, one a program,
+  held in registers. A program publishes its chunk's partial statistics, waits until
+  every chunk of the row has (a per-row arrival counter), combines them and writes its
+  chunk from registers. Programs take their chunk from a ticket counter in the order
+  they start, which with at most one chunk a row per SM guarantees the wait ends
+  (`dispatch._coop_grid` has the argument). Triton's interpreter runs programs one after
+  another, where a wait would never end: there the same kernel runs as two launches,
+  PHASE=1 (partials) then PHASE=2 (combine, reload, write); PHASE=3 is the one-launch GPU
+  form.
+
 Arithmetic: float16/bfloat16/float32 inputs are computed in float32, float64 in float64
 (ACC_FP64), and the result is stored in the output pointer's dtype.
 
@@ -208,6 +218,80 @@ def softmax_fwd_split_norm(
         tl.store(y_row + start + cols, _normalize(x, m, s, LOG).to(y_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def _wait_for_row(count_ptr, row, n_chunks):
+    """Arrive at the row's counter, then spin until all n_chunks programs of the row have.
+
+    The partials stored before are made visible first: the CTA barrier orders every
+    thread's stores before the release of the arrival; the acquire of the last read orders
+    the partial loads after it.
+    """
+    tl.debug_barrier()
+    arrived = tl.atomic_add(count_ptr + row, 1, sem="acq_rel", scope="gpu") + 1
+    while arrived < n_chunks:
+        arrived = tl.atomic_add(count_ptr + row, 0, sem="acquire", scope="gpu")
+    tl.debug_barrier()
+
+
+@triton.jit
+def _coop_chunk(count_ptr, M, N, n_chunks, CHUNK_N: tl.constexpr, PHASE: tl.constexpr):
+    """This program's chunk: (row, chunk, column offsets, mask). One launch (PHASE 3): the
+    item (row * n_chunks + chunk) is the next ticket of the counter after the row counters,
+    so items go out in the order programs start (dispatch._coop_grid: why every wait then
+    ends). Interpreted phases: the program id."""
+    if PHASE == 3:
+        item = tl.atomic_add(count_ptr + M, 1, sem="relaxed", scope="gpu")
+    else:
+        item = tl.program_id(0)
+    chunk = item % n_chunks
+    offs = chunk * CHUNK_N + tl.arange(0, CHUNK_N)
+    return (item // n_chunks).to(tl.int64), chunk, offs, offs < N
+
+
+@triton.jit
+def softmax_fwd_coop(
+    x_ptr, M, N, stride_xm, stride_ym, n_chunks, part_ptr, count_ptr, y_ptr,
+    CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, PHASE: tl.constexpr, LOG: tl.constexpr,
+    ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
+):
+    """One item a program: chunk `item % n_chunks` of row `item // n_chunks`.
+
+    part (M, 2, n_chunks): per chunk, the max and the sum of exp(x - max); count (M + 1,)
+    int32, zero at launch: the rows' arrival counters, then the ticket counter. PHASE as
+    in the module docstring.
+    """
+    if ALIGN > 1:  # see ALIGN in the module docstring
+        N = (N // ALIGN) * ALIGN
+        stride_xm = (stride_xm // ALIGN) * ALIGN
+        stride_ym = (stride_ym // ALIGN) * ALIGN
+    acc_ty = tl.float64 if ACC_FP64 else tl.float32
+    row, chunk, offs, mask = _coop_chunk(count_ptr, M, N, n_chunks, CHUNK_N, PHASE)
+    x = tl.load(x_ptr + row * stride_xm + offs, mask=mask, other=-float("inf")).to(acc_ty)
+    part_row = part_ptr + row * 2 * n_chunks
+    # The chunk's own max and exp(x - max): an all -inf chunk gets max 0 here, sum 0.
+    m_own = tl.max(x, axis=0)
+    m_own = tl.where(m_own == -float("inf"), 0.0, m_own)
+    e = tl.exp(x - m_own)
+    if PHASE % 2 == 1:
+        tl.store(part_row + chunk, m_own)
+        tl.store(part_row + n_chunks + chunk, tl.sum(e, axis=0))
+        if PHASE == 3:
+            _wait_for_row(count_ptr, row, n_chunks)
+    if PHASE >= 2:
+        # Combine the row's partials: max of maxes, sums rescaled to it.
+        c = tl.arange(0, BLOCK_C)
+        m_c = tl.load(part_row + c, mask=c < n_chunks, other=-float("inf"), volatile=True)
+        s_c = tl.load(part_row + n_chunks + c, mask=c < n_chunks, other=0.0, volatile=True)
+        m = tl.max(m_c, axis=0)
+        m_safe = tl.where(m == -float("inf"), 0.0, m)
+        s = tl.sum(s_c * tl.exp(m_c - m_safe), axis=0)
+        if LOG:
+            y = x - (m_safe + tl.log(s))
+        else:  # reuse e: exp(x - m) / s = e * (exp(m_own - m) / s)
+            y = e * (tl.exp(m_own - m_safe) / s)
+        tl.store(y_ptr + row * stride_ym + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
 # --------------------------------------------------------------------------------------
 # backward: softmax dx = y * (dy - sum(dy * y)); log_softmax dx = dy - exp(y) * sum(dy)
 # --------------------------------------------------------------------------------------
@@ -358,3 +442,32 @@ def softmax_bwd_split_apply(
         dy = tl.load(dy_ptr + row * stride_dym + start + cols, mask=mask, other=0.0).to(acc_ty)
         tl.store(dx_ptr + row * stride_dxm + start + cols,
                  _bwd_apply(y, dy, dot, LOG).to(dx_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def softmax_bwd_coop(
+    y_ptr, dy_ptr, M, N, stride_ym, stride_dym, stride_dxm, n_chunks, part_ptr, count_ptr, dx_ptr,
+    CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, PHASE: tl.constexpr, LOG: tl.constexpr,
+    ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
+):
+    """As softmax_fwd_coop, with the partial row sums of dy * y (log_softmax: of dy) in
+    part (M, n_chunks)."""
+    if ALIGN > 1:  # see ALIGN in the module docstring
+        N = (N // ALIGN) * ALIGN
+        stride_ym = (stride_ym // ALIGN) * ALIGN
+        stride_dym = (stride_dym // ALIGN) * ALIGN
+        stride_dxm = (stride_dxm // ALIGN) * ALIGN
+    acc_ty = tl.float64 if ACC_FP64 else tl.float32
+    row, chunk, offs, mask = _coop_chunk(count_ptr, M, N, n_chunks, CHUNK_N, PHASE)
+    y = tl.load(y_ptr + row * stride_ym + offs, mask=mask, other=-float("inf") if LOG else 0.0).to(acc_ty)
+    dy = tl.load(dy_ptr + row * stride_dym + offs, mask=mask, other=0.0).to(acc_ty)
+    part_row = part_ptr + row * n_chunks
+    if PHASE % 2 == 1:
+        tl.store(part_row + chunk, tl.sum(_bwd_terms(y, dy, LOG), axis=0))
+        if PHASE == 3:
+            _wait_for_row(count_ptr, row, n_chunks)
+    if PHASE >= 2:
+        c = tl.arange(0, BLOCK_C)
+        dot = tl.sum(tl.load(part_row + c, mask=c < n_chunks, other=0.0, volatile=True), axis=0)
+        tl.store(dx_ptr + row * stride_dxm + offs, _bwd_apply(y, dy, dot, LOG).to(dx_ptr.dtype.element_ty),
+                 mask=mask)
