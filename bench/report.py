@@ -218,7 +218,15 @@ def markdown(data) -> str:
            "previous through an optimization barrier (GPU time plus XLA launch cost). Backward of JAX impls = "
            "the jitted vjp pullback applied to dy (residuals from a forward outside the timed function)."]
     b = meta["budget"]
-    if b.get("hit_at"):
+    if meta.get("merged_runs"):
+        md += ["", f"**Merged from {len(meta['merged_runs'])} runs of the same code; a later run's record of a "
+               "shape and impl replaces an earlier one** (`python bench/report.py run1.json run2.json ...`):"]
+        for i, r in enumerate(meta["merged_runs"], 1):
+            rb = r.get("budget") or {}
+            cut = (f", its time budget cut {rb['skipped_measurements']} measurements from `{rb['hit_at']}` on"
+                   if rb.get("hit_at") else "")
+            md += [f"{i}. {r['date']}: {r['records']} records, copy {r['copy_GBps']:.0f} GB/s{cut}"]
+    elif b.get("hit_at"):
         md += ["", f"**Time budget ({b['max_seconds']:.0f} s) reached at `{b['hit_at']}`: "
                f"{b['skipped_measurements']} measurements not run.**"]
     md += ["", "## Summary", "", "```", s.get("text", ""), "```", ""]
@@ -391,6 +399,10 @@ def merge(runs: list) -> dict:
     for name in data["impls"]:
         data["unavailable"].pop(name, None)
     data.pop("summary", None)
+    if len(runs) > 1:
+        data["meta"] = {**data["meta"], "merged_runs": [
+            {"date": r["meta"].get("date"), "copy_GBps": r.get("copy_GBps"), "records": len(r["results"]),
+             "budget": r["meta"].get("budget")} for r in runs]}
     return data
 
 
