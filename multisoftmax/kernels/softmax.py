@@ -9,7 +9,7 @@ Argument order follows `jax_triton.triton_call`: input pointers, then runtime sc
 then output pointers, then `tl.constexpr` parameters (passed by keyword). The torch
 launcher calls them in the same order, so one signature serves both frameworks.
 
-Three families, each for softmax (LOG=False) and log_softmax (LOG=True):
+Four families, each for softmax (LOG=False) and log_softmax (LOG=True):
 
 * ``*_rows``   BLOCK_M rows x BLOCK_N (>= N) columns per program, held in registers: one
   read, one write. Short rows pack several rows into a program so each moves enough bytes.
@@ -28,7 +28,7 @@ Three families, each for softmax (LOG=False) and log_softmax (LOG=True):
   every chunk of the row has (a per-row arrival counter), combines them and writes its
   chunk from registers. Programs take their chunk from a ticket counter in the order
   they start, which with at most one chunk a row per SM guarantees the wait ends
-  (`dispatch._coop_grid` has the argument). Triton's interpreter runs programs one after
+  (`dispatch._coop_launches` has the argument). Triton's interpreter runs programs one after
   another, where a wait would never end: there the same kernel runs as two launches,
   PHASE=1 (partials) then PHASE=2 (combine, reload, write); PHASE=3 is the one-launch GPU
   form.
@@ -57,6 +57,14 @@ import triton
 import triton.language as tl
 
 
+@triton.jit
+def _aligned(v, ALIGN: tl.constexpr):
+    """v itself, as (v // ALIGN) * ALIGN when ALIGN > 1: see ALIGN in the module docstring."""
+    if ALIGN > 1:
+        v = (v // ALIGN) * ALIGN
+    return v
+
+
 # --------------------------------------------------------------------------------------
 # forward
 # --------------------------------------------------------------------------------------
@@ -68,10 +76,7 @@ def softmax_fwd_rows(
 ):
     # A row is held as a BLOCK_N segment plus, when TAIL_N > 0, a TAIL_N segment after it
     # (both powers of two): N = 16385 takes 16384 + 1 lanes instead of 32768.
-    if ALIGN > 1:  # see ALIGN in the module docstring
-        N = (N // ALIGN) * ALIGN
-        stride_xm = (stride_xm // ALIGN) * ALIGN
-        stride_ym = (stride_ym // ALIGN) * ALIGN
+    N, stride_xm, stride_ym = _aligned(N, ALIGN), _aligned(stride_xm, ALIGN), _aligned(stride_ym, ALIGN)
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = (rows < M)[:, None]
@@ -134,10 +139,7 @@ def softmax_fwd_online(
     x_ptr, M, N, stride_xm, stride_ym, y_ptr,
     BLOCK_N: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
 ):
-    if ALIGN > 1:  # see ALIGN in the module docstring
-        N = (N // ALIGN) * ALIGN
-        stride_xm = (stride_xm // ALIGN) * ALIGN
-        stride_ym = (stride_ym // ALIGN) * ALIGN
+    N, stride_xm, stride_ym = _aligned(N, ALIGN), _aligned(stride_xm, ALIGN), _aligned(stride_ym, ALIGN)
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     cols = tl.arange(0, BLOCK_N)
     n_tiles = tl.cdiv(N, BLOCK_N)
@@ -163,10 +165,7 @@ def softmax_fwd_split_stats(
     BLOCK_N: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
 ):
     """Partial max and sum of exp(x - max) of chunk `pid(1)` of row `pid(0)`: (M, n_chunks)."""
-    if ALIGN > 1:  # see ALIGN in the module docstring
-        N = (N // ALIGN) * ALIGN
-        stride_xm = (stride_xm // ALIGN) * ALIGN
-        CHUNK = (CHUNK // ALIGN) * ALIGN
+    N, stride_xm, CHUNK = _aligned(N, ALIGN), _aligned(stride_xm, ALIGN), _aligned(CHUNK, ALIGN)
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     row = tl.program_id(0).to(tl.int64)
     chunk = tl.program_id(1)
@@ -189,11 +188,8 @@ def softmax_fwd_split_norm(
     BLOCK_N: tl.constexpr, BLOCK_C: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr,
     ACC_FP64: tl.constexpr,
 ):
-    if ALIGN > 1:  # see ALIGN in the module docstring
-        N = (N // ALIGN) * ALIGN
-        stride_xm = (stride_xm // ALIGN) * ALIGN
-        stride_ym = (stride_ym // ALIGN) * ALIGN
-        CHUNK = (CHUNK // ALIGN) * ALIGN
+    N, stride_xm, stride_ym, CHUNK = (
+        _aligned(N, ALIGN), _aligned(stride_xm, ALIGN), _aligned(stride_ym, ALIGN), _aligned(CHUNK, ALIGN))
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     # Reverse order: the first kernel read the last chunks last, so they are still in L2.
     row = (M - 1 - tl.program_id(0)).to(tl.int64)
@@ -237,7 +233,7 @@ def _wait_for_row(count_ptr, row, n_chunks):
 def _coop_chunk(count_ptr, M, N, n_chunks, CHUNK_N: tl.constexpr, PHASE: tl.constexpr):
     """This program's chunk: (row, chunk, column offsets, mask). One launch (PHASE 3): the
     item (row * n_chunks + chunk) is the next ticket of the counter after the row counters,
-    so items go out in the order programs start (dispatch._coop_grid: why every wait then
+    so items go out in the order programs start (dispatch._coop_launches: why every wait then
     ends). Interpreted phases: the program id."""
     if PHASE == 3:
         item = tl.atomic_add(count_ptr + M, 1, sem="relaxed", scope="gpu")
@@ -260,10 +256,7 @@ def softmax_fwd_coop(
     int32, zero at launch: the rows' arrival counters, then the ticket counter. PHASE as
     in the module docstring.
     """
-    if ALIGN > 1:  # see ALIGN in the module docstring
-        N = (N // ALIGN) * ALIGN
-        stride_xm = (stride_xm // ALIGN) * ALIGN
-        stride_ym = (stride_ym // ALIGN) * ALIGN
+    N, stride_xm, stride_ym = _aligned(N, ALIGN), _aligned(stride_xm, ALIGN), _aligned(stride_ym, ALIGN)
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     row, chunk, offs, mask = _coop_chunk(count_ptr, M, N, n_chunks, CHUNK_N, PHASE)
     x = tl.load(x_ptr + row * stride_xm + offs, mask=mask, other=-float("inf")).to(acc_ty)
@@ -320,11 +313,8 @@ def softmax_bwd_rows(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, TAIL_N: tl.constexpr, LOG: tl.constexpr,
     ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
 ):
-    if ALIGN > 1:  # see ALIGN in the module docstring
-        N = (N // ALIGN) * ALIGN
-        stride_ym = (stride_ym // ALIGN) * ALIGN
-        stride_dym = (stride_dym // ALIGN) * ALIGN
-        stride_dxm = (stride_dxm // ALIGN) * ALIGN
+    N, stride_ym, stride_dym, stride_dxm = (
+        _aligned(N, ALIGN), _aligned(stride_ym, ALIGN), _aligned(stride_dym, ALIGN), _aligned(stride_dxm, ALIGN))
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = (rows < M)[:, None]
@@ -356,11 +346,8 @@ def softmax_bwd_online(
     y_ptr, dy_ptr, M, N, stride_ym, stride_dym, stride_dxm, dx_ptr,
     BLOCK_N: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
 ):
-    if ALIGN > 1:  # see ALIGN in the module docstring
-        N = (N // ALIGN) * ALIGN
-        stride_ym = (stride_ym // ALIGN) * ALIGN
-        stride_dym = (stride_dym // ALIGN) * ALIGN
-        stride_dxm = (stride_dxm // ALIGN) * ALIGN
+    N, stride_ym, stride_dym, stride_dxm = (
+        _aligned(N, ALIGN), _aligned(stride_ym, ALIGN), _aligned(stride_dym, ALIGN), _aligned(stride_dxm, ALIGN))
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     other_y = -float("inf") if LOG else 0.0
     cols = tl.arange(0, BLOCK_N)
@@ -391,11 +378,8 @@ def softmax_bwd_split_dot(
     BLOCK_N: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
 ):
     """Partial row sum of dy * y (log_softmax: of dy) over one chunk: (M, n_chunks)."""
-    if ALIGN > 1:  # see ALIGN in the module docstring
-        N = (N // ALIGN) * ALIGN
-        stride_ym = (stride_ym // ALIGN) * ALIGN
-        stride_dym = (stride_dym // ALIGN) * ALIGN
-        CHUNK = (CHUNK // ALIGN) * ALIGN
+    N, stride_ym, stride_dym, CHUNK = (
+        _aligned(N, ALIGN), _aligned(stride_ym, ALIGN), _aligned(stride_dym, ALIGN), _aligned(CHUNK, ALIGN))
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     other_y = -float("inf") if LOG else 0.0
     row = tl.program_id(0).to(tl.int64)
@@ -418,12 +402,9 @@ def softmax_bwd_split_apply(
     BLOCK_N: tl.constexpr, BLOCK_C: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr,
     ACC_FP64: tl.constexpr,
 ):
-    if ALIGN > 1:  # see ALIGN in the module docstring
-        N = (N // ALIGN) * ALIGN
-        stride_ym = (stride_ym // ALIGN) * ALIGN
-        stride_dym = (stride_dym // ALIGN) * ALIGN
-        stride_dxm = (stride_dxm // ALIGN) * ALIGN
-        CHUNK = (CHUNK // ALIGN) * ALIGN
+    N, stride_ym, stride_dym, stride_dxm, CHUNK = (
+        _aligned(N, ALIGN), _aligned(stride_ym, ALIGN), _aligned(stride_dym, ALIGN), _aligned(stride_dxm, ALIGN),
+        _aligned(CHUNK, ALIGN))
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     other_y = -float("inf") if LOG else 0.0
     # Reverse order, as in softmax_fwd_split_norm: start where the first kernel ended.
@@ -452,11 +433,8 @@ def softmax_bwd_coop(
 ):
     """As softmax_fwd_coop, with the partial row sums of dy * y (log_softmax: of dy) in
     part (M, n_chunks)."""
-    if ALIGN > 1:  # see ALIGN in the module docstring
-        N = (N // ALIGN) * ALIGN
-        stride_ym = (stride_ym // ALIGN) * ALIGN
-        stride_dym = (stride_dym // ALIGN) * ALIGN
-        stride_dxm = (stride_dxm // ALIGN) * ALIGN
+    N, stride_ym, stride_dym, stride_dxm = (
+        _aligned(N, ALIGN), _aligned(stride_ym, ALIGN), _aligned(stride_dym, ALIGN), _aligned(stride_dxm, ALIGN))
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     row, chunk, offs, mask = _coop_chunk(count_ptr, M, N, n_chunks, CHUNK_N, PHASE)
     y = tl.load(y_ptr + row * stride_ym + offs, mask=mask, other=-float("inf") if LOG else 0.0).to(acc_ty)
