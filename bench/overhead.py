@@ -49,7 +49,7 @@ def main():
     plan = dispatch.plan_forward(32, 1024, 1024, 1024, "float32", False, sms)
 
     def direct():
-        return launch.execute(plan, {"x": x}, lambda l, ins, made: launch.torch_call(l, ins, made, y.dtype, y.device, y))
+        return launch.execute(plan, {"x": x}, lambda l, ins, bufs: launch.torch_call(l, ins, bufs, y.dtype, y.device, y))
 
     rows = {
         "torch.softmax": lambda: torch.softmax(x, -1),

@@ -36,7 +36,7 @@ def copy_bandwidth() -> float:
 
 
 def run_plan(plan, buffers, out):
-    return launch.execute(plan, dict(buffers), lambda l, ins, made: launch.torch_call(l, ins, made, out.dtype, out.device, out))
+    return launch.execute(plan, dict(buffers), lambda l, ins, bufs: launch.torch_call(l, ins, bufs, out.dtype, out.device, out))
 
 
 def with_meta(plan, grid=None, **meta):
@@ -127,9 +127,11 @@ def tune_coop(args, sms, copy, t0):
                     (dispatch.plan_forward(M, N, N, N, dtype, False, sms) if direction == "fwd"
                      else dispatch.plan_backward(M, N, N, N, N, dtype, False, sms))]]
                 for chunk, warps in COOP_VARIANTS:
-                    if triton.cdiv(N, chunk) > sms:
+                    try:
+                        plan = coop_plan(M, N, dtype, direction, sms, chunk, warps)
+                    except ValueError:  # more than one chunk per SM: dispatch refuses it
                         continue
-                    cands.append((f"coop chunk={chunk} warps={warps}", coop_plan(M, N, dtype, direction, sms, chunk, warps)))
+                    cands.append((f"coop chunk={chunk} warps={warps}", plan))
                 ref = torch.softmax(x.double(), -1) if direction == "fwd" else None
                 for label, plan in cands:
                     got = run_plan(plan, bufs, out)

@@ -36,7 +36,7 @@ LOOP_BLOCK_N = {2: 8192, 4: 8192, 8: 4096}
 LOOP_PROGRAMS_PER_SM = 2
 # Cooperative kernel (long rows read once): a chunk of COOP_CHUNK_N values a program, held
 # in registers (32 values a thread at 8 warps). A row may have at most one chunk per SM
-# (see _coop_grid): N <= 132 * 8192 = 1081344 on an H100, float64 half that. On the H100,
+# (see _coop_launches): N <= 132 * 8192 = 1081344 on an H100, float64 half that. On the H100,
 # 8192 x 8 warps was within 3.3% of the best of 5 (chunk x warps) variants on fp32/bf16,
 # N = 50257 ... 1048576 (~256 MB, and M = 16, 64), forward and backward, but bf16 N = 50257
 # (4096 x 4 warps: 10% faster forward, 7% backward; unaligned rows, see README):
@@ -115,8 +115,18 @@ def _split(M: int, N: int, itemsize: int, num_sms: int):
     return chunk, triton.cdiv(N, chunk)
 
 
-def _coop_grid(M: int, N: int, itemsize: int, num_sms: int):
-    """CHUNK_N, n_chunks and the grid (one program per chunk) of the cooperative kernels.
+def _coop_chunks(N: int, itemsize: int) -> tuple[int, int]:
+    """CHUNK_N and n_chunks of the cooperative kernels for rows of N values."""
+    CHUNK_N = min(COOP_CHUNK_N[itemsize], triton.next_power_of_2(N))
+    return CHUNK_N, triton.cdiv(N, CHUNK_N)
+
+
+def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, itemsize: int, num_sms: int,
+                   acc: dict, part_rows: int, out: str) -> tuple[Launch, ...]:
+    """The cooperative kernel: one program per chunk (grid M * n_chunks), n_chunks appended
+    to `scalars`, `part_rows` partials a chunk. One launch (PHASE 3) or, under Triton's
+    interpreter, where programs run one by one and could never wait for each other, two
+    (PHASE 1 writes the partials, PHASE 2 combines them and writes `out`).
 
     Why every wait ends: a program takes its item (row * n_chunks + chunk) from a ticket
     counter when it starts, so items go out in order to running programs. Take the lowest
@@ -127,23 +137,16 @@ def _coop_grid(M: int, N: int, itemsize: int, num_sms: int):
     per SM at once, so one more program starts, takes the next item of r, and so on until
     all of r has arrived. This holds whatever the register use, hence n_chunks <= num_sms.
     """
-    CHUNK_N = min(COOP_CHUNK_N[itemsize], triton.next_power_of_2(N))
-    n_chunks = triton.cdiv(N, CHUNK_N)
+    CHUNK_N, n_chunks = _coop_chunks(N, itemsize)
     if n_chunks > num_sms:
         raise ValueError(f"N={N} needs {n_chunks} chunks of {CHUNK_N}, more than one per SM ({num_sms}): "
                          f"the cooperative kernel's wait needs at most one; use the 'online' or 'split' family")
-    return CHUNK_N, n_chunks, M * n_chunks
-
-
-def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, part_rows: int,
-                   n_chunks: int, out: str, grid: int, meta: dict) -> tuple[Launch, ...]:
-    """The cooperative kernel as one launch (PHASE 3) or, under Triton's interpreter, where
-    programs run one by one and could never wait for each other, as two (PHASE 1 writes
-    the partials, PHASE 2 combines them and writes `out`)."""
+    meta = dict(CHUNK_N=CHUNK_N, BLOCK_C=triton.next_power_of_2(n_chunks), **acc, num_warps=COOP_WARPS,
+                num_stages=1)
     outputs = (("part", (M, part_rows, n_chunks), "acc"), ("count", (M + 1,), "zeros"), (out, (M, N), "io"))
     phases = (1, 2) if kernels.INTERPRETED else (3,)
-    return tuple(Launch(kernel, inputs, scalars, outputs, (grid,), tuple({**meta, "PHASE": p}.items()))
-                 for p in phases)
+    return tuple(Launch(kernel, inputs, (*scalars, n_chunks), outputs, (M * n_chunks,),
+                        tuple({**meta, "PHASE": p}.items())) for p in phases)
 
 
 def alignment(*values: int) -> int:
@@ -167,7 +170,7 @@ def family(M: int, N: int, itemsize: int, num_sms: int) -> str:
     """
     if sum(row_segments(N)) <= MAX_ROWS_BLOCK_N[itemsize]:
         return "rows"
-    if triton.cdiv(N, COOP_CHUNK_N[itemsize]) <= num_sms:
+    if _coop_chunks(N, itemsize)[1] <= num_sms:
         return "coop"
     if M >= ROWS_PER_SM_FOR_ONLINE * num_sms or N < 2 * MIN_CHUNK:
         return "online"
@@ -191,11 +194,8 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         return (Launch("softmax_fwd_rows", ("x",), (M, N, stride_xm, stride_ym),
                        (("y", (M, N), "io"),), grid, tuple(meta.items())),)
     if fam == "coop":
-        CHUNK_N, n_chunks, grid = _coop_grid(M, N, itemsize, num_sms)
-        meta = dict(CHUNK_N=CHUNK_N, BLOCK_C=triton.next_power_of_2(n_chunks), **acc,
-                    num_warps=COOP_WARPS, num_stages=1)
-        return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym, n_chunks),
-                              M, N, 2, n_chunks, "y", grid, meta)
+        return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,
+                              num_sms, acc, 2, "y")
     BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))
     num_warps = 8
     if fam == "online":
@@ -234,12 +234,8 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
         return (Launch("softmax_bwd_rows", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm),
                        (("dx", (M, N), "io"),), grid, tuple(meta.items())),)
     if fam == "coop":
-        CHUNK_N, n_chunks, grid = _coop_grid(M, N, itemsize, num_sms)
-        meta = dict(CHUNK_N=CHUNK_N, BLOCK_C=triton.next_power_of_2(n_chunks), **acc,
-                    num_warps=COOP_WARPS, num_stages=1)
-        return _coop_launches("softmax_bwd_coop", ("y", "dy"),
-                              (M, N, stride_ym, stride_dym, stride_dxm, n_chunks),
-                              M, N, 1, n_chunks, "dx", grid, meta)
+        return _coop_launches("softmax_bwd_coop", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm), M, N,
+                              itemsize, num_sms, acc, 1, "dx")
     BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))
     num_warps = 8
     if fam == "online":

@@ -77,8 +77,8 @@ def _gpu_execute(launches, buffers: dict, io_dtype):
 
     dtypes = {"io": io_dtype, "acc": acc_dtype, "zeros": jnp.int32}
 
-    def call(l, inputs, made):
-        assert not made, "plans for the GPU make every buffer once (no PHASE 1/2 split)"
+    def call(l, inputs, bufs):
+        assert not any(name in bufs for name, _, _ in l.outputs), "GPU plans make every buffer once"
         out_shape = [jax.ShapeDtypeStruct(shape, dtypes[kind]) for _, shape, kind in l.outputs]
         zeroed = tuple(i for i, (_, _, kind) in enumerate(l.outputs) if kind == "zeros")
         return jt.triton_call(*inputs, *l.scalars, kernel=kernels.get(l.kernel), out_shape=out_shape,
@@ -115,7 +115,7 @@ def _interpret_execute(launches, buffers: dict, io_dtype):
         host_buffers = {n: _to_torch(a) for n, a in zip(names, arrays)}
         dtype = next(iter(host_buffers.values())).dtype
         out = launch.execute(launches, host_buffers,
-                             lambda l, ins, made: launch.torch_call(l, ins, made, dtype, torch.device("cpu")))
+                             lambda l, ins, bufs: launch.torch_call(l, ins, bufs, dtype, torch.device("cpu")))
         return _to_numpy(out, io_dtype)
 
     return jax.pure_callback(host, out_struct, *buffers.values())

@@ -12,19 +12,18 @@ from . import kernels
 
 def execute(launches, buffers: dict, call):
     """Run `launches`; `buffers` maps names ("x", "y", "dy", ...) to arrays and gains each
-    launch's outputs. `call(launch, inputs, made)` gets the launch's outputs that earlier
-    launches made, by name, to pass on rather than allocate. Returns the last output of
-    the last launch (y or dx)."""
+    launch's outputs. `call(launch, inputs, buffers)` gets `buffers` too: an output whose
+    name is already there, made by an earlier launch, is passed on rather than allocated.
+    Returns the last output of the last launch (y or dx)."""
     for launch in launches:
-        outs = call(launch, [buffers[name] for name in launch.inputs],
-                    {name: buffers[name] for name, _, _ in launch.outputs if name in buffers})
+        outs = call(launch, [buffers[name] for name in launch.inputs], buffers)
         buffers.update(zip((name for name, _, _ in launch.outputs), outs))
     return outs[-1]
 
 
-def torch_call(launch, inputs, made, io_dtype, device, out=None):
-    """Launch one kernel on torch tensors; outputs named in `made` are those tensors, the
-    "y"/"dx" output is `out` when given, the others are allocated."""
+def torch_call(launch, inputs, buffers, io_dtype, device, out=None):
+    """Launch one kernel on torch tensors; an output already in `buffers` (by name) is that
+    tensor, the "y"/"dx" output is `out` when given, the others are allocated."""
     import torch
 
     if device.type == "cpu" and not kernels.INTERPRETED:
@@ -33,8 +32,8 @@ def torch_call(launch, inputs, made, io_dtype, device, out=None):
     acc_dtype = torch.float64 if io_dtype == torch.float64 else torch.float32
     outs = []
     for name, shape, kind in launch.outputs:
-        if name in made:
-            outs.append(made[name])
+        if name in buffers:
+            outs.append(buffers[name])
         elif out is not None and name in ("y", "dx"):
             outs.append(out)
         elif kind == "zeros":

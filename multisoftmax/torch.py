@@ -43,7 +43,7 @@ def _launch(launches, buffers: dict, out: torch.Tensor) -> torch.Tensor:
     other_gpu = out.is_cuda and out.device.index != torch.cuda.current_device()
     with torch.cuda.device(out.device) if other_gpu else contextlib.nullcontext():
         return launch.execute(launches, buffers,
-                              lambda l, ins, made: launch.torch_call(l, ins, made, out.dtype, out.device, out))
+                              lambda l, ins, bufs: launch.torch_call(l, ins, bufs, out.dtype, out.device, out))
 
 
 def _check_tensors(op: str, **tensors: torch.Tensor) -> None:

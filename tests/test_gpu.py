@@ -30,7 +30,7 @@ def _sms():
 
 @pytest.mark.parametrize("M,N,family", [
     (524_289, 4096, "rows"),         # 2**31 + 4096 elements, a row in registers
-    (32_769, 65_536, "coop"),        # 2**31 + 65536 elements, rows split across a persistent grid
+    (32_769, 65_536, "coop"),        # 2**31 + 65536 elements, a chunk of a row a program
     (8, 268_435_457, "split"),       # 2**31 + 8 elements, rows split across programs
 ])
 def test_past_2_pow_31_elements(M, N, family):

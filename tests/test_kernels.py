@@ -88,7 +88,7 @@ def test_family_choice():
     assert dispatch.family(16, 1048576, 4, sms) == "coop"
     assert dispatch.family(8, 8192, 8, sms) == "rows"
     assert dispatch.family(8, 16384, 8, sms) == "coop"
-    # Rows too long for the cooperative grid (> 264 chunks of 8192): the looped kernels.
+    # Rows of more than one 8192-value chunk per SM (> 132 chunks): the looped kernels.
     assert dispatch.family(64, 4 * 1048576, 4, sms) == "split"
     assert dispatch.family(4096, 4 * 1048576, 4, sms) == "online"
 
@@ -151,7 +151,7 @@ def test_coop_plan(M, N):
         assert plan[0].outputs[1][1] == (M + 1,)  # row counters and the ticket counter
 
 
-def test_coop_refuses_rows_longer_than_its_grid():
+def test_coop_refuses_more_than_one_chunk_per_sm():
     with pytest.raises(ValueError, match="online"):
         dispatch.plan_forward(2, 4 * 1048576, 4 * 1048576, 4 * 1048576, "float32", False, 132, force="coop")
 
