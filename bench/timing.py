@@ -83,7 +83,9 @@ def _graph_time(fn, args, nbytes, l2_bytes, replays: int = 10):
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     outs = []
-    with torch.cuda.graph(graph):
+    # Captured on the stream it warmed up on: state kept per stream (multisoftmax's coop
+    # counters, zeroed once per stream) then exists already, as a user's warm-up would make it.
+    with torch.cuda.graph(graph, stream=side):
         for i in range(calls):
             outs.append(fn(*sets[i % n_copies]))
     graph.replay()

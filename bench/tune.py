@@ -7,6 +7,7 @@ written to --out is what the heuristic constants in dispatch.py were chosen from
 
     python bench/tune.py --out bench/results/h100/tune.json [--quick]
     python bench/tune.py --coop --out bench/results/h100/tune_coop.json   (long rows only)
+    python bench/tune.py --peel --out bench/results/h100/tune_peel.json   (unaligned rows: PEEL on/off)
 """
 
 from __future__ import annotations
@@ -149,19 +150,53 @@ def tune_coop(args, sms, copy, t0):
     return rows
 
 
+PEEL_NS = [129, 781, 1001, 3001, 8191, 16385, 29441, 50257, 100003]
+
+
+def tune_peel(args, sms, copy, t0):
+    """Rows that are not 16-byte aligned: the dispatched plan with PEEL forced off and on."""
+    rows = []
+    for dtype in DTYPES:
+        tdt = DTYPES[dtype]
+        for N in PEEL_NS:
+            M = max(1, 256 * 2**20 // (N * tdt.itemsize))
+            for direction in ("fwd", "bwd"):
+                if time.time() - t0 > args.max_seconds:
+                    print("time budget reached", flush=True)
+                    return rows
+                x, y, dy, out, bufs, nbytes = make_inputs(M, N, tdt, direction)
+                for peel in (False, True):
+                    plan = (dispatch.plan_forward(M, N, N, N, dtype, False, sms, None, peel) if direction == "fwd"
+                            else dispatch.plan_backward(M, N, N, N, N, dtype, False, sms, None, peel))
+                    got = run_plan(plan, bufs, out)
+                    if direction == "fwd":
+                        err = (got.double() - torch.softmax(x.double(), -1)).abs().max().item()
+                        assert err < 1e-2, (N, peel, err)
+                    ms = triton.testing.do_bench(lambda: run_plan(plan, bufs, out), warmup=5, rep=30,
+                                                 return_mode="median")
+                    gbps = nbytes / ms / 1e6
+                    label = f"{plan[0].kernel} PEEL={peel}"
+                    rows.append(dict(dtype=dtype, N=N, M=M, direction=direction, variant=label, ms=ms, GBps=gbps))
+                    print(f"{dtype:8s} {M:6d}x{N:7d} {direction} {gbps:7.0f} GB/s  {label}", flush=True)
+                del x, y, dy, out, bufs
+                torch.cuda.empty_cache()
+    return rows
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default="bench/results/h100/tune.json")
     p.add_argument("--quick", action="store_true", help="fewer N")
     p.add_argument("--coop", action="store_true", help="only the cooperative kernel's variants, long rows")
+    p.add_argument("--peel", action="store_true", help="only PEEL on/off, rows not 16-byte aligned")
     p.add_argument("--max-seconds", type=float, default=420)
     args = p.parse_args()
     t0 = time.time()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     copy = copy_bandwidth()
     print(f"{torch.cuda.get_device_name()}  copy {copy:.0f} GB/s  SMs {sms}", flush=True)
-    if args.coop:
-        rows = tune_coop(args, sms, copy, t0)
+    if args.coop or args.peel:
+        rows = (tune_coop if args.coop else tune_peel)(args, sms, copy, t0)
         os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
         with open(args.out, "w") as f:
             json.dump(dict(device=torch.cuda.get_device_name(), copy_GBps=copy, triton=triton.__version__,

@@ -45,6 +45,15 @@ LOOP_PROGRAMS_PER_SM = 2
 # 1,700-2,050 GB/s; coop at 2,100-2,950.
 COOP_CHUNK_N = {2: 8192, 4: 8192, 8: 4096}
 COOP_WARPS = 8
+# Rows that are not 16-byte aligned (N or a row stride not a multiple of 16 bytes: N = 16385
+# or 50257 in 16-bit types) are cut into a head, an aligned body and a tail (PEEL), so the
+# body moves in 16-byte vectors instead of one value a lane. On the H100 (tune_peel.json,
+# `python bench/tune.py --peel`, N = 129 ... 100003): float32 gained up to 1.34x (N = 129,
+# 16385, 50257, 100003) and lost nowhere more than 1%; 16-bit rows gained 1.1-2.2x at N = 129
+# and from 16385 on, but lost 16-43% forward at N = 781 ... 8191 (a 16-lane edge segment
+# beside a short register row). So 16-bit rows are peeled from PEEL_MIN_N on, or when their
+# register row would carry a tail segment anyway (N = 129 = 128 + 1).
+PEEL_MIN_N = 16384
 # A chunk of a split row is at least this many elements, so each program streams long
 # enough to hide its start-up and the partials stay few.
 MIN_CHUNK = 8192
@@ -94,10 +103,30 @@ def row_segments(N: int) -> tuple[int, int]:
     return (main, tail) if 0 < tail <= main // 16 else (whole, 0)
 
 
-def _rows_tiling(M: int, N: int, forward: bool = True):
-    """BLOCK_M, BLOCK_N, TAIL_N, num_warps and grid for the rows family."""
-    BLOCK_N, TAIL_N = row_segments(N)
-    lanes = BLOCK_N + TAIL_N
+def peel(N: int, itemsize: int, align: int, strides_equal: bool, force: bool | None = None) -> bool:
+    """Whether rows are cut into head, 16-byte-aligned body and tail (kernels' PEEL).
+
+    When N or a stride is not a multiple of 16 bytes (`align`, in values, below 16 / itemsize),
+    rows start unaligned and masks are not uniform over a vector, so every value would move
+    alone. The head and tail are computed from the row's own start, which needs one stride
+    for every tensor of the launch (`strides_equal`). `force` overrides (tests, benchmark).
+    """
+    if not strides_equal:
+        return False
+    if force is not None:
+        return force
+    if align >= 16 // itemsize:
+        return False  # aligned already
+    return itemsize >= 4 or N >= PEEL_MIN_N or row_segments(N)[1] > 0
+
+
+def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0):
+    """BLOCK_M, BLOCK_N, TAIL_N, num_warps and grid for the rows family; `vec` > 0: PEEL rows
+    of VEC = `vec` values a 16-byte vector (a body of at most N // vec * vec, 2 * vec edges)."""
+    BLOCK_N, TAIL_N = row_segments(N) if not vec else (triton.next_power_of_2(max(1, N // vec * vec)), 2 * vec)
+    # The edges of PEEL rows are not counted: 16 more lanes must not double the warps or
+    # halve the rows a program (bf16 N = 781 measured 1494 vs 2616 GB/s when they did).
+    lanes = BLOCK_N + (TAIL_N if not vec else 0)
     # 32 warps only for the forward pass of rows past 16384 (measured; see MAX_ROWS_BLOCK_N).
     max_warps = 32 if forward and lanes > 16384 else 16
     num_warps = max(4, min(max_warps, triton.next_power_of_2(triton.cdiv(lanes, VALUES_PER_THREAD * 32))))
@@ -179,17 +208,22 @@ def family(M: int, N: int, itemsize: int, num_sms: int) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log: bool,
-                 num_sms: int, force: str | None = None) -> tuple[Launch, ...]:
+                 num_sms: int, force: str | None = None, force_peel: bool | None = None) -> tuple[Launch, ...]:
     """Launches computing y = softmax(x) (log_softmax if `log`) over rows of an M x N view.
 
-    `force` picks a family ("rows", "coop", "online", "split") regardless of the heuristic: for
-    tests and the benchmark. M and N must be >= 1.
+    `force` picks a family ("rows", "coop", "online", "split") and `force_peel` the PEEL
+    choice of the rows and coop families regardless of the heuristics: for tests and the
+    benchmark. M and N must be >= 1.
     """
     itemsize = ITEMSIZE[dtype]
     fam = force or family(M, N, itemsize, num_sms)
     acc = dict(LOG=log, ALIGN=alignment(N, stride_xm, stride_ym), ACC_FP64=dtype == "float64")
+    vec = 16 // itemsize
+    if fam in ("rows", "coop"):
+        peeled = peel(N, itemsize, acc["ALIGN"], stride_xm == stride_ym, force_peel)
+        acc = dict(PEEL=peeled, VEC=vec, **acc)
     if fam == "rows":
-        BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N)
+        BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, vec=vec if peeled else 0)
         meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, num_warps=num_warps, num_stages=1)
         return (Launch("softmax_fwd_rows", ("x",), (M, N, stride_xm, stride_ym),
                        (("y", (M, N), "io"),), grid, tuple(meta.items())),)
@@ -223,13 +257,18 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
 
 @functools.lru_cache(maxsize=4096)
 def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: int, dtype: str,
-                  log: bool, num_sms: int, force: str | None = None) -> tuple[Launch, ...]:
+                  log: bool, num_sms: int, force: str | None = None,
+                  force_peel: bool | None = None) -> tuple[Launch, ...]:
     """Launches computing dx from y and dy over rows of an M x N view (see plan_forward)."""
     itemsize = ITEMSIZE[dtype]
     fam = force or family(M, N, itemsize, num_sms)
     acc = dict(LOG=log, ALIGN=alignment(N, stride_ym, stride_dym, stride_dxm), ACC_FP64=dtype == "float64")
+    vec = 16 // itemsize
+    if fam in ("rows", "coop"):
+        peeled = peel(N, itemsize, acc["ALIGN"], stride_ym == stride_dym == stride_dxm, force_peel)
+        acc = dict(PEEL=peeled, VEC=vec, **acc)
     if fam == "rows":
-        BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, forward=False)
+        BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, forward=False, vec=vec if peeled else 0)
         meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, num_warps=num_warps, num_stages=1)
         return (Launch("softmax_bwd_rows", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm),
                        (("dx", (M, N), "io"),), grid, tuple(meta.items())),)

@@ -1,13 +1,28 @@
 """Executing a dispatch plan: a tuple of `dispatch.Launch` records, run in order.
 
-`execute` is framework-neutral: `call(launch, inputs)` launches one kernel and returns its
-outputs. `torch_call` is that function for torch tensors, used by the torch adapter and by
-the JAX adapter's interpreter path (Triton's interpreter works on torch CPU tensors).
+`execute` is framework-neutral: `call(launch, inputs, buffers)` launches one kernel and
+returns its outputs. `torch_call` is that function for torch tensors, used by the torch
+adapter and by the JAX adapter's interpreter path (Triton's interpreter works on torch CPU
+tensors).
+
+Host time matters for small calls (issue: <= 20 us a call at 32 x 1024). Triton's
+`kernel[grid](...)` binds and specializes every argument on each call (~20 us on the H100
+machine); once a launch has been compiled, `torch_call` keeps the compiled kernel, keyed
+by the launch record (which fixes the scalars, hence their specialization), the dtype, the
+device and the 16-byte alignment of each pointer (the only other thing Triton specializes
+on), and calls its launcher directly. The same pattern as `CompiledKernel.__getitem__` in
+Triton itself; whenever a launch hook is set (profilers) the ordinary path is taken.
 """
 
 from __future__ import annotations
 
 from . import kernels
+
+# (id(launch), dtype, device index, pointer alignments) -> (launch, compiled kernel, constexprs)
+_COMPILED: dict = {}
+# (device index, stream) -> [int32 zeros tensors]: the cooperative kernels' counters, which the
+# kernels leave at zero (see softmax_fwd_coop), so they are zeroed once, not on every call.
+_COUNTERS: dict = {}
 
 
 def execute(launches, buffers: dict, call):
@@ -21,15 +36,32 @@ def execute(launches, buffers: dict, call):
     return outs[-1]
 
 
+def _counters(size: int, device):
+    """Zeroed int32 counters for the current stream of `device`, at least `size` of them,
+    reused across calls (the kernels leave them zero). Grown by allocating a larger set; the
+    old ones are kept alive, since a captured CUDA graph may still point at them. While a
+    graph is being captured, a set too small is not grown: None (the caller zeroes its own)."""
+    import torch
+
+    stream = torch.cuda.current_stream(device).cuda_stream
+    pool = _COUNTERS.setdefault((device.index, stream), [])
+    if pool and pool[-1].numel() >= size:
+        return pool[-1][:size]
+    if torch.cuda.is_current_stream_capturing():
+        return None
+    pool.append(torch.zeros(max(size, 2 * pool[-1].numel() if pool else 1024), dtype=torch.int32, device=device))
+    return pool[-1][:size]
+
+
 def torch_call(launch, inputs, buffers, io_dtype, device, out=None):
     """Launch one kernel on torch tensors; an output already in `buffers` (by name) is that
     tensor, the "y"/"dx" output is `out` when given, the others are allocated."""
     import torch
 
-    if device.type == "cpu" and not kernels.INTERPRETED:
+    cuda = device.type == "cuda"
+    if not cuda and not kernels.INTERPRETED:
         raise RuntimeError("multisoftmax's kernels run on the CPU only through Triton's interpreter: "
                            "set MULTISOFTMAX_INTERPRET=1 before importing multisoftmax, or use CUDA")
-    acc_dtype = torch.float64 if io_dtype == torch.float64 else torch.float32
     outs = []
     for name, shape, kind in launch.outputs:
         if name in buffers:
@@ -37,8 +69,50 @@ def torch_call(launch, inputs, buffers, io_dtype, device, out=None):
         elif out is not None and name in ("y", "dx"):
             outs.append(out)
         elif kind == "zeros":
-            outs.append(torch.zeros(shape, dtype=torch.int32, device=device))
+            counters = _counters(shape[0], device) if cuda else None
+            outs.append(torch.zeros(shape, dtype=torch.int32, device=device) if counters is None else counters)
         else:
+            acc_dtype = torch.float64 if io_dtype == torch.float64 else torch.float32
             outs.append(torch.empty(shape, dtype=io_dtype if kind == "io" else acc_dtype, device=device))
-    kernels.get(launch.kernel)[launch.grid](*inputs, *launch.scalars, *outs, **launch.kwargs)
+    if cuda:
+        launch_compiled(launch, inputs, outs, io_dtype, device.index)
+    else:
+        kernels.get(launch.kernel)[launch.grid](*inputs, *launch.scalars, *outs, **launch.kwargs)
     return outs
+
+
+_get_stream = None  # Triton's driver.active.get_current_stream, looked up once
+_runtime_knobs = None  # triton.knobs.runtime
+
+
+def launch_compiled(launch, inputs, outs, io_dtype, device_index):
+    """Launch `launch` on CUDA tensors (`inputs`, `outs`: in the kernel's order) on the
+    current stream of the current device, which must be `device_index`, through the cached
+    compiled kernel (module docstring); compiles and caches on a miss."""
+    global _get_stream, _runtime_knobs
+    key = (id(launch), io_dtype, device_index,
+           tuple([t.data_ptr() % 16 == 0 for t in inputs] + [t.data_ptr() % 16 == 0 for t in outs]))
+    hit = _COMPILED.get(key)
+    if hit is not None and _no_hook(_runtime_knobs.launch_enter_hook) and _no_hook(_runtime_knobs.launch_exit_hook):
+        _, compiled, grid, constexprs = hit  # hit holds `launch` itself, so its id stays unique
+        compiled.run(*grid, _get_stream(device_index), compiled.function, compiled.packed_metadata,
+                     None, None, None, *inputs, *launch.scalars, *outs, *constexprs)
+        return
+    import triton
+    from triton.runtime import driver
+
+    fn = kernels.get(launch.kernel)
+    compiled = fn[launch.grid](*inputs, *launch.scalars, *outs, **launch.kwargs)
+    if all(hasattr(compiled, a) for a in ("run", "function", "packed_metadata")):
+        if len(_COMPILED) > 16384:  # shapes without end (dynamic lengths): start again
+            _COMPILED.clear()
+        _get_stream, _runtime_knobs = driver.active.get_current_stream, triton.knobs.runtime
+        grid = launch.grid + (1,) * (3 - len(launch.grid))
+        n_args = len(inputs) + len(launch.scalars) + len(outs)
+        constexprs = tuple(launch.kwargs[name] for name in fn.arg_names[n_args:])
+        _COMPILED[key] = (launch, compiled, grid, constexprs)
+
+
+def _no_hook(hook) -> bool:
+    """No launch hook set: None (older Triton) or an empty HookChain (Triton 3.5+)."""
+    return hook is None or getattr(hook, "calls", None) == []

@@ -70,7 +70,7 @@ def test_jax_then_torch_in_one_process():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("M,N", [(65536, 128), (4096, 781), (2048, 3000), (1024, 16385), (256, 65536),
-                                 (4, 262144), (1, 1048576), (64, 128256)])
+                                 (512, 50257), (3, 50257), (4, 262144), (1, 1048576), (64, 128256)])
 def test_dispatched_plans_at_real_sizes(dtype, M, N):
     """Whatever plan dispatch picks for a benchmark shape, its output is right everywhere."""
     g = torch.Generator(device="cuda").manual_seed(M + N)
@@ -109,3 +109,69 @@ def test_coop_one_chunk_per_sm_many_rows(dtype):
         dx = torch.ops.multisoftmax.softmax_bwd(y, dy, log)
         expected_dx = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=log)
         ref.assert_close(dx.double().cpu(), expected_dx, name, f"coop bwd log={log}", scale_atol=True)
+
+
+def _check_softmax(y, x, name, what):
+    expected = torch.softmax(x.double(), -1)
+    ref.assert_close(y.double().cpu(), expected.cpu(), name, what)
+
+
+def test_coop_counters_reset_themselves():
+    """The cooperative kernels' counters are zeroed once per stream and left zero by every
+    launch: calls of other row counts in a row, on two streams, stay right."""
+    from multisoftmax import launch
+
+    g = torch.Generator(device="cuda").manual_seed(3)
+    N = 100_003  # coop, unaligned (PEEL)
+    for M in (1, 64, 8, 300, 2):
+        x = torch.randn(M, N, device="cuda", generator=g, dtype=torch.bfloat16)
+        assert dispatch.family(M, N, 2, _sms()) == "coop"
+        _check_softmax(mt.softmax(x), x, "bfloat16", f"M={M}")
+        dy = torch.randn_like(x)
+        dx = torch.ops.multisoftmax.softmax_bwd(mt.softmax(x), dy, False)
+        y64 = torch.softmax(x.double(), -1)
+        expected = y64 * (dy.double() - (dy.double() * y64).sum(-1, keepdim=True))
+        ref.assert_close(dx.double().cpu(), expected.cpu(), "bfloat16", f"bwd M={M}", scale_atol=True)
+    side = torch.cuda.Stream()
+    x = torch.randn(16, N, device="cuda", generator=g)
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        y_side = mt.softmax(x)
+    y_main = mt.softmax(x)
+    torch.cuda.synchronize()
+    _check_softmax(y_side, x, "float32", "side stream")
+    _check_softmax(y_main, x, "float32", "main stream")
+    pools = [t for (dev, _), ts in launch._COUNTERS.items() for t in ts]
+    assert len({key for key in launch._COUNTERS}) >= 2
+    assert all(int(t.abs().sum()) == 0 for t in pools)
+
+
+def test_coop_in_a_cuda_graph():
+    """A coop call captured in a CUDA graph (after a warm-up on the capture stream) replays
+    right, several times, on new inputs."""
+    x = torch.randn(8, 128_256, device="cuda", dtype=torch.bfloat16)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        mt.log_softmax(x)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=side):
+        y = mt.log_softmax(x)
+    for seed in range(3):
+        x.copy_(torch.randn(x.shape, device="cuda", generator=torch.Generator(device="cuda").manual_seed(seed)))
+        graph.replay()
+        torch.cuda.synchronize()
+        expected = torch.log_softmax(x.double(), -1)
+        ref.assert_close(y.double().cpu(), expected.cpu(), "bfloat16", f"replay {seed}")
+
+
+@pytest.mark.parametrize("N", [1001, 16385])
+def test_cached_launch_tells_pointer_alignment_apart(N):
+    """The compiled kernel is cached per pointer alignment: a row slice that starts off a
+    16-byte boundary, between aligned calls, gets a kernel compiled for it."""
+    big = torch.randn(33, N, device="cuda").to(torch.bfloat16)
+    aligned, shifted = big[:32], big[1:]
+    assert aligned.data_ptr() % 16 == 0 and shifted.data_ptr() % 16 != 0
+    for x in (aligned, shifted, aligned, shifted):
+        _check_softmax(mt.softmax(x), x, "bfloat16", f"ptr % 16 = {x.data_ptr() % 16}")

@@ -65,31 +65,74 @@ def _aligned(v, ALIGN: tl.constexpr):
     return v
 
 
+@triton.jit
+def _body(row_start, lo, N, BLOCK_N: tl.constexpr, PEEL: tl.constexpr, VEC: tl.constexpr):
+    """Offsets (from the tensor's start) and mask of BLOCK_N values of the row that begins at
+    element `row_start` (a scalar or a column of rows), starting `lo` values into its body.
+
+    Without PEEL the body is the whole row. With PEEL (rows not 16-byte aligned) it runs from
+    the row's first 16-byte boundary to its last, so it is loaded in VEC-wide vectors; the
+    few values before and after it are the row's edges (`_edges`).
+    """
+    cols = lo + tl.arange(0, BLOCK_N)
+    if PEEL:
+        start = ((row_start + (VEC - 1)) // VEC) * VEC  # a multiple of VEC the compiler can see
+        offs = start + cols
+        # The body's length, a multiple of VEC too; compared in 32 bits (64-bit compares per
+        # value cost the forward pass ~10% of its bandwidth).
+        mask = cols < (((row_start + N) // VEC) * VEC - start).to(tl.int32)
+    else:
+        offs = row_start + cols
+        mask = cols < N
+    return offs, mask
+
+
+@triton.jit
+def _edges(row_start, N, VEC: tl.constexpr):
+    """Offsets and mask of a PEEL row's edges, 2 * VEC lanes: the head (values before the first
+    16-byte boundary, lanes < VEC) and the tail (after the last one, lanes >= VEC)."""
+    k = tl.arange(0, 2 * VEC)
+    start = ((row_start + (VEC - 1)) // VEC) * VEC
+    end = row_start + N
+    hi = (end // VEC) * VEC
+    head = k < VEC
+    offs = tl.where(head, row_start + k, hi + (k - VEC))
+    # A row inside one 16-byte cell (hi < start) is all head.
+    mask = (offs < end) & ((head & (offs < start)) | (~head & (offs >= start)))
+    return offs, mask, head
+
+
 # --------------------------------------------------------------------------------------
 # forward
 # --------------------------------------------------------------------------------------
 @triton.jit
 def softmax_fwd_rows(
     x_ptr, M, N, stride_xm, stride_ym, y_ptr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, TAIL_N: tl.constexpr, LOG: tl.constexpr,
-    ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, TAIL_N: tl.constexpr, PEEL: tl.constexpr,
+    VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
 ):
-    # A row is held as a BLOCK_N segment plus, when TAIL_N > 0, a TAIL_N segment after it
-    # (both powers of two): N = 16385 takes 16384 + 1 lanes instead of 32768.
+    # A row is held as a BLOCK_N segment plus, when TAIL_N > 0, a TAIL_N segment: the values
+    # past BLOCK_N (both powers of two: N = 16384 + 1 takes 16384 + 1 lanes, not 32768), or
+    # with PEEL the row's unaligned edges (`_body`, `_edges`; then stride_ym == stride_xm).
     N, stride_xm, stride_ym = _aligned(N, ALIGN), _aligned(stride_xm, ALIGN), _aligned(stride_ym, ALIGN)
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = (rows < M)[:, None]
-    cols = tl.arange(0, BLOCK_N)
-    mask = row_ok & (cols < N)[None, :]
-    x = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :], mask=mask,
-                other=-float("inf")).to(acc_ty)
+    xs, ys = rows[:, None] * stride_xm, rows[:, None] * stride_ym
+    x_offs, mask = _body(xs, 0, N, BLOCK_N, PEEL, VEC)
+    y_offs, _ = _body(ys, 0, N, BLOCK_N, PEEL, VEC)
+    mask = row_ok & mask
+    x = tl.load(x_ptr + x_offs, mask=mask, other=-float("inf")).to(acc_ty)
     x_max = tl.max(x, axis=1)
     if TAIL_N > 0:
-        t_cols = BLOCK_N + tl.arange(0, TAIL_N)
-        t_mask = row_ok & (t_cols < N)[None, :]
-        xt = tl.load(x_ptr + rows[:, None] * stride_xm + t_cols[None, :], mask=t_mask,
-                     other=-float("inf")).to(acc_ty)
+        if PEEL:
+            xt_offs, t_mask, _ = _edges(xs, N, VEC)
+            yt_offs = xt_offs
+        else:
+            t_cols = BLOCK_N + tl.arange(0, TAIL_N)
+            xt_offs, yt_offs, t_mask = xs + t_cols, ys + t_cols, t_cols < N
+        t_mask = row_ok & t_mask
+        xt = tl.load(x_ptr + xt_offs, mask=t_mask, other=-float("inf")).to(acc_ty)
         x_max = tl.maximum(x_max, tl.max(xt, axis=1))
     z = x - x_max[:, None]
     e = tl.exp(z)
@@ -104,14 +147,13 @@ def softmax_fwd_rows(
     else:
         inv_s = (1.0 / s)[:, None]
         y = e * inv_s
-    tl.store(y_ptr + rows[:, None] * stride_ym + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+    tl.store(y_ptr + y_offs, y.to(y_ptr.dtype.element_ty), mask=mask)
     if TAIL_N > 0:
         if LOG:
             yt = zt - log_s
         else:
             yt = et * inv_s
-        tl.store(y_ptr + rows[:, None] * stride_ym + t_cols[None, :], yt.to(y_ptr.dtype.element_ty),
-                 mask=t_mask)
+        tl.store(y_ptr + yt_offs, yt.to(y_ptr.dtype.element_ty), mask=t_mask)
 
 
 @triton.jit
@@ -230,44 +272,73 @@ def _wait_for_row(count_ptr, row, n_chunks):
 
 
 @triton.jit
-def _coop_chunk(count_ptr, M, N, n_chunks, CHUNK_N: tl.constexpr, PHASE: tl.constexpr):
-    """This program's chunk: (row, chunk, column offsets, mask). One launch (PHASE 3): the
-    item (row * n_chunks + chunk) is the next ticket of the counter after the row counters,
-    so items go out in the order programs start (dispatch._coop_launches: why every wait then
-    ends). Interpreted phases: the program id."""
+def _leave_row(count_ptr, row, n_chunks):
+    """Arrive a second time, past the wait; the last of the row's 2 * n_chunks arrivals (every
+    program of the row has left its wait) sets the counter back to 0 for the next launch."""
+    left = tl.atomic_add(count_ptr + row, 1, sem="relaxed", scope="gpu") + 1
+    if left == 2 * n_chunks:
+        tl.atomic_xchg(count_ptr + row, 0, sem="relaxed", scope="gpu")
+
+
+@triton.jit
+def _coop_item(count_ptr, M, n_chunks, PHASE: tl.constexpr):
+    """This program's (row, chunk). One launch (PHASE 3): the item (row * n_chunks + chunk)
+    is the next ticket of the counter after the row counters, so items go out in the order
+    programs start (dispatch._coop_launches: why every wait then ends); the program that
+    takes the last ticket sets the counter back to 0 (no ticket is taken after it).
+    Interpreted phases: the program id."""
     if PHASE == 3:
         item = tl.atomic_add(count_ptr + M, 1, sem="relaxed", scope="gpu")
+        if item == M * n_chunks - 1:
+            tl.atomic_xchg(count_ptr + M, 0, sem="relaxed", scope="gpu")
     else:
         item = tl.program_id(0)
-    chunk = item % n_chunks
-    offs = chunk * CHUNK_N + tl.arange(0, CHUNK_N)
-    return (item // n_chunks).to(tl.int64), chunk, offs, offs < N
+    return (item // n_chunks).to(tl.int64), item % n_chunks
+
+
+@triton.jit
+def _coop_edges(row_start, N, chunk, n_chunks, VEC: tl.constexpr):
+    """A PEEL row's edges (`_edges`) as the cooperative kernels share them out: the head to
+    the row's first chunk, the tail to its last."""
+    offs, mask, head = _edges(row_start, N, VEC)
+    return offs, mask & (tl.where(head, 0, n_chunks - 1) == chunk)
 
 
 @triton.jit
 def softmax_fwd_coop(
     x_ptr, M, N, stride_xm, stride_ym, n_chunks, part_ptr, count_ptr, y_ptr,
-    CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, PHASE: tl.constexpr, LOG: tl.constexpr,
-    ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
+    CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, PHASE: tl.constexpr, PEEL: tl.constexpr,
+    VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
 ):
     """One item a program: chunk `item % n_chunks` of row `item // n_chunks`.
 
     part (M, 2, n_chunks): per chunk, the max and the sum of exp(x - max); count (M + 1,)
-    int32, zero at launch: the rows' arrival counters, then the ticket counter. PHASE as
-    in the module docstring.
+    int32, zero at launch and left zero: the rows' arrival counters, then the ticket
+    counter. PHASE as in the module docstring; PEEL as in softmax_fwd_rows.
     """
     N, stride_xm, stride_ym = _aligned(N, ALIGN), _aligned(stride_xm, ALIGN), _aligned(stride_ym, ALIGN)
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
-    row, chunk, offs, mask = _coop_chunk(count_ptr, M, N, n_chunks, CHUNK_N, PHASE)
-    x = tl.load(x_ptr + row * stride_xm + offs, mask=mask, other=-float("inf")).to(acc_ty)
+    row, chunk = _coop_item(count_ptr, M, n_chunks, PHASE)
+    xs, ys = row * stride_xm, row * stride_ym
+    x_offs, mask = _body(xs, chunk * CHUNK_N, N, CHUNK_N, PEEL, VEC)
+    y_offs, _ = _body(ys, chunk * CHUNK_N, N, CHUNK_N, PEEL, VEC)
+    x = tl.load(x_ptr + x_offs, mask=mask, other=-float("inf")).to(acc_ty)
+    m_own = tl.max(x, axis=0)
+    if PEEL:
+        e_offs, e_mask = _coop_edges(xs, N, chunk, n_chunks, VEC)
+        xe = tl.load(x_ptr + e_offs, mask=e_mask, other=-float("inf")).to(acc_ty)
+        m_own = tl.maximum(m_own, tl.max(xe, axis=0))
     part_row = part_ptr + row * 2 * n_chunks
     # The chunk's own max and exp(x - max): an all -inf chunk gets max 0 here, sum 0.
-    m_own = tl.max(x, axis=0)
     m_own = tl.where(m_own == -float("inf"), 0.0, m_own)
     e = tl.exp(x - m_own)
+    s_own = tl.sum(e, axis=0)
+    if PEEL:
+        ee = tl.exp(xe - m_own)
+        s_own += tl.sum(ee, axis=0)
     if PHASE % 2 == 1:
         tl.store(part_row + chunk, m_own)
-        tl.store(part_row + n_chunks + chunk, tl.sum(e, axis=0))
+        tl.store(part_row + n_chunks + chunk, s_own)
         if PHASE == 3:
             _wait_for_row(count_ptr, row, n_chunks)
     if PHASE >= 2:
@@ -275,14 +346,24 @@ def softmax_fwd_coop(
         c = tl.arange(0, BLOCK_C)
         m_c = tl.load(part_row + c, mask=c < n_chunks, other=-float("inf"), volatile=True)
         s_c = tl.load(part_row + n_chunks + c, mask=c < n_chunks, other=0.0, volatile=True)
+        if PHASE == 3:
+            _leave_row(count_ptr, row, n_chunks)
         m = tl.max(m_c, axis=0)
         m_safe = tl.where(m == -float("inf"), 0.0, m)
         s = tl.sum(s_c * tl.exp(m_c - m_safe), axis=0)
         if LOG:
-            y = x - (m_safe + tl.log(s))
+            shift = m_safe + tl.log(s)
+            y = x - shift
         else:  # reuse e: exp(x - m) / s = e * (exp(m_own - m) / s)
-            y = e * (tl.exp(m_own - m_safe) / s)
-        tl.store(y_ptr + row * stride_ym + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+            scale = tl.exp(m_own - m_safe) / s
+            y = e * scale
+        tl.store(y_ptr + y_offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+        if PEEL:
+            if LOG:
+                ye = xe - shift
+            else:
+                ye = ee * scale
+            tl.store(y_ptr + e_offs, ye.to(y_ptr.dtype.element_ty), mask=e_mask)
 
 
 # --------------------------------------------------------------------------------------
@@ -310,35 +391,40 @@ def _bwd_apply(y, dy, dot, LOG: tl.constexpr):
 @triton.jit
 def softmax_bwd_rows(
     y_ptr, dy_ptr, M, N, stride_ym, stride_dym, stride_dxm, dx_ptr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, TAIL_N: tl.constexpr, LOG: tl.constexpr,
-    ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, TAIL_N: tl.constexpr, PEEL: tl.constexpr,
+    VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
 ):
+    """As softmax_fwd_rows (segments, PEEL: then the three strides are equal)."""
     N, stride_ym, stride_dym, stride_dxm = (
         _aligned(N, ALIGN), _aligned(stride_ym, ALIGN), _aligned(stride_dym, ALIGN), _aligned(stride_dxm, ALIGN))
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
+    other_y = -float("inf") if LOG else 0.0  # masked lanes: exp(y) = 0 or y = 0; dy = 0
     rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = (rows < M)[:, None]
-    cols = tl.arange(0, BLOCK_N)
-    mask = row_ok & (cols < N)[None, :]
-    # Masked lanes: y = -inf for log_softmax (exp gives 0), 0 otherwise; dy = 0.
-    y = tl.load(y_ptr + rows[:, None] * stride_ym + cols[None, :], mask=mask,
-                other=-float("inf") if LOG else 0.0).to(acc_ty)
-    dy = tl.load(dy_ptr + rows[:, None] * stride_dym + cols[None, :], mask=mask, other=0.0).to(acc_ty)
+    ys, dys, dxs = rows[:, None] * stride_ym, rows[:, None] * stride_dym, rows[:, None] * stride_dxm
+    y_offs, mask = _body(ys, 0, N, BLOCK_N, PEEL, VEC)
+    dy_offs, _ = _body(dys, 0, N, BLOCK_N, PEEL, VEC)
+    dx_offs, _ = _body(dxs, 0, N, BLOCK_N, PEEL, VEC)
+    mask = row_ok & mask
+    y = tl.load(y_ptr + y_offs, mask=mask, other=other_y).to(acc_ty)
+    dy = tl.load(dy_ptr + dy_offs, mask=mask, other=0.0).to(acc_ty)
     dot = tl.sum(_bwd_terms(y, dy, LOG), axis=1)
-    if TAIL_N > 0:  # the tail segment, as in softmax_fwd_rows
-        t_cols = BLOCK_N + tl.arange(0, TAIL_N)
-        t_mask = row_ok & (t_cols < N)[None, :]
-        yt = tl.load(y_ptr + rows[:, None] * stride_ym + t_cols[None, :], mask=t_mask,
-                     other=-float("inf") if LOG else 0.0).to(acc_ty)
-        dyt = tl.load(dy_ptr + rows[:, None] * stride_dym + t_cols[None, :], mask=t_mask,
-                      other=0.0).to(acc_ty)
+    if TAIL_N > 0:
+        if PEEL:
+            yt_offs, t_mask, _ = _edges(ys, N, VEC)
+            dyt_offs, dxt_offs = yt_offs, yt_offs
+        else:
+            t_cols = BLOCK_N + tl.arange(0, TAIL_N)
+            yt_offs, dyt_offs, dxt_offs, t_mask = ys + t_cols, dys + t_cols, dxs + t_cols, t_cols < N
+        t_mask = row_ok & t_mask
+        yt = tl.load(y_ptr + yt_offs, mask=t_mask, other=other_y).to(acc_ty)
+        dyt = tl.load(dy_ptr + dyt_offs, mask=t_mask, other=0.0).to(acc_ty)
         dot += tl.sum(_bwd_terms(yt, dyt, LOG), axis=1)
     dx = _bwd_apply(y, dy, dot[:, None], LOG)
-    tl.store(dx_ptr + rows[:, None] * stride_dxm + cols[None, :], dx.to(dx_ptr.dtype.element_ty), mask=mask)
+    tl.store(dx_ptr + dx_offs, dx.to(dx_ptr.dtype.element_ty), mask=mask)
     if TAIL_N > 0:
         dxt = _bwd_apply(yt, dyt, dot[:, None], LOG)
-        tl.store(dx_ptr + rows[:, None] * stride_dxm + t_cols[None, :], dxt.to(dx_ptr.dtype.element_ty),
-                 mask=t_mask)
+        tl.store(dx_ptr + dxt_offs, dxt.to(dx_ptr.dtype.element_ty), mask=t_mask)
 
 
 @triton.jit
@@ -428,24 +514,38 @@ def softmax_bwd_split_apply(
 @triton.jit
 def softmax_bwd_coop(
     y_ptr, dy_ptr, M, N, stride_ym, stride_dym, stride_dxm, n_chunks, part_ptr, count_ptr, dx_ptr,
-    CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, PHASE: tl.constexpr, LOG: tl.constexpr,
-    ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
+    CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, PHASE: tl.constexpr, PEEL: tl.constexpr,
+    VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
 ):
     """As softmax_fwd_coop, with the partial row sums of dy * y (log_softmax: of dy) in
     part (M, n_chunks)."""
     N, stride_ym, stride_dym, stride_dxm = (
         _aligned(N, ALIGN), _aligned(stride_ym, ALIGN), _aligned(stride_dym, ALIGN), _aligned(stride_dxm, ALIGN))
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
-    row, chunk, offs, mask = _coop_chunk(count_ptr, M, N, n_chunks, CHUNK_N, PHASE)
-    y = tl.load(y_ptr + row * stride_ym + offs, mask=mask, other=-float("inf") if LOG else 0.0).to(acc_ty)
-    dy = tl.load(dy_ptr + row * stride_dym + offs, mask=mask, other=0.0).to(acc_ty)
+    other_y = -float("inf") if LOG else 0.0
+    row, chunk = _coop_item(count_ptr, M, n_chunks, PHASE)
+    ys, dys, dxs = row * stride_ym, row * stride_dym, row * stride_dxm
+    y_offs, mask = _body(ys, chunk * CHUNK_N, N, CHUNK_N, PEEL, VEC)
+    dy_offs, _ = _body(dys, chunk * CHUNK_N, N, CHUNK_N, PEEL, VEC)
+    dx_offs, _ = _body(dxs, chunk * CHUNK_N, N, CHUNK_N, PEEL, VEC)
+    y = tl.load(y_ptr + y_offs, mask=mask, other=other_y).to(acc_ty)
+    dy = tl.load(dy_ptr + dy_offs, mask=mask, other=0.0).to(acc_ty)
+    dot_own = tl.sum(_bwd_terms(y, dy, LOG), axis=0)
+    if PEEL:  # the three strides are equal
+        e_offs, e_mask = _coop_edges(ys, N, chunk, n_chunks, VEC)
+        ye = tl.load(y_ptr + e_offs, mask=e_mask, other=other_y).to(acc_ty)
+        dye = tl.load(dy_ptr + e_offs, mask=e_mask, other=0.0).to(acc_ty)
+        dot_own += tl.sum(_bwd_terms(ye, dye, LOG), axis=0)
     part_row = part_ptr + row * n_chunks
     if PHASE % 2 == 1:
-        tl.store(part_row + chunk, tl.sum(_bwd_terms(y, dy, LOG), axis=0))
+        tl.store(part_row + chunk, dot_own)
         if PHASE == 3:
             _wait_for_row(count_ptr, row, n_chunks)
     if PHASE >= 2:
         c = tl.arange(0, BLOCK_C)
         dot = tl.sum(tl.load(part_row + c, mask=c < n_chunks, other=0.0, volatile=True), axis=0)
-        tl.store(dx_ptr + row * stride_dxm + offs, _bwd_apply(y, dy, dot, LOG).to(dx_ptr.dtype.element_ty),
-                 mask=mask)
+        if PHASE == 3:
+            _leave_row(count_ptr, row, n_chunks)
+        tl.store(dx_ptr + dx_offs, _bwd_apply(y, dy, dot, LOG).to(dx_ptr.dtype.element_ty), mask=mask)
+        if PEEL:
+            tl.store(dx_ptr + e_offs, _bwd_apply(ye, dye, dot, LOG).to(dx_ptr.dtype.element_ty), mask=e_mask)
