@@ -1,9 +1,10 @@
 """Host overhead per call of each layer of the torch path, at 32 x 1024 float32 (GPU).
 
 Times N back-to-back calls with one synchronize at the end (wall clock), for: torch.softmax,
-multisoftmax.torch.softmax (no grad / with grad), the raw custom op, and the plan executed
-directly, so the cost of each layer (argument checks, custom-op dispatch, planning, Triton's
-launcher) can be read off as differences.
+multisoftmax.torch.softmax (no grad / with grad), the raw custom op, the plan executed
+directly, the cached compiled kernel launched alone, and torch.empty alone, so the cost of
+each layer (argument checks, custom-op dispatch, planning, Triton's launcher, allocation)
+can be read off as differences.
 
     python bench/overhead.py [--calls 2000]
 """
@@ -56,8 +57,12 @@ def main():
         "multisoftmax.torch.softmax": lambda: mt.softmax(x),
         "multisoftmax.torch.softmax (requires_grad)": lambda: mt.softmax(xg),
         "torch.ops.multisoftmax.softmax_fwd": lambda: torch.ops.multisoftmax.softmax_fwd(x, False),
-        "plan executed directly (Triton launcher)": direct,
+        "plan executed directly (launch.execute)": direct,
+        "cached compiled kernel only (launch.launch_compiled)":
+            lambda: launch.launch_compiled(plan[0], (x,), (y,), torch.float32, x.get_device()),
+        "torch.empty (allocating y)": lambda: torch.empty(x.shape, dtype=x.dtype, device=x.device),
     }
+    direct()  # compiles and caches the kernel that launch_compiled reuses
     out = {name: per_call_us(fn, args.calls) for name, fn in rows.items()}
     for name, us in out.items():
         print(f"{us:8.1f} us  {name}")

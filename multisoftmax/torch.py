@@ -5,7 +5,8 @@ columns and calls two registered custom ops, `torch.ops.multisoftmax.softmax_fwd
 and `torch.ops.multisoftmax.softmax_bwd(y, dy, log)`, which launch what
 `multisoftmax.dispatch` plans. The ops carry autograd (the backward saves y, not x, and is
 itself differentiable) and fake implementations, so `torch.compile(fullgraph=True)` traces
-them with no graph break.
+them with no graph break. In eager mode the adapter skips the dispatcher's host time: their
+implementations are called directly, under a `torch.autograd.Function` when autograd records.
 
 Devices: CUDA tensors run the compiled Triton kernels. CPU tensors run torch's native
 softmax by default, or the very same Triton kernels through Triton's interpreter when the
@@ -20,6 +21,7 @@ import functools
 import math
 
 import torch
+import torch.autograd.forward_ad as _fwad
 
 from . import dispatch, launch
 from .kernels import interpret_requested
@@ -120,8 +122,9 @@ def _backward(y: torch.Tensor, dy: torch.Tensor, log: bool) -> torch.Tensor:
     return _launch(launches, {"y": y, "dy": dy}, dx)
 
 
-# The registered ops; `_forward_checked` is also called directly (see _call_forward) to skip the
-# dispatcher's ~40 us a call (H100, bench/overhead.py) where no autograd or tracing needs it.
+# The registered ops: what torch.compile traces and tensor subclasses dispatch through. Eager
+# calls use their implementations directly (see _call_forward): the dispatcher costs ~20-40 us
+# a call on the H100 machine (bench/overhead.py).
 _softmax_fwd = torch.library.custom_op("multisoftmax::softmax_fwd", _forward, mutates_args=())
 _softmax_bwd = torch.library.custom_op("multisoftmax::softmax_bwd", _backward, mutates_args=())
 
@@ -213,12 +216,18 @@ def _softmax(x: torch.Tensor, dim: int, dtype: torch.dtype | None, log: bool) ->
 
 
 def _call_forward(x2: torch.Tensor, log: bool) -> torch.Tensor:
-    """The registered op where autograd, torch.compile or a tensor subclass needs it, else its
-    implementation directly."""
-    if type(x2) is not torch.Tensor or (x2.requires_grad and torch.is_grad_enabled()) \
-            or torch.compiler.is_compiling():
+    """The registered op where torch.compile or a tensor subclass needs it, `_EagerSoftmax`
+    where eager autograd does, else the implementation directly."""
+    if type(x2) is not torch.Tensor or torch.compiler.is_compiling():
         return torch.ops.multisoftmax.softmax_fwd(x2, log)
-    if x2.is_cuda:  # a shape seen before: straight to the compiled kernel (see _SHORT_PATH)
+    if x2.requires_grad and torch.is_grad_enabled() or _functorch_wrapped(x2) or _fwad._current_level >= 0:
+        return _EagerSoftmax.apply(x2, log)
+    return _forward_fast(x2, log)
+
+
+def _forward_fast(x2: torch.Tensor, log: bool) -> torch.Tensor:
+    """`_forward_checked`, through `_SHORT_PATH` when this shape was seen before on CUDA."""
+    if x2.is_cuda:
         device = x2.get_device()
         only = _SHORT_PATH.get((x2.shape, x2.stride(), x2.dtype, log, device))
         if only is not None and device == torch.cuda.current_device():
@@ -226,6 +235,96 @@ def _call_forward(x2: torch.Tensor, log: bool) -> torch.Tensor:
             launch.launch_compiled(only, (x2,), (y,), x2.dtype, device)
             return y
     return _forward_checked(x2, log)  # _softmax checked dtype and device; x2 is 2-D
+
+
+# torch.func transforms (vmap, grad, jacrev) wrap tensors, and forward-mode AD
+# (torch.autograd.forward_ad) attaches tangents inside a dual level: those calls go through
+# _EagerSoftmax, whose setup_context, vmap and jvp rules they need.
+_functorch_wrapped = getattr(torch._C._functorch, "is_functorch_wrapped_tensor", lambda t: False)
+# The older in-core vmap (torch._vmap_internals) batches tensors that no kernel can read:
+# a backward under it is computed with torch ops.
+_legacy_batched = getattr(torch._C._functorch, "is_legacy_batchedtensor", lambda t: False)
+
+
+def _batch_first(t: torch.Tensor, dim: int | None, size: int) -> torch.Tensor:
+    """A vmap rule's argument with its batch dimension first (expanded when it has none)."""
+    return t.expand(size, *t.shape) if dim is None else t.movedim(dim, 0)
+
+
+class _EagerSoftmax(torch.autograd.Function):
+    """Eager-mode autograd without the dispatcher: the same forward and backward as the
+    registered ops (saves y, not x), at a fraction of their host time a call
+    (bench/overhead.py, "requires_grad" row). A backward that is itself differentiated
+    (create_graph=True, torch.func.grad) goes through `_EagerSoftmaxBackward`."""
+
+    @staticmethod
+    def forward(x: torch.Tensor, log: bool) -> torch.Tensor:
+        return _forward_fast(x, log)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.log = inputs[1]
+        ctx.save_for_backward(output)
+        ctx.save_for_forward(output)
+
+    @staticmethod
+    def jvp(ctx, dx, _):
+        """Forward mode (torch.func.jacfwd, hessian; rare): torch formulas. softmax's Jacobian
+        is symmetric, so its jvp is the backward's formula; log_softmax's is dx - <exp(y), dx>."""
+        (y,) = ctx.saved_tensors
+        if ctx.log:
+            return dx - (dx * torch.exp(y)).sum(-1, keepdim=True)
+        return y * (dx - (dx * y).sum(-1, keepdim=True))
+
+    @staticmethod
+    def vmap(info, in_dims, x, log):
+        """Rows are independent: the batched (B, M, N) input is B*M rows."""
+        x = _batch_first(x, in_dims[0], info.batch_size)
+        return _EagerSoftmax.apply(x.reshape(-1, x.shape[-1]), log).view(x.shape), 0
+
+    @staticmethod
+    def backward(ctx, dy: torch.Tensor):
+        (y,) = ctx.saved_tensors
+        if _legacy_batched(dy):  # autograd.grad(is_grads_batched=True), gradcheck's batched check
+            return (dy - torch.exp(y) * dy.sum(-1, keepdim=True) if ctx.log
+                    else y * (dy - (dy * y).sum(-1, keepdim=True))), None
+        if torch.is_grad_enabled() or _functorch_wrapped(dy) or _fwad._current_level >= 0:
+            return _EagerSoftmaxBackward.apply(y, dy, ctx.log), None
+        return _backward(y, dy, ctx.log), None
+
+
+class _EagerSoftmaxBackward(torch.autograd.Function):
+    """dx(y, dy) as a differentiable function in eager mode (double backward): the kernels
+    forward, `_bwd_backward`'s torch formulas backward; what `softmax_bwd` registers."""
+
+    @staticmethod
+    def forward(y: torch.Tensor, dy: torch.Tensor, log: bool) -> torch.Tensor:
+        return _backward(y, dy, log)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        _bwd_setup(ctx, inputs, output)
+        ctx.save_for_forward(*inputs[:2])
+
+    @staticmethod
+    def jvp(ctx, d_y, d_dy, _):
+        """Forward mode of dx(y, dy) (torch.func.hessian): torch formulas, as _bwd_backward."""
+        y, dy = ctx.saved_tensors
+        if ctx.log:
+            p = torch.exp(y)
+            return d_dy - p * (d_y * dy.sum(-1, keepdim=True) + d_dy.sum(-1, keepdim=True))
+        dot = (dy * y).sum(-1, keepdim=True)
+        return d_y * (dy - dot) + y * (d_dy - (d_dy * y).sum(-1, keepdim=True) - (dy * d_y).sum(-1, keepdim=True))
+
+    @staticmethod
+    def vmap(info, in_dims, y, dy, log):
+        y, dy = (_batch_first(t, d, info.batch_size) for t, d in zip((y, dy), in_dims[:2]))
+        n = y.shape[-1]
+        return _EagerSoftmaxBackward.apply(y.reshape(-1, n), dy.reshape(-1, n), log).view(y.shape), 0
+
+    @staticmethod
+    def backward(ctx, ddx: torch.Tensor):
+        return _bwd_backward(ctx, ddx)
 
 
 def softmax(x: torch.Tensor, dim: int = -1, *, dtype: torch.dtype | None = None) -> torch.Tensor:

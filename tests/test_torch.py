@@ -124,6 +124,55 @@ def test_gradcheck_float64(torch_device):
             assert torch.autograd.gradgradcheck(lambda t: ours(t, dim), (x,))
 
 
+def test_gradcheck_forward_mode_and_batched(torch_device):
+    """Forward-mode AD (dual tensors), batched gradients (the in-core vmap gradcheck uses) and
+    forward-over-reverse, through the eager autograd path (_EagerSoftmax)."""
+    x = randn(3, 6, dtype=torch.float64, device=torch_device, seed=17).requires_grad_()
+    for ours, _, _ in OPS:
+        assert torch.autograd.gradcheck(lambda t: ours(t, 0), (x,), check_forward_ad=True,
+                                        check_batched_grad=True, check_batched_forward_grad=True)
+        assert torch.autograd.gradgradcheck(lambda t: ours(t, 1), (x,), check_fwd_over_rev=True,
+                                            check_batched_grad=True)
+
+
+@pytest.mark.parametrize("ops", OPS, ids=OP_IDS)
+def test_torch_func_transforms(torch_device, ops):
+    """torch.func.grad, vmap (both argument layouts), jacrev, jacfwd and hessian agree with
+    torch's own softmax in float64."""
+    ours, native, _ = ops
+    x = randn(4, 7, dtype=torch.float64, device=torch_device, seed=18)
+    w = randn(7, dtype=torch.float64, device=torch_device, seed=19)
+
+    def loss(f):
+        return lambda t: (f(t, -1) * w).sum()
+
+    for transform in (torch.func.grad, torch.func.hessian):
+        ref.assert_close(transform(loss(ours))(x).cpu(), transform(loss(native))(x).cpu(), "float64")
+    for transform in (torch.func.jacrev, torch.func.jacfwd):
+        ref.assert_close(transform(lambda t: ours(t, 0))(x).cpu(), transform(lambda t: native(t, 0))(x).cpu(),
+                         "float64")
+    for in_dims in (0, 1):
+        ref.assert_close(torch.vmap(lambda t: ours(t, 0), in_dims=in_dims)(x).cpu(),
+                         torch.vmap(lambda t: native(t, 0), in_dims=in_dims)(x).cpu(), "float64")
+    y, vjp = torch.func.vjp(lambda t: ours(t, 1), x)
+    dys = randn(3, 4, 7, dtype=torch.float64, device=torch_device, seed=20)
+    _, vjp_native = torch.func.vjp(lambda t: native(t, 1), x)
+    ref.assert_close(torch.vmap(vjp)(dys)[0].cpu(), torch.vmap(vjp_native)(dys)[0].cpu(), "float64")
+
+
+def test_eager_autograd_path_saves_y_and_leaves_x(torch_device):
+    """Eager calls with autograd record one node (not the custom op's); x is left untouched."""
+    x = randn(5, 9, device=torch_device, seed=21).requires_grad_()
+    before = x.detach().clone()
+    y = mt.softmax(x)
+    assert type(y.grad_fn).__name__ == "_EagerSoftmaxBackward"
+    dy = randn(5, 9, device=torch_device, seed=22)
+    (dx,) = torch.autograd.grad(y, x, dy)
+    assert torch.equal(x.detach(), before)
+    expected = ref.softmax_backward(y.detach().double().cpu().numpy(), dy.double().cpu().numpy(), 1, False)
+    ref.assert_close(dx.double().cpu(), expected, "float32", scale_atol=True)
+
+
 @pytest.mark.parametrize("ops", OPS, ids=OP_IDS)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_backward_matches_reference(torch_device, ops, dtype):
