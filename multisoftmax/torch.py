@@ -216,11 +216,13 @@ def _softmax(x: torch.Tensor, dim: int, dtype: torch.dtype | None, log: bool) ->
 
 
 def _call_forward(x2: torch.Tensor, log: bool) -> torch.Tensor:
-    """The registered op where torch.compile or a tensor subclass needs it, `_EagerSoftmax`
-    where eager autograd does, else the implementation directly."""
+    """The registered op where torch.compile or a tensor subclass needs it; in eager mode its
+    implementation, under an autograd.Function where autograd or torch.func needs one."""
     if type(x2) is not torch.Tensor or torch.compiler.is_compiling():
         return torch.ops.multisoftmax.softmax_fwd(x2, log)
-    if x2.requires_grad and torch.is_grad_enabled() or _functorch_wrapped(x2) or _fwad._current_level >= 0:
+    if _functorch_wrapped(x2) or _fwad._current_level >= 0:
+        return _TransformSoftmax.apply(x2, log)
+    if x2.requires_grad and torch.is_grad_enabled():
         return _EagerSoftmax.apply(x2, log)
     return _forward_fast(x2, log)
 
@@ -239,11 +241,39 @@ def _forward_fast(x2: torch.Tensor, log: bool) -> torch.Tensor:
 
 # torch.func transforms (vmap, grad, jacrev) wrap tensors, and forward-mode AD
 # (torch.autograd.forward_ad) attaches tangents inside a dual level: those calls go through
-# _EagerSoftmax, whose setup_context, vmap and jvp rules they need.
+# _TransformSoftmax, whose setup_context, vmap and jvp rules they need.
 _functorch_wrapped = getattr(torch._C._functorch, "is_functorch_wrapped_tensor", lambda t: False)
 # The older in-core vmap (torch._vmap_internals) batches tensors that no kernel can read:
 # a backward under it is computed with torch ops.
 _legacy_batched = getattr(torch._C._functorch, "is_legacy_batchedtensor", lambda t: False)
+
+
+def _softmax_vjp(y: torch.Tensor, dy: torch.Tensor, log: bool) -> torch.Tensor:
+    """dx for the autograd.Functions below: the backward kernels, differentiable
+    (`_SoftmaxVJP`) where the backward itself is differentiated (create_graph=True,
+    torch.func), torch ops under the in-core vmap."""
+    if _legacy_batched(dy):  # autograd.grad(is_grads_batched=True), gradcheck's batched check
+        return dy - torch.exp(y) * dy.sum(-1, keepdim=True) if log else y * (dy - (dy * y).sum(-1, keepdim=True))
+    if torch.is_grad_enabled() or _functorch_wrapped(dy) or _fwad._current_level >= 0:
+        return _SoftmaxVJP.apply(y, dy, log)
+    return _backward(y, dy, log)
+
+
+class _EagerSoftmax(torch.autograd.Function):
+    """Eager-mode autograd without the dispatcher: the same forward and backward as the
+    registered ops (saves y, not x). In the classic form (forward takes ctx): a Function with
+    setup_context costs ~35 us more a call in `apply` (bench/overhead.py, "requires_grad")."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, log: bool) -> torch.Tensor:
+        y = _forward_fast(x, log)
+        ctx.log = log
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy: torch.Tensor):
+        return _softmax_vjp(ctx.saved_tensors[0], dy, ctx.log), None
 
 
 def _batch_first(t: torch.Tensor, dim: int | None, size: int) -> torch.Tensor:
@@ -251,11 +281,8 @@ def _batch_first(t: torch.Tensor, dim: int | None, size: int) -> torch.Tensor:
     return t.expand(size, *t.shape) if dim is None else t.movedim(dim, 0)
 
 
-class _EagerSoftmax(torch.autograd.Function):
-    """Eager-mode autograd without the dispatcher: the same forward and backward as the
-    registered ops (saves y, not x), at a fraction of their host time a call
-    (bench/overhead.py, "requires_grad" row). A backward that is itself differentiated
-    (create_graph=True, torch.func.grad) goes through `_EagerSoftmaxBackward`."""
+class _TransformSoftmax(torch.autograd.Function):
+    """`_EagerSoftmax` with the rules torch.func and forward-mode AD need."""
 
     @staticmethod
     def forward(x: torch.Tensor, log: bool) -> torch.Tensor:
@@ -280,20 +307,14 @@ class _EagerSoftmax(torch.autograd.Function):
     def vmap(info, in_dims, x, log):
         """Rows are independent: the batched (B, M, N) input is B*M rows."""
         x = _batch_first(x, in_dims[0], info.batch_size)
-        return _EagerSoftmax.apply(x.reshape(-1, x.shape[-1]), log).view(x.shape), 0
+        return _TransformSoftmax.apply(x.reshape(-1, x.shape[-1]), log).view(x.shape), 0
 
     @staticmethod
     def backward(ctx, dy: torch.Tensor):
-        (y,) = ctx.saved_tensors
-        if _legacy_batched(dy):  # autograd.grad(is_grads_batched=True), gradcheck's batched check
-            return (dy - torch.exp(y) * dy.sum(-1, keepdim=True) if ctx.log
-                    else y * (dy - (dy * y).sum(-1, keepdim=True))), None
-        if torch.is_grad_enabled() or _functorch_wrapped(dy) or _fwad._current_level >= 0:
-            return _EagerSoftmaxBackward.apply(y, dy, ctx.log), None
-        return _backward(y, dy, ctx.log), None
+        return _softmax_vjp(ctx.saved_tensors[0], dy, ctx.log), None
 
 
-class _EagerSoftmaxBackward(torch.autograd.Function):
+class _SoftmaxVJP(torch.autograd.Function):
     """dx(y, dy) as a differentiable function in eager mode (double backward): the kernels
     forward, `_bwd_backward`'s torch formulas backward; what `softmax_bwd` registers."""
 
@@ -320,7 +341,7 @@ class _EagerSoftmaxBackward(torch.autograd.Function):
     def vmap(info, in_dims, y, dy, log):
         y, dy = (_batch_first(t, d, info.batch_size) for t, d in zip((y, dy), in_dims[:2]))
         n = y.shape[-1]
-        return _EagerSoftmaxBackward.apply(y.reshape(-1, n), dy.reshape(-1, n), log).view(y.shape), 0
+        return _SoftmaxVJP.apply(y.reshape(-1, n), dy.reshape(-1, n), log).view(y.shape), 0
 
     @staticmethod
     def backward(ctx, ddx: torch.Tensor):

@@ -165,7 +165,7 @@ def test_eager_autograd_path_saves_y_and_leaves_x(torch_device):
     x = randn(5, 9, device=torch_device, seed=21).requires_grad_()
     before = x.detach().clone()
     y = mt.softmax(x)
-    assert type(y.grad_fn).__name__ == "_EagerSoftmaxBackward"
+    assert type(y.grad_fn).__name__ == "_EagerSoftmaxBackward"  # the Function, not the op
     dy = randn(5, 9, device=torch_device, seed=22)
     (dx,) = torch.autograd.grad(y, x, dy)
     assert torch.equal(x.detach(), before)
