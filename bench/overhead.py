@@ -6,7 +6,7 @@ directly, the cached compiled kernel launched alone, and torch.empty alone, so t
 each layer (argument checks, custom-op dispatch, planning, Triton's launcher, allocation)
 can be read off as differences.
 
-    python bench/overhead.py [--calls 2000]
+    python bench/overhead.py [--calls 2000] [--rounds 7] [--out overhead.json]
 """
 
 from __future__ import annotations
@@ -25,22 +25,19 @@ from multisoftmax import dispatch, launch  # noqa: E402
 
 
 def per_call_us(fn, calls: int) -> float:
-    for _ in range(20):
+    """Wall-clock microseconds a call over `calls` back-to-back calls, one synchronize at the end."""
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
         fn()
     torch.cuda.synchronize()
-    best = float("inf")
-    for _ in range(3):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-        best = min(best, (time.perf_counter() - t0) / calls * 1e6)
-    return best
+    return (time.perf_counter() - t0) / calls * 1e6
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--calls", type=int, default=2000)
+    p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--out", default=None)
     args = p.parse_args()
     x = torch.randn(32, 1024, device="cuda")
@@ -63,7 +60,13 @@ def main():
         "torch.empty (allocating y)": lambda: torch.empty(x.shape, dtype=x.dtype, device=x.device),
     }
     direct()  # compiles and caches the kernel that launch_compiled reuses
-    out = {name: per_call_us(fn, args.calls) for name, fn in rows.items()}
+    for fn in rows.values():  # warm-up
+        for _ in range(20):
+            fn()
+    # Rounds that visit every row in turn, so that a busy spell of the host touches all rows
+    # alike; each row's figure is its best round.
+    rounds = [{name: per_call_us(fn, args.calls) for name, fn in rows.items()} for _ in range(args.rounds)]
+    out = {name: min(r[name] for r in rounds) for name in rows}
     for name, us in out.items():
         print(f"{us:8.1f} us  {name}")
     if args.out:

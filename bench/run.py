@@ -1,6 +1,6 @@
 """The multisoftmax benchmark: GB/s of softmax / log_softmax, forward and backward, against peers.
 
-    python bench/run.py [--out DIR] [--smoke] [--only REGEX] [--max-seconds S]
+    python bench/run.py [--out DIR] [--smoke] [--only REGEX] [--n N,N,...] [--max-seconds S]
 
 One run measures, in this order (so that a budget cut loses the least important part):
 the copy bandwidth; host overhead per call; the N sweep in float32 and bfloat16; the LLM
@@ -61,6 +61,7 @@ def parse_args(argv=None):
                    help="stop starting measurements this long after start (outputs are still written)")
     p.add_argument("--m-cap", type=int, default=M_CAP, help="largest M of the sweep (anchors: 65536)")
     p.add_argument("--max-n", type=int, default=None, help="only shapes with N <= this (to re-measure short rows)")
+    p.add_argument("--n", default=None, help="only shapes with these N, comma-separated (to re-measure a change)")
     return p.parse_args(argv)
 
 
@@ -380,7 +381,9 @@ class Bench:
                     ("llm", "bfloat16", vocab, log), ("llm", "float32", vocab, log),
                     ("sweep", "float16", sweep("float16"), sm + log)]
         max_n = self.args.max_n
-        return [(suite, dtype, [s for s in shapes if max_n is None or s[1] <= max_n], ops)
+        only_n = {int(n) for n in self.args.n.split(",")} if self.args.n else None
+        return [(suite, dtype, [s for s in shapes if (max_n is None or s[1] <= max_n)
+                                and (only_n is None or s[1] in only_n)], ops)
                 for suite, dtype, shapes, ops in sections]
 
     def data(self) -> dict:

@@ -150,11 +150,12 @@ def tune_coop(args, sms, copy, t0):
     return rows
 
 
-PEEL_NS = [129, 781, 1001, 3001, 8191, 16385, 29441, 50257, 100003]
+PEEL_NS = [129, 781, 1001, 3001, 8191, 12289, 16385, 29441, 50257, 100003]
 
 
 def tune_peel(args, sms, copy, t0):
-    """Rows that are not 16-byte aligned: the dispatched plan with PEEL forced off and on."""
+    """Rows that are not 16-byte aligned: the dispatched plan with PEEL forced off and on, and
+    for the rows kernel each with half and a quarter of its warps."""
     rows = []
     for dtype in DTYPES:
         tdt = DTYPES[dtype]
@@ -165,9 +166,15 @@ def tune_peel(args, sms, copy, t0):
                     print("time budget reached", flush=True)
                     return rows
                 x, y, dy, out, bufs, nbytes = make_inputs(M, N, tdt, direction)
+                cands = []
                 for peel in (False, True):
                     plan = (dispatch.plan_forward(M, N, N, N, dtype, False, sms, None, peel) if direction == "fwd"
                             else dispatch.plan_backward(M, N, N, N, N, dtype, False, sms, None, peel))
+                    warps = plan[0].kwargs["num_warps"]
+                    cands.append((peel, warps, plan))
+                    if plan[0].kernel.endswith("_rows"):  # fewer warps: more values a thread
+                        cands += [(peel, w, with_meta(plan, num_warps=w)) for w in (warps // 2, warps // 4) if w >= 2]
+                for peel, warps, plan in cands:
                     got = run_plan(plan, bufs, out)
                     if direction == "fwd":
                         err = (got.double() - torch.softmax(x.double(), -1)).abs().max().item()
@@ -175,8 +182,9 @@ def tune_peel(args, sms, copy, t0):
                     ms = triton.testing.do_bench(lambda: run_plan(plan, bufs, out), warmup=5, rep=30,
                                                  return_mode="median")
                     gbps = nbytes / ms / 1e6
-                    label = f"{plan[0].kernel} PEEL={peel}"
-                    rows.append(dict(dtype=dtype, N=N, M=M, direction=direction, variant=label, ms=ms, GBps=gbps))
+                    label = f"{plan[0].kernel} PEEL={peel} warps={warps}"
+                    rows.append(dict(dtype=dtype, N=N, M=M, direction=direction, variant=label, PEEL=peel,
+                                     num_warps=warps, BLOCK_M=plan[0].kwargs.get("BLOCK_M"), ms=ms, GBps=gbps))
                     print(f"{dtype:8s} {M:6d}x{N:7d} {direction} {gbps:7.0f} GB/s  {label}", flush=True)
                 del x, y, dy, out, bufs
                 torch.cuda.empty_cache()

@@ -45,15 +45,22 @@ LOOP_PROGRAMS_PER_SM = 2
 # 1,700-2,050 GB/s; coop at 2,100-2,950.
 COOP_CHUNK_N = {2: 8192, 4: 8192, 8: 4096}
 COOP_WARPS = 8
-# Rows that are not 16-byte aligned (N or a row stride not a multiple of 16 bytes: N = 16385
-# or 50257 in 16-bit types) are cut into a head, an aligned body and a tail (PEEL), so the
-# body moves in 16-byte vectors instead of one value a lane. On the H100 (tune_peel.json,
-# `python bench/tune.py --peel`, N = 129 ... 100003): float32 gained up to 1.34x (N = 129,
-# 16385, 50257, 100003) and lost nowhere more than 1%; 16-bit rows gained 1.1-2.2x at N = 129
-# and from 16385 on, but lost 16-43% forward at N = 781 ... 8191 (a 16-lane edge segment
-# beside a short register row). So 16-bit rows are peeled from PEEL_MIN_N on, or when their
-# register row would carry a tail segment anyway (N = 129 = 128 + 1).
-PEEL_MIN_N = 16384
+# Rows that are not 16-byte aligned (N or a row stride not a multiple of 16 bytes: N = 3001,
+# 16385 or 50257 in 16-bit types) are cut into a head, an aligned body and a tail (PEEL), so
+# the body moves in 16-byte vectors instead of one value a lane. A peeled 16-bit row of the
+# rows kernel runs on half the warps of an unpeeled one (twice the values a thread, the same
+# rows a program). On the H100 (tune_peel.json, `python bench/tune.py --peel`: N = 129 ...
+# 100003, PEEL off/on, the rows kernel at 1, 1/2 and 1/4 of its warps), halving took bf16 PEEL
+# rows from 1,844 to 2,791 GB/s forward at N = 16385, 1,526 to 2,490 at 12289, 2,065 to 2,717
+# at 8191, 2,118 to 2,340 at 29441 (backward: 2,362 to 2,997 at 8191, 2,595 to 2,831 at 29441).
+# float32 moved by 1% or less either way but at 29441 backward (2,486 to 2,714): it keeps its
+# warps (one shape is not a rule), as float64 does (not measured). Peeled that way, 16-bit rows
+# beat unpeeled ones from N = 3001 on (2,789 vs 2,630 forward; 8191: 2,717 vs 2,677; 12289:
+# 2,490 vs 1,614) but not at 781 or 1001 (2,136 vs 2,642; 2,565 vs 2,766): 16-bit rows are
+# peeled from PEEL_MIN_N on, or when their register row would carry a tail segment anyway
+# (N = 129 = 128 + 1). float32 rows gained up to 1.34x (N = 129, 16385, 50257, 100003) and lost
+# nowhere more than 1%: always peeled.
+PEEL_MIN_N = 2048
 # A chunk of a split row is at least this many elements, so each program streams long
 # enough to hide its start-up and the partials stay few.
 MIN_CHUNK = 8192
@@ -132,6 +139,8 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0):
     num_warps = max(4, min(max_warps, triton.next_power_of_2(triton.cdiv(lanes, VALUES_PER_THREAD * 32))))
     BLOCK_M = max(1, min(VALUES_PER_THREAD * 32 * num_warps // lanes, triton.next_power_of_2(M)))
     BLOCK_M = triton.next_power_of_2(BLOCK_M + 1) // 2  # a power of two, rounded down
+    if vec >= 8:  # a peeled 16-bit row: half the warps, the same rows (see PEEL_MIN_N)
+        num_warps //= 2
     return BLOCK_M, BLOCK_N, TAIL_N, num_warps, (triton.cdiv(M, BLOCK_M),)
 
 

@@ -111,6 +111,14 @@ def test_peel_rule():
     assert not dispatch.plan_forward(64, 16385, 16400, 16385, "bfloat16", False, 132)[0].kwargs["PEEL"]
     plan = dispatch.plan_forward(8191, 16385, 16385, 16385, "bfloat16", False, 132)[0].kwargs
     assert (plan["BLOCK_N"], plan["TAIL_N"], plan["VEC"]) == (16384, 16, 8)
+    # From PEEL_MIN_N on, 16-bit rows are peeled, on half the warps of an unpeeled row; float32
+    # keeps its warps.
+    assert dispatch.plan_forward(64, 3001, 3001, 3001, "float16", False, 132)[0].kwargs["PEEL"]
+    assert not dispatch.plan_forward(64, 1001, 1001, 1001, "float16", False, 132)[0].kwargs["PEEL"]
+    assert plan["num_warps"] == dispatch.plan_forward(8192, 16384, 16384, 16384, "bfloat16", False,
+                                                      132)[0].kwargs["num_warps"] // 2
+    assert dispatch.plan_forward(4095, 16385, 16385, 16385, "float32", False, 132)[0].kwargs["num_warps"] == \
+        dispatch.plan_forward(4096, 16384, 16384, 16384, "float32", False, 132)[0].kwargs["num_warps"]
 
 
 @pytest.mark.parametrize("fam", ["rows", "coop", "online", "split"])
