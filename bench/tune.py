@@ -8,6 +8,7 @@ written to --out is what the heuristic constants in dispatch.py were chosen from
     python bench/tune.py --out bench/results/h100/tune.json [--quick]
     python bench/tune.py --coop --out bench/results/h100/tune_coop.json   (long rows only)
     python bench/tune.py --peel --out bench/results/h100/tune_peel.json   (unaligned rows: PEEL on/off)
+    python bench/tune.py --peel --log --dtypes bfloat16 --n 3001,16385 --out ...   (log_softmax too)
 """
 
 from __future__ import annotations
@@ -86,10 +87,11 @@ def variants(M, N, dtype, direction, sms):
             yield "split(current)", current
 
 
-def make_inputs(M, N, tdt, direction):
-    """x, y = softmax(x), dy, an output buffer, the plan's buffers and the bytes a call moves."""
+def make_inputs(M, N, tdt, direction, log=False):
+    """x, y = softmax(x) (or log_softmax), dy, an output buffer, the plan's buffers and the bytes
+    a call moves."""
     x = torch.randn(M, N, device="cuda", dtype=tdt)
-    y = torch.softmax(x.float(), -1).to(tdt)
+    y = (torch.log_softmax if log else torch.softmax)(x.float(), -1).to(tdt)
     dy = torch.randn_like(x)
     bufs = {"x": x} if direction == "fwd" else {"y": y, "dy": dy}
     return x, y, dy, torch.empty_like(x), bufs, x.numel() * tdt.itemsize * (2 if direction == "fwd" else 3)
@@ -98,14 +100,14 @@ def make_inputs(M, N, tdt, direction):
 COOP_VARIANTS = [(4096, 4), (4096, 8), (8192, 8), (8192, 16), (16384, 16)]  # (CHUNK_N, num_warps)
 
 
-def coop_plan(M, N, dtype, direction, sms, chunk, warps):
+def coop_plan(M, N, dtype, direction, sms, chunk, warps, log=False):
     """The cooperative plan with other constants (dispatch's module values swapped in and back)."""
     saved = dispatch.COOP_CHUNK_N, dispatch.COOP_WARPS
     dispatch.COOP_CHUNK_N, dispatch.COOP_WARPS = {2: chunk, 4: chunk, 8: chunk}, warps
     try:
         if direction == "fwd":
-            return dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, False, sms, "coop")
-        return dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, False, sms, "coop")
+            return dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, sms, "coop")
+        return dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, log, sms, "coop")
     finally:
         dispatch.COOP_CHUNK_N, dispatch.COOP_WARPS = saved
 
@@ -155,37 +157,43 @@ PEEL_NS = [129, 781, 1001, 3001, 8191, 12289, 16385, 29441, 50257, 100003]
 
 def tune_peel(args, sms, copy, t0):
     """Rows that are not 16-byte aligned: the dispatched plan with PEEL forced off and on, and
-    for the rows kernel each with half and a quarter of its warps."""
+    for the rows kernel each with twice, half and a quarter of its warps (--log: log_softmax
+    too; --n: only these N)."""
     rows = []
+    ops = (False, True) if args.log else (False,)
+    Ns = [int(n) for n in args.n.split(",")] if args.n else PEEL_NS
     for dtype in DTYPES:
         tdt = DTYPES[dtype]
-        for N in PEEL_NS:
+        for N in Ns:
             M = max(1, 256 * 2**20 // (N * tdt.itemsize))
-            for direction in ("fwd", "bwd"):
+            for log, direction in ((log, d) for log in ops for d in ("fwd", "bwd")):
                 if time.time() - t0 > args.max_seconds:
                     print("time budget reached", flush=True)
                     return rows
-                x, y, dy, out, bufs, nbytes = make_inputs(M, N, tdt, direction)
+                x, y, dy, out, bufs, nbytes = make_inputs(M, N, tdt, direction, log)
                 cands = []
                 for peel in (False, True):
-                    plan = (dispatch.plan_forward(M, N, N, N, dtype, False, sms, None, peel) if direction == "fwd"
-                            else dispatch.plan_backward(M, N, N, N, N, dtype, False, sms, None, peel))
+                    plan = (dispatch.plan_forward(M, N, N, N, dtype, log, sms, None, peel) if direction == "fwd"
+                            else dispatch.plan_backward(M, N, N, N, N, dtype, log, sms, None, peel))
                     warps = plan[0].kwargs["num_warps"]
                     cands.append((peel, warps, plan))
-                    if plan[0].kernel.endswith("_rows"):  # fewer warps: more values a thread
-                        cands += [(peel, w, with_meta(plan, num_warps=w)) for w in (warps // 2, warps // 4) if w >= 2]
+                    if plan[0].kernel.endswith("_rows"):  # other warps: other values a thread
+                        cands += [(peel, w, with_meta(plan, num_warps=w))
+                                  for w in (warps * 2, warps // 2, warps // 4) if 2 <= w <= 32]
+                op = "log_softmax" if log else "softmax"
+                ref = getattr(torch, op)(x.double(), -1) if direction == "fwd" else None
                 for peel, warps, plan in cands:
                     got = run_plan(plan, bufs, out)
-                    if direction == "fwd":
-                        err = (got.double() - torch.softmax(x.double(), -1)).abs().max().item()
+                    if ref is not None:
+                        err = ((got.double() - ref).abs() / ref.abs().clamp(min=1)).max().item()
                         assert err < 1e-2, (N, peel, err)
                     ms = triton.testing.do_bench(lambda: run_plan(plan, bufs, out), warmup=5, rep=30,
                                                  return_mode="median")
                     gbps = nbytes / ms / 1e6
                     label = f"{plan[0].kernel} PEEL={peel} warps={warps}"
-                    rows.append(dict(dtype=dtype, N=N, M=M, direction=direction, variant=label, PEEL=peel,
+                    rows.append(dict(dtype=dtype, N=N, M=M, op=op, direction=direction, variant=label, PEEL=peel,
                                      num_warps=warps, BLOCK_M=plan[0].kwargs.get("BLOCK_M"), ms=ms, GBps=gbps))
-                    print(f"{dtype:8s} {M:6d}x{N:7d} {direction} {gbps:7.0f} GB/s  {label}", flush=True)
+                    print(f"{dtype:8s} {M:6d}x{N:7d} {op:11s} {direction} {gbps:7.0f} GB/s  {label}", flush=True)
                 del x, y, dy, out, bufs
                 torch.cuda.empty_cache()
     return rows
@@ -197,8 +205,13 @@ def main():
     p.add_argument("--quick", action="store_true", help="fewer N")
     p.add_argument("--coop", action="store_true", help="only the cooperative kernel's variants, long rows")
     p.add_argument("--peel", action="store_true", help="only PEEL on/off, rows not 16-byte aligned")
+    p.add_argument("--log", action="store_true", help="--peel: log_softmax as well as softmax")
+    p.add_argument("--n", default="", help="--peel: only these N, comma-separated")
+    p.add_argument("--dtypes", default=",".join(DTYPES), help="comma-separated, of " + ",".join(DTYPES))
     p.add_argument("--max-seconds", type=float, default=420)
     args = p.parse_args()
+    for name in set(DTYPES) - set(args.dtypes.split(",")):
+        del DTYPES[name]
     t0 = time.time()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     copy = copy_bandwidth()

@@ -45,16 +45,30 @@ LOOP_PROGRAMS_PER_SM = 2
 # 1,700-2,050 GB/s; coop at 2,100-2,950.
 COOP_CHUNK_N = {2: 8192, 4: 8192, 8: 4096}
 COOP_WARPS = 8
+# COOP_RELOAD: the cooperative backward of peeled 16-bit rows loads its chunk of y and dy
+# again after the row's wait rather than holding them in registers across it. Its edges take
+# it from 80 registers a thread (3 programs of 8 warps an SM) to 86 (2 programs); reloaded,
+# 47 (5). On the H100 (bench/results/h100/probe_coop.log: chunk x warps x RELOAD, bf16 and
+# float32, N = 50257 ... 1048576) bf16 2670 x 50257 went from 2,082 to 2,480 GB/s (log_softmax
+# 2,237 to 2,534; 4096 x 50257: 2,117 to 2,522), but the aligned rows lost (65536: 2,597 to
+# 2,099; 1048576: 2,474 to 2,029), as did float32 at 50257 (2,653 to 2,400) and the forward
+# kernel (whose registers peak before the wait: 63 either way at bf16 50257) on 7 of 8 shapes.
 # Rows that are not 16-byte aligned (N or a row stride not a multiple of 16 bytes: N = 3001,
 # 16385 or 50257 in 16-bit types) are cut into a head, an aligned body and a tail (PEEL), so
-# the body moves in 16-byte vectors instead of one value a lane. A peeled 16-bit row of the
-# rows kernel runs on half the warps of an unpeeled one (twice the values a thread, the same
-# rows a program). On the H100 (tune_peel.json, `python bench/tune.py --peel`: N = 129 ...
-# 100003, PEEL off/on, the rows kernel at 1, 1/2 and 1/4 of its warps), halving took bf16 PEEL
+# the body moves in 16-byte vectors instead of one value a lane. A peeled row of the rows
+# kernel runs on half the warps of an unpeeled one (twice the values a thread, the same rows a
+# program): every 16-bit one, float32 ones from 16 warps, but not the log_softmax backward of
+# rows past 8192 lanes. Measured on the H100 (`python bench/tune.py --peel [--log]`: PEEL
+# off/on, the rows kernel at 2x, 1/2 and 1/4 of its warps; tune_peel.json for softmax at
+# N = 129 ... 100003, tune_peel_log.json for both ops at 3001 ... 29441), halving took bf16 PEEL
 # rows from 1,844 to 2,791 GB/s forward at N = 16385, 1,526 to 2,490 at 12289, 2,065 to 2,717
-# at 8191, 2,118 to 2,340 at 29441 (backward: 2,362 to 2,997 at 8191, 2,595 to 2,831 at 29441).
-# float32 moved by 1% or less either way but at 29441 backward (2,486 to 2,714): it keeps its
-# warps (one shape is not a rule), as float64 does (not measured). Peeled that way, 16-bit rows
+# at 8191, 2,118 to 2,340 at 29441 (log_softmax forward alike: 1,835 to 2,708 at 16385;
+# softmax backward: 2,362 to 2,997 at 8191, 2,595 to 2,831 at 29441), float32 log_softmax
+# forward from 2,476 to 2,897 at 12289 and softmax backward from 2,486 to 2,712 at 29441;
+# float32 at 8 warps or fewer moved by 1% or less either way. The bf16 log_softmax backward
+# lost past 8192 lanes (12289: 2,651 to 2,206; 16385: 2,827 to 2,609; 29441: 2,986 to 2,716;
+# 8191 and 3001 gained 1-6%), and float32's was even there: those keep their warps. float64
+# (not measured) keeps its warps. Peeled that way, 16-bit rows
 # beat unpeeled ones from N = 3001 on (2,789 vs 2,630 forward; 8191: 2,717 vs 2,677; 12289:
 # 2,490 vs 1,614) but not at 781 or 1001 (2,136 vs 2,642; 2,565 vs 2,766): 16-bit rows are
 # peeled from PEEL_MIN_N on, or when their register row would carry a tail segment anyway
@@ -127,9 +141,10 @@ def peel(N: int, itemsize: int, align: int, strides_equal: bool, force: bool | N
     return itemsize >= 4 or N >= PEEL_MIN_N or row_segments(N)[1] > 0
 
 
-def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0):
+def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool = False):
     """BLOCK_M, BLOCK_N, TAIL_N, num_warps and grid for the rows family; `vec` > 0: PEEL rows
-    of VEC = `vec` values a 16-byte vector (a body of at most N // vec * vec, 2 * vec edges)."""
+    of VEC = `vec` values a 16-byte vector (a body of at most N // vec * vec, 2 * vec edges);
+    `log`: log_softmax (its backward keeps more warps, see PEEL_MIN_N)."""
     BLOCK_N, TAIL_N = row_segments(N) if not vec else (triton.next_power_of_2(max(1, N // vec * vec)), 2 * vec)
     # The edges of PEEL rows are not counted: 16 more lanes must not double the warps or
     # halve the rows a program (bf16 N = 781 measured 1494 vs 2616 GB/s when they did).
@@ -139,7 +154,8 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0):
     num_warps = max(4, min(max_warps, triton.next_power_of_2(triton.cdiv(lanes, VALUES_PER_THREAD * 32))))
     BLOCK_M = max(1, min(VALUES_PER_THREAD * 32 * num_warps // lanes, triton.next_power_of_2(M)))
     BLOCK_M = triton.next_power_of_2(BLOCK_M + 1) // 2  # a power of two, rounded down
-    if vec >= 8:  # a peeled 16-bit row: half the warps, the same rows (see PEEL_MIN_N)
+    # A peeled row: half the warps, the same rows (measured; see PEEL_MIN_N).
+    if (vec >= 8 or (vec == 4 and num_warps >= 16)) and not (log and not forward and BLOCK_N > 8192):
         num_warps //= 2
     return BLOCK_M, BLOCK_N, TAIL_N, num_warps, (triton.cdiv(M, BLOCK_M),)
 
@@ -232,7 +248,7 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         peeled = peel(N, itemsize, acc["ALIGN"], stride_xm == stride_ym, force_peel)
         acc = dict(PEEL=peeled, VEC=vec, **acc)
     if fam == "rows":
-        BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, vec=vec if peeled else 0)
+        BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, vec=vec if peeled else 0, log=log)
         meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, num_warps=num_warps, num_stages=1)
         return (Launch("softmax_fwd_rows", ("x",), (M, N, stride_xm, stride_ym),
                        (("y", (M, N), "io"),), grid, tuple(meta.items())),)
@@ -277,11 +293,13 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
         peeled = peel(N, itemsize, acc["ALIGN"], stride_ym == stride_dym == stride_dxm, force_peel)
         acc = dict(PEEL=peeled, VEC=vec, **acc)
     if fam == "rows":
-        BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, forward=False, vec=vec if peeled else 0)
+        BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, forward=False, vec=vec if peeled else 0,
+                                                              log=log)
         meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, num_warps=num_warps, num_stages=1)
         return (Launch("softmax_bwd_rows", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm),
                        (("dx", (M, N), "io"),), grid, tuple(meta.items())),)
     if fam == "coop":
+        acc["RELOAD"] = peeled and itemsize == 2  # see COOP_RELOAD
         return _coop_launches("softmax_bwd_coop", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm), M, N,
                               itemsize, num_sms, acc, 1, "dx")
     BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))

@@ -112,13 +112,31 @@ def test_peel_rule():
     plan = dispatch.plan_forward(8191, 16385, 16385, 16385, "bfloat16", False, 132)[0].kwargs
     assert (plan["BLOCK_N"], plan["TAIL_N"], plan["VEC"]) == (16384, 16, 8)
     # From PEEL_MIN_N on, 16-bit rows are peeled, on half the warps of an unpeeled row; float32
-    # keeps its warps.
+    # ones from 16 warps on; not the log_softmax backward past 8192 lanes; float64 never.
     assert dispatch.plan_forward(64, 3001, 3001, 3001, "float16", False, 132)[0].kwargs["PEEL"]
     assert not dispatch.plan_forward(64, 1001, 1001, 1001, "float16", False, 132)[0].kwargs["PEEL"]
-    assert plan["num_warps"] == dispatch.plan_forward(8192, 16384, 16384, 16384, "bfloat16", False,
-                                                      132)[0].kwargs["num_warps"] // 2
-    assert dispatch.plan_forward(4095, 16385, 16385, 16385, "float32", False, 132)[0].kwargs["num_warps"] == \
-        dispatch.plan_forward(4096, 16384, 16384, 16384, "float32", False, 132)[0].kwargs["num_warps"]
+
+    def warps(N, dtype, log=False, forward=True, M=4096):
+        plan = (dispatch.plan_forward(M, N, N, N, dtype, log, 132) if forward
+                else dispatch.plan_backward(M, N, N, N, N, dtype, log, 132))
+        return plan[0].kwargs["num_warps"]
+
+    for dtype in ("bfloat16", "float16"):
+        for N, aligned in ((16385, 16384), (3001, 3008), (8191, 8192)):
+            assert warps(N, dtype) == warps(aligned, dtype) // 2
+            assert warps(N, dtype, log=True) == warps(aligned, dtype, log=True) // 2
+            assert warps(N, dtype, forward=False) == warps(aligned, dtype, forward=False) // 2
+        assert warps(8191, dtype, log=True, forward=False) == warps(8192, dtype, log=True, forward=False) // 2
+        assert warps(16385, dtype, log=True, forward=False) == warps(16384, dtype, log=True, forward=False)
+    assert warps(16385, "float32") == warps(16384, "float32") // 2 == 8
+    assert warps(16385, "float32", log=True, forward=False) == warps(16384, "float32", log=True, forward=False)
+    assert warps(3001, "float32") == warps(3004, "float32") == 8
+    assert warps(16385, "float64", M=512) == warps(16384, "float64", M=512)
+    # The cooperative backward reloads y and dy after its wait for peeled 16-bit rows only.
+    reload = {(N, dtype): dispatch.plan_backward(2048, N, N, N, N, dtype, True, 132)[0].kwargs["RELOAD"]
+              for N in (50257, 65536) for dtype in ("bfloat16", "float16", "float32")}
+    assert reload == {(50257, "bfloat16"): True, (50257, "float16"): True, (50257, "float32"): False,
+                      (65536, "bfloat16"): False, (65536, "float16"): False, (65536, "float32"): False}
 
 
 @pytest.mark.parametrize("fam", ["rows", "coop", "online", "split"])

@@ -516,9 +516,12 @@ def softmax_bwd_coop(
     y_ptr, dy_ptr, M, N, stride_ym, stride_dym, stride_dxm, n_chunks, part_ptr, count_ptr, dx_ptr,
     CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, PHASE: tl.constexpr, PEEL: tl.constexpr,
     VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
+    RELOAD: tl.constexpr,
 ):
     """As softmax_fwd_coop, with the partial row sums of dy * y (log_softmax: of dy) in
-    part (M, n_chunks)."""
+    part (M, n_chunks). RELOAD: the chunk's y and dy are loaded again after the wait (from
+    L2, most of the time) instead of held in registers across it, so that fewer registers a
+    thread let more programs share an SM (dispatch.plan_backward: where that pays)."""
     N, stride_ym, stride_dym, stride_dxm = (
         _aligned(N, ALIGN), _aligned(stride_ym, ALIGN), _aligned(stride_dym, ALIGN), _aligned(stride_dxm, ALIGN))
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
@@ -546,6 +549,9 @@ def softmax_bwd_coop(
         dot = tl.sum(tl.load(part_row + c, mask=c < n_chunks, other=0.0, volatile=True), axis=0)
         if PHASE == 3:
             _leave_row(count_ptr, row, n_chunks)
+        if RELOAD:
+            y = tl.load(y_ptr + y_offs, mask=mask, other=other_y).to(acc_ty)
+            dy = tl.load(dy_ptr + dy_offs, mask=mask, other=0.0).to(acc_ty)
         tl.store(dx_ptr + dx_offs, _bwd_apply(y, dy, dot, LOG).to(dx_ptr.dtype.element_ty), mask=mask)
         if PEEL:
             tl.store(dx_ptr + e_offs, _bwd_apply(ye, dye, dot, LOG).to(dx_ptr.dtype.element_ty), mask=e_mask)
