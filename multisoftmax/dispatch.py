@@ -190,13 +190,19 @@ def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, i
     hold items of r: fewer than n_chunks <= num_sms. The GPU holds at least one program
     per SM at once, so one more program starts, takes the next item of r, and so on until
     all of r has arrived. This holds whatever the register use, hence n_chunks <= num_sms.
+    A grid of at most num_sms programs is held at once whole: there items are program ids
+    (TICKET=False).
     """
     CHUNK_N, n_chunks = _coop_chunks(N, itemsize)
     if n_chunks > num_sms:
         raise ValueError(f"N={N} needs {n_chunks} chunks of {CHUNK_N}, more than one per SM ({num_sms}): "
                          f"the cooperative kernel's wait needs at most one; use the 'online' or 'split' family")
-    meta = dict(CHUNK_N=CHUNK_N, BLOCK_C=triton.next_power_of_2(n_chunks), **acc, num_warps=COOP_WARPS,
-                num_stages=1)
+    # A grid of at most one program per SM is resident at once: the program id can be the
+    # item, which saves each program the ticket's atomic round trip before its loads (few
+    # long rows, where that latency is a good part of the time).
+    ticket = M * n_chunks > num_sms
+    meta = dict(CHUNK_N=CHUNK_N, BLOCK_C=triton.next_power_of_2(n_chunks), TICKET=ticket, **acc,
+                num_warps=COOP_WARPS, num_stages=1)
     outputs = (("part", (M, part_rows, n_chunks), "acc"), ("count", (M + 1,), "zeros"), (out, (M, N), "io"))
     phases = (1, 2) if kernels.INTERPRETED else (3,)
     return tuple(Launch(kernel, inputs, (*scalars, n_chunks), outputs, (M * n_chunks,),

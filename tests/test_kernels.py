@@ -230,6 +230,7 @@ def test_coop_plan(M, N):
         assert phases == ([1, 2] if dispatch.kernels.INTERPRETED else [3])
         assert [o[2] for o in plan[0].outputs] == ["acc", "zeros", "io"]
         assert plan[0].outputs[1][1] == (M + 1,)  # row counters and the ticket counter
+        assert kw["TICKET"] == (M * n_chunks > 132)  # a grid the GPU holds at once: no ticket
 
 
 def test_coop_refuses_more_than_one_chunk_per_sm():

@@ -28,10 +28,11 @@ Four families, each for softmax (LOG=False) and log_softmax (LOG=True):
   every chunk of the row has (a per-row arrival counter), combines them and writes its
   chunk from registers. Programs take their chunk from a ticket counter in the order
   they start, which with at most one chunk a row per SM guarantees the wait ends
-  (`dispatch._coop_launches` has the argument). Triton's interpreter runs programs one after
-  another, where a wait would never end: there the same kernel runs as two launches,
-  PHASE=1 (partials) then PHASE=2 (combine, reload, write); PHASE=3 is the one-launch GPU
-  form.
+  (`dispatch._coop_launches` has the argument); a grid of at most one program per SM is
+  resident at once and skips the ticket (TICKET=False: the program id is the item).
+  Triton's interpreter runs programs one after another, where a wait would never end:
+  there the same kernel runs as two launches, PHASE=1 (partials) then PHASE=2 (combine,
+  reload, write); PHASE=3 is the one-launch GPU form.
 
 Arithmetic: float16/bfloat16/float32 inputs are computed in float32, float64 in float64
 (ACC_FP64), and the result is stored in the output pointer's dtype.
@@ -281,13 +282,14 @@ def _leave_row(count_ptr, row, n_chunks):
 
 
 @triton.jit
-def _coop_item(count_ptr, M, n_chunks, PHASE: tl.constexpr):
-    """This program's (row, chunk). One launch (PHASE 3): the item (row * n_chunks + chunk)
-    is the next ticket of the counter after the row counters, so items go out in the order
-    programs start (dispatch._coop_launches: why every wait then ends); the program that
-    takes the last ticket sets the counter back to 0 (no ticket is taken after it).
-    Interpreted phases: the program id."""
-    if PHASE == 3:
+def _coop_item(count_ptr, M, n_chunks, PHASE: tl.constexpr, TICKET: tl.constexpr):
+    """This program's (row, chunk). One launch (PHASE 3) with TICKET: the item
+    (row * n_chunks + chunk) is the next ticket of the counter after the row counters, so
+    items go out in the order programs start (dispatch._coop_launches: why every wait then
+    ends); the program that takes the last ticket sets the counter back to 0 (no ticket is
+    taken after it). Without TICKET (a grid the GPU holds at once) and interpreted phases:
+    the program id."""
+    if PHASE == 3 and TICKET:
         item = tl.atomic_add(count_ptr + M, 1, sem="relaxed", scope="gpu")
         if item == M * n_chunks - 1:
             tl.atomic_xchg(count_ptr + M, 0, sem="relaxed", scope="gpu")
@@ -307,18 +309,19 @@ def _coop_edges(row_start, N, chunk, n_chunks, VEC: tl.constexpr):
 @triton.jit
 def softmax_fwd_coop(
     x_ptr, M, N, stride_xm, stride_ym, n_chunks, part_ptr, count_ptr, y_ptr,
-    CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, PHASE: tl.constexpr, PEEL: tl.constexpr,
+    CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, PHASE: tl.constexpr, TICKET: tl.constexpr,
+    PEEL: tl.constexpr,
     VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
 ):
     """One item a program: chunk `item % n_chunks` of row `item // n_chunks`.
 
     part (M, 2, n_chunks): per chunk, the max and the sum of exp(x - max); count (M + 1,)
     int32, zero at launch and left zero: the rows' arrival counters, then the ticket
-    counter. PHASE as in the module docstring; PEEL as in softmax_fwd_rows.
+    counter. PHASE and TICKET as in the module docstring; PEEL as in softmax_fwd_rows.
     """
     N, stride_xm, stride_ym = _aligned(N, ALIGN), _aligned(stride_xm, ALIGN), _aligned(stride_ym, ALIGN)
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
-    row, chunk = _coop_item(count_ptr, M, n_chunks, PHASE)
+    row, chunk = _coop_item(count_ptr, M, n_chunks, PHASE, TICKET)
     xs, ys = row * stride_xm, row * stride_ym
     x_offs, mask = _body(xs, chunk * CHUNK_N, N, CHUNK_N, PEEL, VEC)
     y_offs, _ = _body(ys, chunk * CHUNK_N, N, CHUNK_N, PEEL, VEC)
@@ -514,7 +517,8 @@ def softmax_bwd_split_apply(
 @triton.jit
 def softmax_bwd_coop(
     y_ptr, dy_ptr, M, N, stride_ym, stride_dym, stride_dxm, n_chunks, part_ptr, count_ptr, dx_ptr,
-    CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, PHASE: tl.constexpr, PEEL: tl.constexpr,
+    CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, PHASE: tl.constexpr, TICKET: tl.constexpr,
+    PEEL: tl.constexpr,
     VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
     RELOAD: tl.constexpr,
 ):
@@ -526,7 +530,7 @@ def softmax_bwd_coop(
         _aligned(N, ALIGN), _aligned(stride_ym, ALIGN), _aligned(stride_dym, ALIGN), _aligned(stride_dxm, ALIGN))
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     other_y = -float("inf") if LOG else 0.0
-    row, chunk = _coop_item(count_ptr, M, n_chunks, PHASE)
+    row, chunk = _coop_item(count_ptr, M, n_chunks, PHASE, TICKET)
     ys, dys, dxs = row * stride_ym, row * stride_dym, row * stride_dxm
     y_offs, mask = _body(ys, chunk * CHUNK_N, N, CHUNK_N, PEEL, VEC)
     dy_offs, _ = _body(dys, chunk * CHUNK_N, N, CHUNK_N, PEEL, VEC)
