@@ -9,6 +9,11 @@ with RELOAD off and on (y and dy held in registers across the row's wait, or loa
 after it), and prints the registers a thread and spills of each compiled kernel: fewer
 registers let more programs share an SM. dispatch.py's COOP_RELOAD rule was read from it.
 Each line's err is the largest error relative to max(1, |ref|) against float64.
+
+    python bench/probe_coop.py --wide > bench/results/h100/probe_chunk.log
+
+instead times the 16-bit forward at chunks of 8192 and 16384 (8 warps), softmax and
+log_softmax, twice each, on aligned long rows: dispatch.py's COOP_WIDE_MAX_N rule.
 """
 
 from __future__ import annotations
@@ -38,9 +43,32 @@ def reference(x, y, dy, log, direction):
     return yd * (dyd - (yd * dyd).sum(-1, keepdim=True))
 
 
+WIDE_SHAPES = [(2048, 65536), (1024, 131072), (512, 262144), (128, 1048576), (1024, 128256), (512, 151936),
+               (64, 256000)]
+
+
+def wide(sms):
+    for dtype in ("bfloat16", "float16"):
+        for M, N in WIDE_SHAPES:
+            for log in (False, True):
+                x, y, dy, out, bufs, nbytes = tune.make_inputs(M, N, getattr(torch, dtype), "fwd", log)
+                res = []
+                for _ in range(2):
+                    for chunk in (8192, 16384):
+                        p = tune.coop_plan(M, N, dtype, "fwd", sms, chunk, 8, log)
+                        ms = triton.testing.do_bench(lambda: tune.run_plan(p, bufs, out), warmup=5, rep=40,
+                                                     return_mode="median")
+                        res.append(f"{chunk}:{nbytes / ms / 1e6:.0f}")
+                print(dtype, M, N, "log" if log else "sm", " ".join(res), flush=True)
+                del x, y, dy, out, bufs
+                torch.cuda.empty_cache()
+
+
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
+    if "--wide" in sys.argv[1:]:
+        return wide(sms)
     for dtype, shapes in SHAPES.items():
         for M, N in shapes:
             for log in (False, True):

@@ -45,6 +45,14 @@ LOOP_PROGRAMS_PER_SM = 2
 # 1,700-2,050 GB/s; coop at 2,100-2,950.
 COOP_CHUNK_N = {2: 8192, 4: 8192, 8: 4096}
 COOP_WARPS = 8
+# The softmax (not log_softmax) forward of aligned 16-bit rows up to COOP_WIDE_MAX_N takes
+# chunks twice as wide (16384 at 8 warps). On the H100 (bench/results/h100/probe_chunk.log,
+# bf16 and fp16, two repeats) it went from 2,463-2,485 to 2,583-2,608 GB/s at N = 65536 and
+# 131072, 2,365 to 2,633 at 262144, 2,266 to 2,441 at 151936, 2,465 to 2,576 at 128256, but
+# lost at 1048576 (2,115 to 2,065); log_softmax lost everywhere (65536: 2,451 to 2,282), and
+# unaligned rows lost at 50257 (probe_coop.log: 2,138 to 1,900). Only where the grid is more
+# than the GPU holds at once (the probe's shapes, M >= 64): few rows keep more programs.
+COOP_WIDE_MAX_N = 262144
 # COOP_RELOAD: the cooperative backward of peeled 16-bit rows loads its chunk of y and dy
 # again after the row's wait rather than holding them in registers across it. Its edges take
 # it from 80 registers a thread (3 programs of 8 warps an SM) to 86 (2 programs); reloaded,
@@ -194,6 +202,9 @@ def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, i
     (TICKET=False).
     """
     CHUNK_N, n_chunks = _coop_chunks(N, itemsize)
+    if (kernel == "softmax_fwd_coop" and itemsize == 2 and not acc["LOG"] and not acc["PEEL"]
+            and 2 * CHUNK_N <= N <= COOP_WIDE_MAX_N and M * triton.cdiv(N, 2 * CHUNK_N) > num_sms):
+        CHUNK_N, n_chunks = 2 * CHUNK_N, triton.cdiv(N, 2 * CHUNK_N)  # see COOP_WIDE_MAX_N
     if n_chunks > num_sms:
         raise ValueError(f"N={N} needs {n_chunks} chunks of {CHUNK_N}, more than one per SM ({num_sms}): "
                          f"the cooperative kernel's wait needs at most one; use the 'online' or 'split' family")

@@ -231,6 +231,13 @@ def test_coop_plan(M, N):
         assert [o[2] for o in plan[0].outputs] == ["acc", "zeros", "io"]
         assert plan[0].outputs[1][1] == (M + 1,)  # row counters and the ticket counter
         assert kw["TICKET"] == (M * n_chunks > 132)  # a grid the GPU holds at once: no ticket
+    # Wider chunks for the softmax forward of aligned 16-bit rows up to COOP_WIDE_MAX_N only.
+    chunk = {(N, dtype, log): dispatch.plan_forward(512, N, N, N, dtype, log, 132)[0].kwargs["CHUNK_N"]
+             for N in (65536, 262144, 1048576) for dtype in ("bfloat16", "float32") for log in (False, True)}
+    assert chunk[(65536, "bfloat16", False)] == chunk[(262144, "bfloat16", False)] == 16384
+    assert {c for k, c in chunk.items() if k[1:] != ("bfloat16", False) or k[0] == 1048576} == {8192}
+    assert dispatch.plan_forward(512, 50257, 50257, 50257, "float16", False, 132)[0].kwargs["CHUNK_N"] == 8192
+    assert dispatch.plan_forward(8, 128256, 128256, 128256, "bfloat16", False, 132)[0].kwargs["CHUNK_N"] == 8192
 
 
 def test_coop_refuses_more_than_one_chunk_per_sm():
