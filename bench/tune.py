@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 import os
 import sys
@@ -167,7 +168,7 @@ def tune_peel(args, sms, copy, t0):
         tdt = DTYPES[dtype]
         for N in Ns:
             M = max(1, 256 * 2**20 // (N * tdt.itemsize))
-            for log, direction in ((log, d) for log in ops for d in ("fwd", "bwd")):
+            for log, direction in itertools.product(ops, ("fwd", "bwd")):
                 if time.time() - t0 > args.max_seconds:
                     print("time budget reached", flush=True)
                     return rows

@@ -177,18 +177,28 @@ def _split(M: int, N: int, itemsize: int, num_sms: int):
     return chunk, triton.cdiv(N, chunk)
 
 
-def _coop_chunks(N: int, itemsize: int) -> tuple[int, int]:
-    """CHUNK_N and n_chunks of the cooperative kernels for rows of N values."""
-    CHUNK_N = min(COOP_CHUNK_N[itemsize], triton.next_power_of_2(N))
+def _coop_chunks(N: int, itemsize: int, wide: bool = False) -> tuple[int, int]:
+    """CHUNK_N and n_chunks of the cooperative kernels for rows of N values (`wide`: chunks
+    twice as wide, see COOP_WIDE_MAX_N)."""
+    CHUNK_N = min(COOP_CHUNK_N[itemsize] * (2 if wide else 1), triton.next_power_of_2(N))
     return CHUNK_N, triton.cdiv(N, CHUNK_N)
 
 
+def _coop_wide(M: int, N: int, itemsize: int, log: bool, peeled: bool, num_sms: int) -> bool:
+    """Whether the cooperative forward takes chunks twice as wide (see COOP_WIDE_MAX_N):
+    aligned 16-bit softmax rows up to COOP_WIDE_MAX_N whose grid is more than the GPU holds."""
+    chunk = 2 * COOP_CHUNK_N[itemsize]
+    return (itemsize == 2 and not log and not peeled and chunk <= N <= COOP_WIDE_MAX_N
+            and M * triton.cdiv(N, chunk) > num_sms)
+
+
 def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, itemsize: int, num_sms: int,
-                   acc: dict, part_rows: int, out: str) -> tuple[Launch, ...]:
+                   acc: dict, part_rows: int, out: str, wide: bool = False) -> tuple[Launch, ...]:
     """The cooperative kernel: one program per chunk (grid M * n_chunks), n_chunks appended
-    to `scalars`, `part_rows` partials a chunk. One launch (PHASE 3) or, under Triton's
-    interpreter, where programs run one by one and could never wait for each other, two
-    (PHASE 1 writes the partials, PHASE 2 combines them and writes `out`).
+    to `scalars`, `part_rows` partials a chunk, chunks as `_coop_chunks(N, itemsize, wide)`.
+    One launch (PHASE 3) or, under Triton's interpreter, where programs run one by one and
+    could never wait for each other, two (PHASE 1 writes the partials, PHASE 2 combines them
+    and writes `out`).
 
     Why every wait ends: a program takes its item (row * n_chunks + chunk) from a ticket
     counter when it starts, so items go out in order to running programs. Take the lowest
@@ -201,10 +211,7 @@ def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, i
     A grid of at most num_sms programs is held at once whole: there items are program ids
     (TICKET=False).
     """
-    CHUNK_N, n_chunks = _coop_chunks(N, itemsize)
-    if (kernel == "softmax_fwd_coop" and itemsize == 2 and not acc["LOG"] and not acc["PEEL"]
-            and 2 * CHUNK_N <= N <= COOP_WIDE_MAX_N and M * triton.cdiv(N, 2 * CHUNK_N) > num_sms):
-        CHUNK_N, n_chunks = 2 * CHUNK_N, triton.cdiv(N, 2 * CHUNK_N)  # see COOP_WIDE_MAX_N
+    CHUNK_N, n_chunks = _coop_chunks(N, itemsize, wide)
     if n_chunks > num_sms:
         raise ValueError(f"N={N} needs {n_chunks} chunks of {CHUNK_N}, more than one per SM ({num_sms}): "
                          f"the cooperative kernel's wait needs at most one; use the 'online' or 'split' family")
@@ -271,7 +278,7 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
                        (("y", (M, N), "io"),), grid, tuple(meta.items())),)
     if fam == "coop":
         return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,
-                              num_sms, acc, 2, "y")
+                              num_sms, acc, 2, "y", wide=_coop_wide(M, N, itemsize, log, peeled, num_sms))
     BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))
     num_warps = 8
     if fam == "online":
