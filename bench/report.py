@@ -212,11 +212,14 @@ def markdown(data) -> str:
            f"({', '.join(f'{k} {t}' for k, t in meta['tolerance'].items())}). "
            "`ms-torch`/`ms-jax` = multisoftmax through its torch / JAX adapter; `best peer` = fastest correct "
            "non-multisoftmax impl; `x/best` = x's GB/s over it.",
-           "", "Timing: torch side, `do_bench` (median, L2 cleared) for calls moving >= 256 MB, else a CUDA graph "
-           "of >= 20 calls rotating over input copies that exceed 2x L2. JAX side, calls moving >= 400 MB: "
-           "back-to-back jitted calls; smaller: a jitted chain of k calls on input copies, each waiting for the "
-           "previous through an optimization barrier (GPU time plus XLA launch cost). Backward of JAX impls = "
-           "the jitted vjp pullback applied to dy (residuals from a forward outside the timed function)."]
+           "", "Timing (bench/timing.py): GPU time, one clock for torch and JAX: the durations of the kernels, "
+           "memsets and copies that CUPTI records (read through the JAX profiler, which sees every CUDA launch in "
+           "the process), summed over k calls / k, median of 5 runs; gaps between kernels not counted. torch "
+           "impls: a CUDA graph of k calls (>= 20 rotating over input copies that exceed 2x L2; 5 on one copy for "
+           "calls moving >= 256 MB); JAX impls: one jitted chain of k calls, each waiting for the previous through "
+           "an optimization barrier, on up to 64 input copies; the copy ceiling: 5 back-to-back `b.copy_(a)`. "
+           "Backward of JAX impls = the jitted vjp pullback applied to dy (residuals from a forward outside the "
+           "timed function)."]
     b = meta["budget"]
     if meta.get("merged_runs"):
         md += ["", f"**Merged from {len(meta['merged_runs'])} runs of the same code; a later run's record of a "
@@ -278,7 +281,8 @@ def markdown(data) -> str:
     md += [f"| {k} | not run: {why} |" for k, why in data.get("unavailable", {}).items()]
     jax_rows = [r for r in data["results"] if r.get("call_us") is not None and ok(r)]
     if jax_rows:
-        md += ["", "JAX per-call time (back-to-back jitted calls, host included) is `call_us` in results.json."]
+        md += ["", "JAX per-call wall-clock time (back-to-back jitted calls, host included) is `call_us` in "
+               "results.json."]
     md.append("")
     return "\n".join(md)
 

@@ -1,21 +1,30 @@
-"""How the benchmark times one call: GPU time, not launch latency, on a cold L2.
+"""How the benchmark times one call: GPU time, not launch latency, on a cold L2, one clock
+for torch and JAX alike.
 
-torch side
-  * >= SMALL_BYTES moved per call: `triton.testing.do_bench(..., return_mode="median")`, which
-    clears the L2 before every call and brackets each call with CUDA events;
-  * smaller calls: a CUDA graph capturing GRAPH_CALLS or more calls that rotate over enough
-    copies of the inputs that their total exceeds twice the L2 (so no call finds its input
-    in L2), replayed and timed with CUDA events, divided by the number of calls. Launch
-    latency then does not hide the GPU time. Impls that cannot be captured (the Numba
-    reference) fall back to do_bench.
-JAX side (JAX cannot run inside a torch graph)
-  * `call_us`: back-to-back calls of the jitted function, one block_until_ready at the end,
-    median of repeats: what a user's jitted call costs, host included;
-  * `median_us`: for calls moving >= JAX_CHAIN_BYTES that is call_us (the GPU is the bottleneck);
-    below, one jitted function making k calls on rotating input copies, each call made to
-    wait for the previous one with `lax.optimization_barrier` (so XLA can neither merge nor
-    reorder them), run back to back and divided by k: GPU time plus XLA's own launch cost.
-CPU (--smoke): time.perf_counter medians, no graphs.
+The clock: the durations of the kernels, memsets and copies that CUPTI records on the GPU's
+streams, read through the JAX profiler (`jax.profiler.trace`, then `jax.profiler.ProfileData`),
+which records every CUDA launch in the process: torch's, Triton's, Numba's and XLA's. They
+are summed over k calls and divided by k; median of REPEATS runs. Gaps between kernels are
+not counted. The calls are issued so that the GPU has the next one queued (CUDA-graph
+replay, one jitted chain) rather than idling between Python launches: an idle GPU
+writes a small call's output back from L2 after its kernel has ended, which would flatter
+slow-to-launch impls.
+
+  * torch: a CUDA graph of k calls that rotate over enough copies of the inputs that their
+    total exceeds twice the L2 (so no call finds its input in L2; calls moving >= SMALL_BYTES
+    need no copy and k = LARGE_CALLS), replayed under the profiler. Impls that cannot be
+    captured (the Numba reference) are called back to back instead: their figure may be
+    flattered as above.
+  * JAX (it cannot run inside a torch graph): one jitted function making k calls on rotating
+    input copies, each call made to wait for the previous one with `lax.optimization_barrier`
+    (so XLA can neither merge nor reorder them); XLA's executor launches them back to back.
+    At most JAX_MAX_COPIES copies (compile time), so calls under ~1.6 MB (M = 1 rows) find part
+    of their input in L2. `call_us`: back-to-back calls of the plain jitted function, one
+    block_until_ready at the end: what a user's jitted call costs, host included.
+  * The copy ceiling, `b.copy_(a)` on 1 GiB fp32: LARGE_CALLS back-to-back copies, same clock.
+Without the profiler (JAX missing) or without a GPU: CUDA events around the graph replays
+(torch), do_bench, or wall clock; the method string says which. CPU (--smoke):
+time.perf_counter medians, no graphs.
 """
 
 from __future__ import annotations
@@ -24,19 +33,24 @@ import math
 import statistics
 import time
 
-# torch: below this many bytes a call, time a CUDA graph. A call moving 64-192 MB takes 20-70
-# us on the H100, no more than a Python launch (30-80 us when the host is busy), so do_bench's
-# per-call events would time the host there: graphs up to 256 MB.
+# calls moving fewer bytes rotate over input copies (> 2x L2) in GRAPH_CALLS or more calls;
+# larger ones (>= 4x L2 already) take LARGE_CALLS calls on one copy.
 SMALL_BYTES = 256 * 2**20
-JAX_CHAIN_BYTES = 400 * 2**20  # JAX: below this, time a chain of calls inside one jit
 GRAPH_CALLS = 20
+LARGE_CALLS = 5
 MAX_COPIES = 256
+JAX_MAX_COPIES = 64
+REPEATS = 5
 DO_BENCH = dict(warmup=5, rep=25)
 
 
 def _copies(nbytes: int, l2_bytes: int, cap: int) -> int:
     """Input copies so that copies x bytes-a-call exceeds twice the L2 (at most cap)."""
     return max(1, min(cap, math.ceil(2 * l2_bytes / max(1, nbytes))))
+
+
+def _calls(nbytes: int, n_copies: int) -> int:
+    return LARGE_CALLS if nbytes >= SMALL_BYTES else max(GRAPH_CALLS, n_copies)
 
 
 def cpu_time_us(fn, reps: int = 5) -> float:
@@ -49,31 +63,89 @@ def cpu_time_us(fn, reps: int = 5) -> float:
     return statistics.median(times) * 1e6
 
 
+# --------------------------------------------------------------------------------------
+# the clock
+# --------------------------------------------------------------------------------------
+def gpu_us_from_profile(profile, repeats: int, calls: int):
+    """Median over `repeats` of the summed durations (us) of the events on the GPU streams of
+    `profile` (a jax.profiler.ProfileData holding `repeats` equal runs of `calls` calls),
+    divided by `calls`; None when it holds no GPU events."""
+    events = sorted((ev.start_ns, ev.duration_ns) for plane in profile.planes if plane.name.startswith("/device:GPU")
+                    for line in plane.lines if line.name.startswith("Stream") for ev in line.events)
+    if not events:
+        return None
+    if len(events) % repeats:  # runs of unequal event counts: the mean over all of them
+        return sum(d for _, d in events) / 1e3 / (repeats * calls)
+    per = len(events) // repeats
+    return statistics.median(sum(d for _, d in events[i * per:(i + 1) * per]) for i in range(repeats)) / 1e3 / calls
+
+
+def profiled_gpu_us(run, calls: int, repeats: int = REPEATS):
+    """GPU time (us a call) of `run()`, which makes `calls` calls and waits for them, by the
+    module's clock; None where the profiler is missing or records no GPU work."""
+    import glob
+    import os
+    import shutil
+    import tempfile
+
+    try:
+        import jax
+    except ImportError:
+        return None
+    run()
+    folder = tempfile.mkdtemp(prefix="multisoftmax-trace-")
+    try:
+        with jax.profiler.trace(folder):
+            for _ in range(repeats):
+                run()
+        paths = glob.glob(os.path.join(folder, "**", "*.xplane.pb"), recursive=True)
+        if not paths:
+            return None
+        return gpu_us_from_profile(jax.profiler.ProfileData.from_file(paths[0]), repeats, calls)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------------------
+# torch side
+# --------------------------------------------------------------------------------------
 def torch_time(fn, args: tuple, nbytes: int, *, cuda: bool, graphable: bool, l2_bytes: int):
     """(median_us, method) for fn(*args) on torch tensors."""
     if not cuda:
         return cpu_time_us(lambda: fn(*args)), "perf_counter"
-    import triton.testing
+    import torch
 
-    if graphable and nbytes < SMALL_BYTES:
+    if graphable:
         try:
             return _graph_time(fn, args, nbytes, l2_bytes)
-        except Exception as e:  # noqa: BLE001  (not capturable: fall back to events)
-            import torch
+        except Exception as e:  # noqa: BLE001  (not capturable: fall back to plain calls)
             torch.cuda.synchronize()
-            method = f"do_bench (graph failed: {type(e).__name__})"
+            why = f"graph failed: {type(e).__name__}"
     else:
-        method = "do_bench"
+        why = "not capturable"
+    n_copies = _copies(nbytes, l2_bytes, MAX_COPIES)
+    sets = [args] + [tuple(a.clone() for a in args) for _ in range(n_copies - 1)]
+    calls = _calls(nbytes, n_copies)
+
+    def run():
+        for i in range(calls):
+            fn(*sets[i % n_copies])
+        torch.cuda.synchronize()
+
+    us = profiled_gpu_us(run, calls)
+    if us is not None:
+        return us, f"profiler: {calls} back-to-back calls over {n_copies} input copies ({why})"
+    import triton.testing
     ms = triton.testing.do_bench(lambda: fn(*args), return_mode="median", **DO_BENCH)
-    return ms * 1e3, method
+    return ms * 1e3, f"do_bench ({why}, no profiler)"
 
 
-def _graph_time(fn, args, nbytes, l2_bytes, replays: int = 10):
+def _graph_time(fn, args, nbytes, l2_bytes):
     import torch
 
     n_copies = _copies(nbytes, l2_bytes, MAX_COPIES)
     sets = [args] + [tuple(a.clone() for a in args) for _ in range(n_copies - 1)]
-    calls = max(GRAPH_CALLS, n_copies)
+    calls = _calls(nbytes, n_copies)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):  # compiles, autotunes and allocates outside the capture
@@ -88,21 +160,57 @@ def _graph_time(fn, args, nbytes, l2_bytes, replays: int = 10):
     with torch.cuda.graph(graph, stream=side):
         for i in range(calls):
             outs.append(fn(*sets[i % n_copies]))
-    graph.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(replays):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
+
+    def run():
         graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / calls)
+        torch.cuda.synchronize()
+
+    us = profiled_gpu_us(run, calls)
+    method = f"profiler: cuda graph of {calls} calls over {n_copies} input copies"
+    if us is None:
+        run()
+        times = []
+        for _ in range(10):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            graph.replay()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) * 1e3 / calls)
+        us, method = statistics.median(times), f"events: cuda graph of {calls} calls over {n_copies} input copies"
     del graph, outs, sets
-    return statistics.median(times), f"cuda graph of {calls} calls over {n_copies} input copies"
+    return us, method
 
 
-def jax_time(f, args: tuple, nbytes: int, *, gpu: bool, l2_bytes: int, repeats: int = 5):
+def copy_bandwidth(cuda: bool) -> float:
+    """GB/s of b.copy_(a) on 1 GiB fp32 (64 MiB on the CPU), bytes read + written, by the
+    module's clock: LARGE_CALLS back-to-back copies (not a graph: captured, the copy becomes a
+    memcpy node that the H100 runs at ~2,300 GB/s against ~3,000 on the stream)."""
+    import torch
+
+    n = (2**30 if cuda else 2**26) // 4
+    a = torch.randn(n, device="cuda" if cuda else "cpu")
+    b = torch.empty_like(a)
+    us = None
+    if cuda:
+        def run():
+            for _ in range(LARGE_CALLS):
+                b.copy_(a)
+            torch.cuda.synchronize()
+
+        us = profiled_gpu_us(run, LARGE_CALLS)
+        if us is None:
+            import triton.testing
+            us = triton.testing.do_bench(lambda: b.copy_(a), warmup=25, rep=100, return_mode="median") * 1e3
+    else:
+        us = cpu_time_us(lambda: b.copy_(a))
+    return 2 * n * 4 / us / 1e3  # a and b are freed on return
+
+
+# --------------------------------------------------------------------------------------
+# JAX side
+# --------------------------------------------------------------------------------------
+def jax_time(f, args: tuple, nbytes: int, *, gpu: bool, l2_bytes: int, repeats: int = REPEATS):
     """(output of one call, median_us, call_us, method) for jax.jit(f)(*args)."""
     import jax
     import jax.numpy as jnp
@@ -123,14 +231,11 @@ def jax_time(f, args: tuple, nbytes: int, *, gpu: bool, l2_bytes: int, repeats: 
         return statistics.median(times) * 1e6
 
     call_us = per_call(jf, args, n)
-    if nbytes >= JAX_CHAIN_BYTES:
-        return out, call_us, call_us, "back-to-back jitted calls"
+    if not gpu:
+        return out, call_us, call_us, "back-to-back jitted calls, wall clock"
 
-    if gpu:  # at most 64 copies (compile time): under ~0.8 MB a call the chain is partly L2-warm
-        n_copies = _copies(nbytes, l2_bytes, 64)
-        k = max(8, n_copies)
-    else:
-        n_copies, k = 2, 4
+    n_copies = _copies(nbytes, l2_bytes, JAX_MAX_COPIES)
+    k = _calls(nbytes, n_copies)
 
     def fresh(tree):  # a copy of every array in args, so each call reads its own buffers
         return jax.tree.map(lambda a: jnp.copy(a) if isinstance(a, jax.Array) else a, tree)
@@ -148,11 +253,11 @@ def jax_time(f, args: tuple, nbytes: int, *, gpu: bool, l2_bytes: int, repeats: 
         return tuple(outs)
 
     jchain = jax.jit(chain)
-    jax.block_until_ready(jchain(sets))
-    runs = max(2, min(20, int(5000 / (k * est_us)))) if gpu else 1
-    chain_us = per_call(lambda s: jchain(s), (sets,), runs) / k
+    us = profiled_gpu_us(lambda: jax.block_until_ready(jchain(sets)), k, repeats)
     del sets
-    return out, chain_us, call_us, f"jit chain of {k} calls over {n_copies} input copies"
+    if us is None:
+        return out, call_us, call_us, "back-to-back jitted calls, wall clock (the profiler saw no GPU work)"
+    return out, us, call_us, f"profiler: jitted chain of {k} calls over {n_copies} input copies"
 
 
 def torch_host_us(fn, args, calls: int, cuda: bool) -> float:
@@ -181,18 +286,3 @@ def jax_host_us(jf, args, calls: int) -> float:
         r = jf(*args)
     jax.block_until_ready(r)
     return (time.perf_counter() - t) / calls * 1e6
-
-
-def copy_bandwidth(cuda: bool) -> float:
-    """GB/s of b.copy_(a) on 1 GiB fp32 (64 MiB on the CPU), bytes read + written."""
-    import torch
-
-    n = (2**30 if cuda else 2**26) // 4
-    a = torch.randn(n, device="cuda" if cuda else "cpu")
-    b = torch.empty_like(a)
-    if cuda:
-        import triton.testing
-        us = triton.testing.do_bench(lambda: b.copy_(a), warmup=25, rep=100, return_mode="median") * 1e3
-    else:
-        us = cpu_time_us(lambda: b.copy_(a))
-    return 2 * n * 4 / us / 1e3  # a and b are freed on return

@@ -1,0 +1,72 @@
+"""The benchmark's JAX-side GPU clock (bench/timing.py): profiler events summed per call.
+
+The GPU itself is exercised by the benchmark runs; here the arithmetic on a synthetic trace
+(a jax.profiler.ProfileData built from text), and the CPU fallback of `jax_time`.
+"""
+
+import os
+import sys
+
+import pytest
+
+jax = pytest.importorskip("jax")
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "bench"))
+import timing  # noqa: E402
+
+
+def _profile(events_by_line: dict, gpu: str = "/device:GPU:0"):
+    """A ProfileData with one GPU plane; events_by_line: line name -> [(name, start_ns, dur_ns)]."""
+    names = sorted({n for evs in events_by_line.values() for n, _, _ in evs})
+    ids = {n: i + 1 for i, n in enumerate(names)}
+    lines = []
+    for li, (line, evs) in enumerate(events_by_line.items(), 1):
+        body = " ".join(f"events {{ metadata_id: {ids[n]} offset_ps: {s * 1000} duration_ps: {d * 1000} }}"
+                        for n, s, d in evs)
+        lines.append(f'lines {{ id: {li} name: "{line}" timestamp_ns: 0 {body} }}')
+    meta = " ".join(f'event_metadata {{ key: {i} value {{ id: {i} name: "{n}" }} }}' for n, i in ids.items())
+    text = (f'planes {{ id: 1 name: "{gpu}" {" ".join(lines)} {meta} }} '
+            'planes { id: 2 name: "/host:CPU" lines { id: 1 name: "python" timestamp_ns: 0 '
+            'events { metadata_id: 1 offset_ps: 0 duration_ps: 999000000 } } '
+            'event_metadata { key: 1 value { id: 1 name: "host" } } }')
+    return jax.profiler.ProfileData.from_text_proto(text)
+
+
+def test_sums_kernels_and_memsets_per_call_median_over_repeats():
+    # 3 repeats of 2 calls, each call a memset (1 us) then a kernel; gaps between are not GPU time.
+    kernel_ns = [10_000, 12_000, 30_000, 11_000, 9_000, 13_000]  # repeat 2 is slow: the median drops it
+    evs, t = [], 0
+    for k in kernel_ns:
+        evs += [("Memset", t, 1_000), ("softmax_fwd_rows", t + 5_000, k)]
+        t += 100_000
+    got = timing.gpu_us_from_profile(_profile({"Stream #7(Compute)": evs}), repeats=3, calls=2)
+    per_repeat = [(2_000 + kernel_ns[2 * i] + kernel_ns[2 * i + 1]) / 1e3 / 2 for i in range(3)]
+    assert got == pytest.approx(sorted(per_repeat)[1])
+    assert got == pytest.approx(12.0)
+
+
+def test_only_gpu_stream_lines_count():
+    prof = _profile({"Stream #7(Compute)": [("k", 0, 4_000), ("k", 10_000, 4_000)],
+                     "XLA Ops": [("fusion", 0, 50_000)]})
+    assert timing.gpu_us_from_profile(prof, repeats=1, calls=2) == pytest.approx(4.0)
+
+
+def test_no_gpu_events_is_none():
+    assert timing.gpu_us_from_profile(_profile({"Stream #1": []}), repeats=2, calls=1) is None
+    assert timing.gpu_us_from_profile(_profile({"Stream #1": [("k", 0, 1_000)]}, gpu="/device:TPU:0"),
+                                      repeats=1, calls=1) is None
+
+
+def test_unequal_repeats_fall_back_to_the_mean():
+    prof = _profile({"Stream #1": [("k", 0, 2_000), ("k", 10_000, 4_000), ("k", 20_000, 6_000)]})
+    assert timing.gpu_us_from_profile(prof, repeats=2, calls=1) == pytest.approx(6.0)
+
+
+def test_jax_time_without_gpu_falls_back_to_wall_clock():
+    import jax.numpy as jnp
+
+    x = jnp.arange(12.0).reshape(3, 4)
+    out, median_us, call_us, method = timing.jax_time(lambda a: a * 2, (x,), x.nbytes * 2, gpu=False,
+                                                      l2_bytes=2**20)
+    assert jnp.array_equal(out, x * 2)
+    assert median_us == call_us > 0
+    assert "wall clock" in method
