@@ -53,6 +53,13 @@ def _calls(nbytes: int, n_copies: int) -> int:
     return LARGE_CALLS if nbytes >= SMALL_BYTES else max(GRAPH_CALLS, n_copies)
 
 
+def _torch_sets(args: tuple, nbytes: int, l2_bytes: int):
+    """(sets, n_copies, calls): `args` and clones of it to rotate over, and the calls a timing makes."""
+    n_copies = _copies(nbytes, l2_bytes, MAX_COPIES)
+    sets = [args] + [tuple(a.clone() for a in args) for _ in range(n_copies - 1)]
+    return sets, n_copies, _calls(nbytes, n_copies)
+
+
 def cpu_time_us(fn, reps: int = 5) -> float:
     fn()
     times = []
@@ -123,9 +130,7 @@ def torch_time(fn, args: tuple, nbytes: int, *, cuda: bool, graphable: bool, l2_
             why = f"graph failed: {type(e).__name__}"
     else:
         why = "not capturable"
-    n_copies = _copies(nbytes, l2_bytes, MAX_COPIES)
-    sets = [args] + [tuple(a.clone() for a in args) for _ in range(n_copies - 1)]
-    calls = _calls(nbytes, n_copies)
+    sets, n_copies, calls = _torch_sets(args, nbytes, l2_bytes)
 
     def run():
         for i in range(calls):
@@ -143,9 +148,7 @@ def torch_time(fn, args: tuple, nbytes: int, *, cuda: bool, graphable: bool, l2_
 def _graph_time(fn, args, nbytes, l2_bytes):
     import torch
 
-    n_copies = _copies(nbytes, l2_bytes, MAX_COPIES)
-    sets = [args] + [tuple(a.clone() for a in args) for _ in range(n_copies - 1)]
-    calls = _calls(nbytes, n_copies)
+    sets, n_copies, calls = _torch_sets(args, nbytes, l2_bytes)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):  # compiles, autotunes and allocates outside the capture
@@ -191,7 +194,6 @@ def copy_bandwidth(cuda: bool) -> float:
     n = (2**30 if cuda else 2**26) // 4
     a = torch.randn(n, device="cuda" if cuda else "cpu")
     b = torch.empty_like(a)
-    us = None
     if cuda:
         def run():
             for _ in range(LARGE_CALLS):
