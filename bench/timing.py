@@ -187,8 +187,9 @@ def _graph_time(fn, args, nbytes, l2_bytes):
 
 def copy_bandwidth(cuda: bool) -> float:
     """GB/s of b.copy_(a) on 1 GiB fp32 (64 MiB on the CPU), bytes read + written, by the
-    module's clock: LARGE_CALLS back-to-back copies (not a graph: captured, the copy becomes a
-    memcpy node that the H100 runs at ~2,300 GB/s against ~3,000 on the stream)."""
+    module's clock: LARGE_CALLS back-to-back copies, not a graph: captured in one, the copy ran
+    at 2,287 GB/s on the H100 against 3,019 on the stream
+    (bench/results/h100/clock_check_graph_copy.log, run_softmax.log)."""
     import torch
 
     n = (2**30 if cuda else 2**26) // 4
