@@ -14,6 +14,13 @@ Each line's err is the largest error relative to max(1, |ref|) against float64.
 
 instead times the 16-bit forward at chunks of 8192 and 16384 (8 warps), softmax and
 log_softmax, twice each, on aligned long rows: dispatch.py's COOP_WIDE_MAX_N rule.
+
+    python bench/probe_coop.py --pack > bench/results/h100/probe_pack.log
+
+times dispatch's cooperative plans (bf16 and float32, softmax and log_softmax, forward and
+backward, ~256 MB sweeps and few long rows) with LATE_LEAVE off and on and, for the 16-bit
+backward, PACK off and on (y and dy held as float32 values, or as packed 32-bit words of two
+values), twice each, with registers: dispatch.py's COOP_PACK_MIN_CHUNKS and COOP_LATE_LEAVE.
 """
 
 from __future__ import annotations
@@ -64,11 +71,58 @@ def wide(sms):
                 torch.cuda.empty_cache()
 
 
+PACK_SHAPES = [(50257, None), (65536, None), (262144, None), (1048576, None), (1048576, 16), (256000, 64)]
+
+
+def pack(sms):
+    """dispatch's own cooperative plans, with LATE_LEAVE off and on and, for the 16-bit
+    backward, PACK off (RELOAD on peeled rows, as before PACK) and on, twice each."""
+    from multisoftmax import dispatch
+    for dtype in ("bfloat16", "float32"):
+        T = tune.DTYPES[dtype]
+        for N, M in PACK_SHAPES:
+            M = M or 256 * 2**20 // (N * T.itemsize)
+            for direction in ("fwd", "bwd"):
+                for log in (False, True):
+                    x, y, dy, out, bufs, nbytes = tune.make_inputs(M, N, T, direction, log)
+                    ref = reference(x, y, dy, log, direction)
+                    if direction == "fwd":
+                        plan = dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, sms, "coop")
+                        variants = [(f"late={late:d}", dict(LATE_LEAVE=late)) for late in (False, True)]
+                    else:
+                        plan = dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, log, sms, "coop")
+                        packs = (False, True) if T.itemsize == 2 else (False,)
+                        reload = plan[0].kwargs["PEEL"] and T.itemsize == 2
+                        variants = [(f"pack={pk:d},late={late:d}",
+                                     dict(PACK=pk, RELOAD=reload and not pk, LATE_LEAVE=late))
+                                    for pk in packs for late in (False, True)]
+                    res = []
+                    for _ in range(2):
+                        for name, meta in variants:
+                            p = tune.with_meta(plan, **meta)
+                            launch._COMPILED.clear()
+                            got = tune.run_plan(p, bufs, out)
+                            err = ((got.double() - ref).abs() / ref.abs().clamp(min=1)).max().item()
+                            regs = max(c[1].n_regs for c in launch._COMPILED.values())
+                            ms = triton.testing.do_bench(lambda: tune.run_plan(p, bufs, out), warmup=5, rep=30,
+                                                         return_mode="median")
+                            res.append(f"{name} {nbytes / ms / 1e6:.0f} r{regs}"
+                                       + (f" ERR {err:.0e}" if err > 2e-2 else ""))
+                    kw = plan[0].kwargs
+                    print(f"{dtype} {M}x{N} {'log' if log else 'sm'} {direction} chunk={kw['CHUNK_N']} "
+                          f"peel={kw['PEEL']:d} | dispatch: {'pack=%d,' % kw['PACK'] if direction == 'bwd' else ''}"
+                          f"late={kw['LATE_LEAVE']:d} | " + " | ".join(res), flush=True)
+                    del x, y, dy, out, bufs, ref
+                    torch.cuda.empty_cache()
+
+
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
     if "--wide" in sys.argv[1:]:
         return wide(sms)
+    if "--pack" in sys.argv[1:]:
+        return pack(sms)
     for dtype, shapes in SHAPES.items():
         for M, N in shapes:
             for log in (False, True):

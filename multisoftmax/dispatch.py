@@ -61,6 +61,27 @@ COOP_WIDE_MAX_N = 262144
 # 2,237 to 2,534; 4096 x 50257: 2,117 to 2,522), but the aligned rows lost (65536: 2,597 to
 # 2,099; 1048576: 2,474 to 2,029), as did float32 at 50257 (2,653 to 2,400) and the forward
 # kernel (whose registers peak before the wait: 63 either way at bf16 50257) on 7 of 8 shapes.
+# COOP_PACK_MIN_CHUNKS: the cooperative backward of 16-bit rows of at least this many chunks
+# holds y and dy across the wait as packed 32-bit words of two values (PACK), not as float32
+# values: 63 registers a thread instead of 80 (bf16, 8192 x 8 warps). On the H100
+# (bench/results/h100/probe_pack.log, 'pack+late' against 'nopack+late' for softmax, 'pack'
+# against 'nopack' for log_softmax: the LATE_LEAVE each gets) bf16 128 x 1048576 went from
+# 2,509 to 2,717 GB/s (log_softmax 2,414 to 2,582), 16 x 1048576 from 1,922 to 2,004 (1,820 to
+# 1,940), 64 x 256000 from 2,029 to 2,110 (1,897 to 2,058) and 512 x 262144 from 2,749 to 2,769
+# (2,638 to 2,676), but rows of 8 chunks or fewer lost: 2048 x 65536 2,640 to 2,586 (2,578 to
+# 2,543), 2670 x 50257, peeled (RELOAD then), 2,587 to 2,562 (2,545 to 2,366). A forward PACK,
+# which must compute exp again after the wait, lost on every shape (probe_pack_fwd.log: bf16
+# 8192 x 8, 2,468 to 2,254 at N = 65536, 2,117 to 1,956 at 1048576) and was not kept.
+COOP_PACK_MIN_CHUNKS = 32
+# COOP_LATE_LEAVE: in the cooperative softmax (not log_softmax) kernels, a program's second
+# arrival at its row's counter, an atomic whose result it waits for, comes after its stores
+# instead of before its compute (LATE_LEAVE), taking an L2 round trip out of the way of the
+# stores. On the H100 (probe_pack.log, now against late) the softmax forward went from 2,131 to
+# 2,330 GB/s at bf16 N = 50257, 2,111 to 2,344 at 1048576, 1,584 to 1,701 at 16 x 1048576 and
+# 2,694 to 2,815 at float32 65536; the softmax backward gained 0.3-5% on every shape. But the
+# log_softmax kernels lost on some shapes (float32 64 x 1048576 backward: 2,651 to 2,256; bf16
+# 50257 forward: 2,302 to 2,169; bf16 128 x 1048576 backward: 2,588 to 2,356), and so did the
+# wide forward chunks (bf16 64 x 256000: 1,808 to 1,749). The cause was not probed.
 # Rows that are not 16-byte aligned (N or a row stride not a multiple of 16 bytes: N = 3001,
 # 16385 or 50257 in 16-bit types) are cut into a head, an aligned body and a tail (PEEL), so
 # the body moves in 16-byte vectors instead of one value a lane. A peeled row of the rows
@@ -277,8 +298,10 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         return (Launch("softmax_fwd_rows", ("x",), (M, N, stride_xm, stride_ym),
                        (("y", (M, N), "io"),), grid, tuple(meta.items())),)
     if fam == "coop":
+        wide = _coop_wide(M, N, itemsize, log, peeled, num_sms)
+        acc["LATE_LEAVE"] = not log and not wide  # see COOP_LATE_LEAVE
         return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,
-                              num_sms, acc, 2, "y", wide=_coop_wide(M, N, itemsize, log, peeled, num_sms))
+                              num_sms, acc, 2, "y", wide=wide)
     BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))
     num_warps = 8
     if fam == "online":
@@ -323,7 +346,11 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
         return (Launch("softmax_bwd_rows", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm),
                        (("dx", (M, N), "io"),), grid, tuple(meta.items())),)
     if fam == "coop":
-        acc["RELOAD"] = peeled and itemsize == 2  # see COOP_RELOAD
+        # See COOP_PACK_MIN_CHUNKS (PACK needs whole words), COOP_RELOAD and COOP_LATE_LEAVE.
+        acc["PACK"] = (itemsize == 2 and _coop_chunks(N, itemsize)[1] >= COOP_PACK_MIN_CHUNKS
+                       and (peeled or acc["ALIGN"] >= 2))
+        acc["RELOAD"] = peeled and itemsize == 2 and not acc["PACK"]
+        acc["LATE_LEAVE"] = not log
         return _coop_launches("softmax_bwd_coop", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm), M, N,
                               itemsize, num_sms, acc, 1, "dx")
     BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))

@@ -139,6 +139,55 @@ def test_peel_rule():
                       (65536, "bfloat16"): False, (65536, "float16"): False, (65536, "float32"): False}
 
 
+def test_coop_pack_and_late_leave_rules():
+    # The cooperative backward holds 16-bit y and dy packed from COOP_PACK_MIN_CHUNKS chunks a
+    # row on (then never RELOAD), when rows are whole words (peeled, or N and strides even).
+    def bwd(M, N, dtype, log=False, strides=None):
+        strides = strides or (N, N, N)
+        return dispatch.plan_backward(M, N, *strides, dtype, log, 132)[0].kwargs
+
+    for dtype in ("bfloat16", "float16"):
+        for N in (1048576, 262144, 256000):
+            assert bwd(16, N, dtype)["PACK"] and not bwd(16, N, dtype)["RELOAD"]
+        kw = bwd(64, 256001, dtype, log=True)  # peeled and packed
+        assert kw["PEEL"] and kw["PACK"] and not kw["RELOAD"]
+        assert not bwd(2048, 65536, dtype)["PACK"] and not bwd(2670, 50257, dtype)["PACK"]
+        assert bwd(2670, 50257, dtype)["RELOAD"]
+        # Odd N with unequal strides: neither peeled nor whole words.
+        assert not bwd(16, 256001, dtype, strides=(256001, 256003, 256001))["PACK"]
+        assert bwd(16, 256002, dtype, strides=(256002, 256006, 256002))["PACK"]
+    assert not bwd(16, 1048576, "float32")["PACK"] and not bwd(16, 524288, "float64")["PACK"]
+    # LATE_LEAVE: the softmax kernels, not log_softmax, nor the wide forward chunks.
+    for dtype in ("bfloat16", "float32"):
+        for N in (50257, 1048576):
+            assert dispatch.plan_forward(64, N, N, N, dtype, False, 132)[0].kwargs["LATE_LEAVE"]
+            assert not dispatch.plan_forward(64, N, N, N, dtype, True, 132)[0].kwargs["LATE_LEAVE"]
+            assert bwd(64, N, dtype)["LATE_LEAVE"] and not bwd(64, N, dtype, log=True)["LATE_LEAVE"]
+    wide = dispatch.plan_forward(2048, 65536, 65536, 65536, "bfloat16", False, 132)[0].kwargs
+    assert wide["CHUNK_N"] == 16384 and not wide["LATE_LEAVE"]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+@pytest.mark.parametrize("M,N,pad", [(3, 130, 0), (2, 200, 6), (5, 131, 0), (4, 67, 0), (2, 129, 3)])
+def test_coop_packed_backward(forced_family, torch_device, monkeypatch, dtype, log, M, N, pad):
+    """The cooperative backward with y and dy packed in words (PACK; chunks of 64 values):
+    even rows, rows padded to a wider stride, peeled odd rows (every row another offset in
+    its 16-byte cell) and, with an odd pad (strides unequal to dx's), unpacked rows."""
+    forced_family("coop", peel_min_n=1)
+    monkeypatch.setattr(dispatch, "COOP_PACK_MIN_CHUNKS", 2)
+    x = _random((M, N), dtype, torch_device, seed=M * 31 + N)
+    y = torch.ops.multisoftmax.softmax_fwd(x, log)
+    dy = _random((M, N + pad), dtype, torch_device, seed=M * 31 + N + 1)[:, :N]
+    if pad:
+        y = torch.empty((M, N + pad), dtype=y.dtype, device=torch_device)[:, :N].copy_(y)
+    kw = dispatch.plan_backward(M, N, y.stride(0), dy.stride(0), N, dtype, log, 132)[0].kwargs
+    assert kw["PACK"] == (pad % 2 == 0)
+    dx = torch.ops.multisoftmax.softmax_bwd(y, dy, log)
+    expected = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=log)
+    ref.assert_close(dx.double().cpu(), expected, dtype, "packed coop bwd", scale_atol=True)
+
+
 @pytest.mark.parametrize("fam", ["rows", "coop", "online", "split"])
 def test_family_special_values(forced_family, torch_device, fam):
     """-inf leading tiles/chunks must not poison a row; +inf, NaN and all -inf rows are NaN."""

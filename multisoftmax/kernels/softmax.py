@@ -32,7 +32,8 @@ Four families, each for softmax (LOG=False) and log_softmax (LOG=True):
   resident at once and skips the ticket (TICKET=False: the program id is the item).
   Triton's interpreter runs programs one after another, where a wait would never end:
   there the same kernel runs as two launches, PHASE=1 (partials) then PHASE=2 (combine,
-  reload, write); PHASE=3 is the one-launch GPU form.
+  reload, write); PHASE=3 is the one-launch GPU form. The backward may hold its chunk as
+  packed 32-bit words of two 16-bit values across the wait (PACK), half the registers.
 
 Arithmetic: float16/bfloat16/float32 inputs are computed in float32, float64 in float64
 (ACC_FP64), and the result is stored in the output pointer's dtype.
@@ -101,6 +102,54 @@ def _edges(row_start, N, VEC: tl.constexpr):
     # A row inside one 16-byte cell (hi < start) is all head.
     mask = (offs < end) & ((head & (offs < start)) | (~head & (offs >= start)))
     return offs, mask, head
+
+
+@triton.jit
+def _words(row_start, lo_w, N, stride, row, BLOCK_W: tl.constexpr, PEEL: tl.constexpr, VEC: tl.constexpr,
+           ALIGN: tl.constexpr):
+    """As `_body`, in 32-bit words of two 16-bit values (PACK): word offsets (from the
+    tensor's start) and mask of BLOCK_W words of the body of row `row` (which begins at
+    element `row_start` = row * stride), starting `lo_w` words into it. With PEEL the body
+    runs between the row's 16-byte boundaries; without, N and the stride are multiples of
+    ALIGN >= 2 values, so the whole row is whole words."""
+    cols = lo_w + tl.arange(0, BLOCK_W)
+    if PEEL:
+        start_w = ((row_start + (VEC - 1)) // VEC) * (VEC // 2)
+        end_w = ((row_start + N) // VEC) * (VEC // 2)
+        offs = start_w + cols
+        mask = cols < (end_w - start_w).to(tl.int32)
+    else:
+        offs = row * ((stride // ALIGN) * (ALIGN // 2)) + cols
+        mask = cols < (N // ALIGN) * (ALIGN // 2)
+    return offs, mask
+
+
+@triton.jit
+def _unpack(w, dtype: tl.constexpr, acc_ty: tl.constexpr):
+    """The two 16-bit values of each word of `w` (int32), as acc_ty: (low half, high half),
+    that is (even element, odd element) on a little-endian GPU."""
+    lo = w.to(tl.int16).to(dtype, bitcast=True).to(acc_ty)
+    hi = (w >> 16).to(tl.int16).to(dtype, bitcast=True).to(acc_ty)
+    return lo, hi
+
+
+@triton.jit
+def _pack(lo, hi, dtype: tl.constexpr):
+    """Words of two 16-bit values: `lo` and `hi` rounded to dtype (the inverse of _unpack)."""
+    lo16 = lo.to(dtype).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF
+    hi16 = hi.to(dtype).to(tl.int16, bitcast=True).to(tl.int32)
+    return lo16 | (hi16 << 16)
+
+
+@triton.jit
+def _fresh(w, PHASE: tl.constexpr):
+    """`w` itself, through a copy the compiler cannot see through (PHASE 3, the GPU): values
+    computed from it afterwards are computed anew there, so that only the packed words, not
+    the float32 values unpacked from them earlier, stay in registers (PACK). The interpreter
+    runs no asm: there it is `w`."""
+    if PHASE == 3:
+        w = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [w], dtype=tl.int32, is_pure=False, pack=1)
+    return w
 
 
 # --------------------------------------------------------------------------------------
@@ -312,12 +361,15 @@ def softmax_fwd_coop(
     CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, PHASE: tl.constexpr, TICKET: tl.constexpr,
     PEEL: tl.constexpr,
     VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
+    LATE_LEAVE: tl.constexpr,
 ):
     """One item a program: chunk `item % n_chunks` of row `item // n_chunks`.
 
     part (M, 2, n_chunks): per chunk, the max and the sum of exp(x - max); count (M + 1,)
     int32, zero at launch and left zero: the rows' arrival counters, then the ticket
     counter. PHASE and TICKET as in the module docstring; PEEL as in softmax_fwd_rows.
+    LATE_LEAVE: the program's second arrival (`_leave_row`, whose result it waits for) comes
+    after its stores rather than before its compute (dispatch.COOP_LATE_LEAVE: where that pays).
     """
     N, stride_xm, stride_ym = _aligned(N, ALIGN), _aligned(stride_xm, ALIGN), _aligned(stride_ym, ALIGN)
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
@@ -349,7 +401,7 @@ def softmax_fwd_coop(
         c = tl.arange(0, BLOCK_C)
         m_c = tl.load(part_row + c, mask=c < n_chunks, other=-float("inf"), volatile=True)
         s_c = tl.load(part_row + n_chunks + c, mask=c < n_chunks, other=0.0, volatile=True)
-        if PHASE == 3:
+        if PHASE == 3 and not LATE_LEAVE:
             _leave_row(count_ptr, row, n_chunks)
         m = tl.max(m_c, axis=0)
         m_safe = tl.where(m == -float("inf"), 0.0, m)
@@ -367,6 +419,8 @@ def softmax_fwd_coop(
             else:
                 ye = ee * scale
             tl.store(y_ptr + e_offs, ye.to(y_ptr.dtype.element_ty), mask=e_mask)
+        if PHASE == 3 and LATE_LEAVE:
+            _leave_row(count_ptr, row, n_chunks)
 
 
 # --------------------------------------------------------------------------------------
@@ -520,24 +574,44 @@ def softmax_bwd_coop(
     CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, PHASE: tl.constexpr, TICKET: tl.constexpr,
     PEEL: tl.constexpr,
     VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
-    RELOAD: tl.constexpr,
+    RELOAD: tl.constexpr, PACK: tl.constexpr, LATE_LEAVE: tl.constexpr,
 ):
     """As softmax_fwd_coop, with the partial row sums of dy * y (log_softmax: of dy) in
     part (M, n_chunks). RELOAD: the chunk's y and dy are loaded again after the wait (from
     L2, most of the time) instead of held in registers across it, so that fewer registers a
-    thread let more programs share an SM (dispatch.plan_backward: where that pays)."""
-    N, stride_ym, stride_dym, stride_dxm = (
-        _aligned(N, ALIGN), _aligned(stride_ym, ALIGN), _aligned(stride_dym, ALIGN), _aligned(stride_dxm, ALIGN))
+    thread let more programs share an SM (dispatch.plan_backward: where that pays). PACK
+    (16-bit types; PEEL, or N and the strides even): y and dy are loaded as 32-bit words of
+    two values and held packed across the wait, half the registers of float32 values, and
+    unpacked again after it (RELOAD is then ignored; dispatch.COOP_PACK_MIN_CHUNKS: where
+    that pays). LATE_LEAVE as in softmax_fwd_coop."""
+    tl.static_assert(not PACK or PEEL or ALIGN >= 2, "PACK needs whole words: PEEL, or ALIGN >= 2")
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     other_y = -float("inf") if LOG else 0.0
     row, chunk = _coop_item(count_ptr, M, n_chunks, PHASE, TICKET)
+    if PACK:
+        N_w, sy_w, sdy_w, sdx_w = N, stride_ym, stride_dym, stride_dxm  # _words aligns them itself
+    N, stride_ym, stride_dym, stride_dxm = (
+        _aligned(N, ALIGN), _aligned(stride_ym, ALIGN), _aligned(stride_dym, ALIGN), _aligned(stride_dxm, ALIGN))
     ys, dys, dxs = row * stride_ym, row * stride_dym, row * stride_dxm
-    y_offs, mask = _body(ys, chunk * CHUNK_N, N, CHUNK_N, PEEL, VEC)
-    dy_offs, _ = _body(dys, chunk * CHUNK_N, N, CHUNK_N, PEEL, VEC)
-    dx_offs, _ = _body(dxs, chunk * CHUNK_N, N, CHUNK_N, PEEL, VEC)
-    y = tl.load(y_ptr + y_offs, mask=mask, other=other_y).to(acc_ty)
-    dy = tl.load(dy_ptr + dy_offs, mask=mask, other=0.0).to(acc_ty)
-    dot_own = tl.sum(_bwd_terms(y, dy, LOG), axis=0)
+    if PACK:
+        io_ty = y_ptr.dtype.element_ty
+        lo_w = chunk * (CHUNK_N // 2)
+        y_offs, mask = _words(ys, lo_w, N_w, sy_w, row, CHUNK_N // 2, PEEL, VEC, ALIGN)
+        dy_offs, _ = _words(dys, lo_w, N_w, sdy_w, row, CHUNK_N // 2, PEEL, VEC, ALIGN)
+        dx_offs, _ = _words(dxs, lo_w, N_w, sdx_w, row, CHUNK_N // 2, PEEL, VEC, ALIGN)
+        wy = tl.load(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, mask=mask, other=0)
+        wdy = tl.load(dy_ptr.to(tl.pointer_type(tl.int32)) + dy_offs, mask=mask, other=0)
+        y_lo, y_hi = _unpack(wy, io_ty, acc_ty)
+        dy_lo, dy_hi = _unpack(wdy, io_ty, acc_ty)
+        # Masked words load 0: dy = 0 adds nothing to either sum.
+        dot_own = tl.sum(_bwd_terms(y_lo, dy_lo, LOG) + _bwd_terms(y_hi, dy_hi, LOG), axis=0)
+    else:
+        y_offs, mask = _body(ys, chunk * CHUNK_N, N, CHUNK_N, PEEL, VEC)
+        dy_offs, _ = _body(dys, chunk * CHUNK_N, N, CHUNK_N, PEEL, VEC)
+        dx_offs, _ = _body(dxs, chunk * CHUNK_N, N, CHUNK_N, PEEL, VEC)
+        y = tl.load(y_ptr + y_offs, mask=mask, other=other_y).to(acc_ty)
+        dy = tl.load(dy_ptr + dy_offs, mask=mask, other=0.0).to(acc_ty)
+        dot_own = tl.sum(_bwd_terms(y, dy, LOG), axis=0)
     if PEEL:  # the three strides are equal
         e_offs, e_mask = _coop_edges(ys, N, chunk, n_chunks, VEC)
         ye = tl.load(y_ptr + e_offs, mask=e_mask, other=other_y).to(acc_ty)
@@ -551,11 +625,19 @@ def softmax_bwd_coop(
     if PHASE >= 2:
         c = tl.arange(0, BLOCK_C)
         dot = tl.sum(tl.load(part_row + c, mask=c < n_chunks, other=0.0, volatile=True), axis=0)
-        if PHASE == 3:
+        if PHASE == 3 and not LATE_LEAVE:
             _leave_row(count_ptr, row, n_chunks)
-        if RELOAD:
-            y = tl.load(y_ptr + y_offs, mask=mask, other=other_y).to(acc_ty)
-            dy = tl.load(dy_ptr + dy_offs, mask=mask, other=0.0).to(acc_ty)
-        tl.store(dx_ptr + dx_offs, _bwd_apply(y, dy, dot, LOG).to(dx_ptr.dtype.element_ty), mask=mask)
+        if PACK:
+            y_lo, y_hi = _unpack(_fresh(wy, PHASE), io_ty, acc_ty)
+            dy_lo, dy_hi = _unpack(_fresh(wdy, PHASE), io_ty, acc_ty)
+            dx = _pack(_bwd_apply(y_lo, dy_lo, dot, LOG), _bwd_apply(y_hi, dy_hi, dot, LOG), io_ty)
+            tl.store(dx_ptr.to(tl.pointer_type(tl.int32)) + dx_offs, dx, mask=mask)
+        else:
+            if RELOAD:
+                y = tl.load(y_ptr + y_offs, mask=mask, other=other_y).to(acc_ty)
+                dy = tl.load(dy_ptr + dy_offs, mask=mask, other=0.0).to(acc_ty)
+            tl.store(dx_ptr + dx_offs, _bwd_apply(y, dy, dot, LOG).to(dx_ptr.dtype.element_ty), mask=mask)
         if PEEL:
             tl.store(dx_ptr + e_offs, _bwd_apply(ye, dye, dot, LOG).to(dx_ptr.dtype.element_ty), mask=e_mask)
+        if PHASE == 3 and LATE_LEAVE:
+            _leave_row(count_ptr, row, n_chunks)
