@@ -28,6 +28,13 @@ MAX_ROWS_BLOCK_N = {2: 32768, 4: 32768, 8: 8192}
 # 16384 but one (bf16 N = 3000 backward: 5%), and a persistent grid (a few programs per SM
 # looping over tiles) lost 2-8%: bench/results/h100/tune.json, made by `python bench/tune.py`.
 VALUES_PER_THREAD = 16
+# EVEN_M (M a multiple of BLOCK_M: no row mask) is passed to the rows kernels so that their code
+# does not hang on whether the launcher tells the compiler that M is a multiple of 16: Triton's
+# own launcher (torch) does, jax_triton's does not. Compiled for sm_90 with Triton 3.6 without
+# it, bf16 65536 x 781 took 48 registers and 456 instructions as the JAX adapter launches it, 40
+# and 400 as torch's does (on the H100 the JAX adapter ran 1-6% slower at 16-bit N = 781:
+# results.md at 431ee20); with it, the same PTX for both
+# (tests/test_kernels.py::test_jax_and_torch_launchers_compile_alike_subprocess).
 # Looped kernels: 8192-wide tiles, 8 warps, 2 programs per SM: within 6.5% of the best of 5
 # variants (tile x warps x programs per SM) at N = 65536 and 262144, fp32 and bf16, fwd and
 # bwd (tune_2.json); no single variant won everywhere. These rows are memory-bound on their
@@ -81,7 +88,11 @@ COOP_PACK_MIN_CHUNKS = 32
 # 2,694 to 2,815 at float32 65536; the softmax backward gained 0.3-5% on every shape. But the
 # log_softmax kernels lost on some shapes (float32 64 x 1048576 backward: 2,651 to 2,256; bf16
 # 50257 forward: 2,302 to 2,169; bf16 128 x 1048576 backward: 2,588 to 2,356), and so did the
-# wide forward chunks (bf16 64 x 256000: 1,808 to 1,749). The cause was not probed.
+# wide forward chunks (bf16 64 x 256000: 1,808 to 1,749). Registers a thread, compiled for
+# sm_90 with Triton 3.6 (the H100's; tests/compile_check.py), follow the same lines, so the
+# move works mostly through occupancy: late, the softmax forward takes 48 instead of 59-63
+# (bf16 50257 and 1048576), but the float32 log_softmax backward at 1048576 86 instead of 80
+# and the bf16 log_softmax forward at 50257 56 instead of 48, a program fewer an SM.
 # Rows that are not 16-byte aligned (N or a row stride not a multiple of 16 bytes: N = 3001,
 # 16385 or 50257 in 16-bit types) are cut into a head, an aligned body and a tail (PEEL), so
 # the body moves in 16-byte vectors instead of one value a lane. A peeled row of the rows
@@ -294,7 +305,8 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         acc = dict(PEEL=peeled, VEC=vec, **acc)
     if fam == "rows":
         BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, vec=vec if peeled else 0, log=log)
-        meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, num_warps=num_warps, num_stages=1)
+        meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, EVEN_M=M % BLOCK_M == 0,
+                    num_warps=num_warps, num_stages=1)
         return (Launch("softmax_fwd_rows", ("x",), (M, N, stride_xm, stride_ym),
                        (("y", (M, N), "io"),), grid, tuple(meta.items())),)
     if fam == "coop":
@@ -342,7 +354,8 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
     if fam == "rows":
         BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, forward=False, vec=vec if peeled else 0,
                                                               log=log)
-        meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, num_warps=num_warps, num_stages=1)
+        meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, EVEN_M=M % BLOCK_M == 0,
+                    num_warps=num_warps, num_stages=1)
         return (Launch("softmax_bwd_rows", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm),
                        (("dx", (M, N), "io"),), grid, tuple(meta.items())),)
     if fam == "coop":

@@ -13,8 +13,13 @@ from multisoftmax.kernels import softmax as compiled
 TRITON_TY = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64"}
 
 
-def compile_launches(launches, dtype: str, target=GPUTarget("cuda", 90, 32)):
-    """Compile each Launch (as emitted by dispatch) for `target`; returns the compiled kernels."""
+def compile_launches(launches, dtype: str, target=GPUTarget("cuda", 90, 32), specialize: str | None = None):
+    """Compile each Launch (as emitted by dispatch) for `target`; returns the compiled kernels.
+
+    specialize: the argument attributes a launcher gives the compiler. None: none. "jax": every
+    pointer 16-byte aligned, as jax_triton.triton_call marks them. "torch": also every integer
+    argument divisible by 16 (and those values only), as Triton's own launcher does for the
+    torch adapter."""
     out = []
     acc = "fp64" if dtype == "float64" else "fp32"
     for launch in launches:
@@ -23,15 +28,17 @@ def compile_launches(launches, dtype: str, target=GPUTarget("cuda", 90, 32)):
         opts = {"num_warps": kw.pop("num_warps"), "num_stages": kw.pop("num_stages")}
         kinds = {"io": TRITON_TY[dtype], "acc": acc, "zeros": "i32"}
         buf_ty = {name: "*" + kinds[d] for name, _, d in (o for l in launches for o in l.outputs)}
-        sig, vals = {}, list(launch.inputs) + list(launch.scalars) + [o[0] for o in launch.outputs]
-        for arg_name, v in zip(fn.arg_names, vals):
+        sig, attrs, vals = {}, {}, list(launch.inputs) + list(launch.scalars) + [o[0] for o in launch.outputs]
+        for i, (arg_name, v) in enumerate(zip(fn.arg_names, vals)):
             if isinstance(v, str):
                 sig[arg_name] = "*" + TRITON_TY[dtype] if v in ("x", "y", "dy") else buf_ty[v]
             else:
                 sig[arg_name] = "i32"
+            if specialize and (isinstance(v, str) or (specialize == "torch" and v % 16 == 0)):
+                attrs[(i,)] = [["tt.divisibility", 16]]
         for k in kw:
             sig[k] = "constexpr"
-        src = ASTSource(fn=fn, signature=sig, constexprs=kw)
+        src = ASTSource(fn=fn, signature=sig, constexprs=kw, attrs=attrs)
         out.append(triton.compile(src, target=target, options=opts))
     return out
 

@@ -312,3 +312,44 @@ def test_kernels_compile_for_sm90_subprocess():
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True,
                          timeout=600)
     assert out.returncode == 0 and "compiled" in out.stdout, out.stderr[-3000:]
+
+
+def test_jax_and_torch_launchers_compile_alike_subprocess():
+    """The JAX adapter's launcher (jax_triton) tells the compiler that pointers are 16-byte
+    aligned; Triton's own, the torch adapter's, also which integer arguments are multiples of
+    16. The kernels must not hang on the latter (ALIGN, EVEN_M), or the two adapters run
+    different code: every family compiles to the same PTX for sm_90 under both."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "MULTISOFTMAX_INTERPRET")}
+    code = (
+        "import sys; sys.path.insert(0, 'tests'); import compile_check as c; from multisoftmax import dispatch\n"
+        "strip = lambda p: [l for l in p.splitlines() if not l.strip().startswith(('//', '.loc', '.file'))]\n"
+        "for M, N, dt, log in [(65536, 781, 'bfloat16', False), (65536, 128, 'float32', True),\n"
+        "                      (4095, 16385, 'float16', False), (128, 1048576, 'bfloat16', False),\n"
+        "                      (2670, 50257, 'bfloat16', True), (4096, 4194304, 'float32', False),\n"
+        "                      (8, 4194304, 'bfloat16', True)]:\n"
+        "    for plan in (dispatch.plan_forward(M, N, N, N, dt, log, 132),\n"
+        "                 dispatch.plan_backward(M, N, N, N, N, dt, log, 132)):\n"
+        "        a, b = (c.compile_launches(plan, dt, specialize=s) for s in ('torch', 'jax'))\n"
+        "        same = all(strip(x.asm['ptx']) == strip(y.asm['ptx']) for x, y in zip(a, b))\n"
+        "        print(M, N, dt, log, [l.kernel for l in plan], 'same' if same else 'DIFFERENT')\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True,
+                         timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = out.stdout.splitlines()
+    assert len(lines) == 14 and all(line.endswith("same") for line in lines), out.stdout
+
+
+def test_even_m_rule():
+    for M, N in ((65536, 781), (4095, 16385), (3, 128), (1, 50), (65537, 128)):
+        for plan in (dispatch.plan_forward(M, N, N, N, "bfloat16", False, 132),
+                     dispatch.plan_backward(M, N, N, N, N, "float32", True, 132)):
+            kw = plan[0].kwargs
+            assert kw["EVEN_M"] == (M % kw["BLOCK_M"] == 0)
+    assert dispatch.plan_forward(65536, 781, 781, 781, "bfloat16", False, 132)[0].kwargs["EVEN_M"]
+    assert not dispatch.plan_forward(65537, 128, 128, 128, "bfloat16", False, 132)[0].kwargs["EVEN_M"]
+
