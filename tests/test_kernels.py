@@ -294,23 +294,28 @@ def test_coop_refuses_more_than_one_chunk_per_sm():
         dispatch.plan_forward(2, 4 * 1048576, 4 * 1048576, 4 * 1048576, "float32", False, 132, force="coop")
 
 
-def test_kernels_compile_for_sm90_subprocess():
-    """Compile one plan of each family for sm_90 in a fresh interpreter-free process."""
+def _run_uninterpreted(code: str, timeout: int):
+    """Run `code` in a fresh Python at the repository root, without the interpreter (so that
+    Triton compiles for sm_90, no GPU needed); returns the CompletedProcess."""
     import os
     import subprocess
     import sys
 
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "MULTISOFTMAX_INTERPRET")}
-    code = (
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_kernels_compile_for_sm90_subprocess():
+    """Compile one plan of each family for sm_90 in a fresh interpreter-free process."""
+    out = _run_uninterpreted(
         "import sys; sys.path.insert(0, 'tests'); import compile_check as c; from multisoftmax import dispatch\n"
         "for M, N in [(4096, 128), (4096, 65536), (4, 262144), (4096, 4194304)]:\n"
         "    for dt in ['bfloat16', 'float64']:\n"
         "        c.compile_launches(dispatch.plan_forward(M, N, N, N, dt, True, 132), dt)\n"
         "        c.compile_launches(dispatch.plan_backward(M, N, N, N, N, dt, False, 132), dt)\n"
-        "print('compiled')\n")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True,
-                         timeout=600)
+        "print('compiled')\n", timeout=600)
     assert out.returncode == 0 and "compiled" in out.stdout, out.stderr[-3000:]
 
 
@@ -319,12 +324,7 @@ def test_jax_and_torch_launchers_compile_alike_subprocess():
     aligned; Triton's own, the torch adapter's, also which integer arguments are multiples of
     16. The kernels must not hang on the latter (ALIGN, EVEN_M), or the two adapters run
     different code: every family compiles to the same PTX for sm_90 under both."""
-    import os
-    import subprocess
-    import sys
-
-    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "MULTISOFTMAX_INTERPRET")}
-    code = (
+    out = _run_uninterpreted(
         "import sys; sys.path.insert(0, 'tests'); import compile_check as c; from multisoftmax import dispatch\n"
         "strip = lambda p: [l for l in p.splitlines() if not l.strip().startswith(('//', '.loc', '.file'))]\n"
         "for M, N, dt, log in [(65536, 781, 'bfloat16', False), (65536, 128, 'float32', True),\n"
@@ -335,10 +335,7 @@ def test_jax_and_torch_launchers_compile_alike_subprocess():
         "                 dispatch.plan_backward(M, N, N, N, N, dt, log, 132)):\n"
         "        a, b = (c.compile_launches(plan, dt, specialize=s) for s in ('torch', 'jax'))\n"
         "        same = all(strip(x.asm['ptx']) == strip(y.asm['ptx']) for x, y in zip(a, b))\n"
-        "        print(M, N, dt, log, [l.kernel for l in plan], 'same' if same else 'DIFFERENT')\n")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True,
-                         timeout=900)
+        "        print(M, N, dt, log, [l.kernel for l in plan], 'same' if same else 'DIFFERENT')\n", timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
     lines = out.stdout.splitlines()
     assert len(lines) == 14 and all(line.endswith("same") for line in lines), out.stdout
