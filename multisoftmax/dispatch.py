@@ -85,7 +85,7 @@ COOP_PACK_MIN_CHUNKS = 32
 # instead of before its compute (LATE_LEAVE), taking an L2 round trip out of the way of the
 # stores. On the H100 (probe_pack.log, now against late) the softmax forward went from 2,131 to
 # 2,330 GB/s at bf16 N = 50257, 2,111 to 2,344 at 1048576, 1,584 to 1,701 at 16 x 1048576 and
-# 2,694 to 2,815 at float32 65536; the softmax backward gained 0.3-5% on every shape. But the
+# 2,694 to 2,815 at float32 65536; the softmax backward gained 0.3-6% on every shape. But the
 # log_softmax kernels lost on some shapes (float32 64 x 1048576 backward: 2,651 to 2,256; bf16
 # 50257 forward: 2,302 to 2,169; bf16 128 x 1048576 backward: 2,588 to 2,356), and so did the
 # wide forward chunks (bf16 64 x 256000: 1,808 to 1,749). Registers a thread, compiled for
