@@ -21,6 +21,18 @@ times dispatch's cooperative plans (bf16 and float32, softmax and log_softmax, f
 backward, ~256 MB sweeps and few long rows) with LATE_LEAVE off and on and, for the 16-bit
 backward, PACK off and on (y and dy held as float32 values, or as packed 32-bit words of two
 values), twice each, with registers: dispatch.py's COOP_PACK_MIN_CHUNKS and COOP_LATE_LEAVE.
+
+    python bench/probe_coop.py --late > bench/results/h100/probe_late.log
+
+times dispatch's cooperative softmax plans on few long rows (N = 128256, 256000, 1048576; M
+from 1 up, bf16 and float32, forward and backward) with LATE_LEAVE off and on, twice each, by
+the benchmark's clock (bench/timing.py: CUDA graph, kernel time): from how many programs an SM
+LATE_LEAVE pays (dispatch.py's COOP_LATE_LEAVE_MIN_PER_SM).
+
+    python bench/probe_coop.py --even-m > bench/results/h100/probe_even_m.log
+
+times dispatch's rows plans (16-bit, ~256 MB sweeps) with EVEN_M off and on, twice each, by
+the same clock.
 """
 
 from __future__ import annotations
@@ -116,6 +128,72 @@ def pack(sms):
                     torch.cuda.empty_cache()
 
 
+LATE_M = {128256: (1, 8, 16, 32, 64, 128), 256000: (1, 4, 8, 16, 32, 64), 1048576: (1, 2, 4, 16)}
+
+
+def _bench_clock(plan, bufs, names, out, nbytes, l2_bytes):
+    """us a call of `plan` as the benchmark times ms-torch (CUDA graph, kernel time)."""
+    import timing
+    args = tuple(bufs[n] for n in names)
+    us, _ = timing.torch_time(lambda *a: tune.run_plan(plan, dict(zip(names, a)), out), args, nbytes,
+                              cuda=True, graphable=True, l2_bytes=l2_bytes)
+    return us
+
+
+def late(sms):
+    """dispatch's cooperative softmax plans on few long rows, LATE_LEAVE off and on."""
+    from multisoftmax import dispatch
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    for dtype in ("bfloat16", "float32"):
+        T = tune.DTYPES[dtype]
+        for N, Ms in LATE_M.items():
+            for M in Ms:
+                for direction in ("fwd", "bwd"):
+                    x, y, dy, out, bufs, nbytes = tune.make_inputs(M, N, T, direction)
+                    if direction == "fwd":
+                        plan, names = dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, False, sms, "coop"), ("x",)
+                    else:
+                        plan = dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, False, sms, "coop")
+                        names = ("y", "dy")
+                    res = []
+                    for _ in range(2):
+                        for late in (False, True):
+                            us = _bench_clock(tune.with_meta(plan, LATE_LEAVE=late), bufs, names, out, nbytes, l2)
+                            res.append(f"late={late:d} {us:7.2f} us")
+                    kw = plan[0].kwargs
+                    print(f"{dtype} {M}x{N} sm {direction} chunk={kw['CHUNK_N']} programs/SM="
+                          f"{plan[0].grid[0] / sms:.2f} | dispatch: late={kw['LATE_LEAVE']:d} | " + " | ".join(res),
+                          flush=True)
+                    del x, y, dy, out, bufs
+                    torch.cuda.empty_cache()
+
+
+def even_m(sms):
+    """dispatch's rows plans with EVEN_M off and on."""
+    from multisoftmax import dispatch
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    for dtype in ("float16", "bfloat16"):
+        T = getattr(torch, dtype)
+        for N in (781, 4096, 16384, 32768):
+            M = min(65536, 256 * 2**20 // (N * T.itemsize))
+            for direction in ("fwd", "bwd"):
+                x, y, dy, out, bufs, nbytes = tune.make_inputs(M, N, T, direction)
+                if direction == "fwd":
+                    plan, names = dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, False, sms), ("x",)
+                else:
+                    plan, names = dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, False, sms), ("y", "dy")
+                res = []
+                for _ in range(2):
+                    for even in (False, True):
+                        us = _bench_clock(tune.with_meta(plan, EVEN_M=even), bufs, names, out, nbytes, l2)
+                        res.append(f"even_m={even:d} {nbytes / us / 1e3:5.0f} GB/s")
+                kw = plan[0].kwargs
+                print(f"{dtype} {M}x{N} sm {direction} BLOCK_M={kw['BLOCK_M']} warps={kw['num_warps']} | "
+                      + " | ".join(res), flush=True)
+                del x, y, dy, out, bufs
+                torch.cuda.empty_cache()
+
+
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
@@ -123,6 +201,10 @@ def main():
         return wide(sms)
     if "--pack" in sys.argv[1:]:
         return pack(sms)
+    if "--late" in sys.argv[1:]:
+        return late(sms)
+    if "--even-m" in sys.argv[1:]:
+        return even_m(sms)
     for dtype, shapes in SHAPES.items():
         for M, N in shapes:
             for log in (False, True):

@@ -34,7 +34,10 @@ VALUES_PER_THREAD = 16
 # it, bf16 65536 x 781 took 48 registers and 456 instructions as the JAX adapter launches it, 40
 # and 400 as torch's does (on the H100 the JAX adapter ran 1-6% slower at 16-bit N = 781:
 # results.md at 431ee20); with it, the same PTX for both
-# (tests/test_kernels.py::test_jax_and_torch_launchers_compile_alike_subprocess).
+# (tests/test_kernels.py::test_jax_and_torch_launchers_compile_alike_subprocess). Only where
+# BLOCK_M > 1: a program of one row compiles alike without it, and with it fp16 8192 x 16384's
+# backward (BLOCK_M = 1, 16 warps) lost 23% (4,168 to 3,197 GB/s on an H200,
+# bench/results/h200/probe_even_m.log; 262 to 287 us in the H100 benchmark, run_softmax.log).
 # Looped kernels: 8192-wide tiles, 8 warps, 2 programs per SM: within 6.5% of the best of 5
 # variants (tile x warps x programs per SM) at N = 65536 and 262144, fp32 and bf16, fwd and
 # bwd (tune_2.json); no single variant won everywhere. These rows are memory-bound on their
@@ -71,28 +74,40 @@ COOP_WIDE_MAX_N = 262144
 # COOP_PACK_MIN_CHUNKS: the cooperative backward of 16-bit rows of at least this many chunks
 # holds y and dy across the wait as packed 32-bit words of two values (PACK), not as float32
 # values: 63 registers a thread instead of 80 (bf16, 8192 x 8 warps). On the H100
-# (bench/results/h100/probe_pack.log, 'pack+late' against 'nopack+late' for softmax, 'pack'
-# against 'nopack' for log_softmax: the LATE_LEAVE each gets) bf16 128 x 1048576 went from
-# 2,509 to 2,717 GB/s (log_softmax 2,414 to 2,582), 16 x 1048576 from 1,922 to 2,004 (1,820 to
-# 1,940), 64 x 256000 from 2,029 to 2,110 (1,897 to 2,058) and 512 x 262144 from 2,749 to 2,769
-# (2,638 to 2,676), but rows of 8 chunks or fewer lost: 2048 x 65536 2,640 to 2,586 (2,578 to
-# 2,543), 2670 x 50257, peeled (RELOAD then), 2,587 to 2,562 (2,545 to 2,366). A forward PACK,
-# which must compute exp again after the wait, lost on every shape (probe_pack_fwd.log: bf16
-# 8192 x 8, 2,468 to 2,254 at N = 65536, 2,117 to 1,956 at 1048576) and was not kept.
+# (bench/results/h100/probe_pack.log, first of two runs, PACK off -> on, each with the
+# LATE_LEAVE it gets) bf16 softmax 128 x 1048576 went from 2,520 to 2,723 GB/s (log_softmax
+# 2,430 to 2,591), 16 x 1048576 from 1,919 to 2,027 (1,831 to 1,944), 64 x 256000 from 2,025 to
+# 2,137 (1,908 to 2,063) and 512 x 262144 from 2,736 to 2,756 (2,658 to 2,664), but rows of 8
+# chunks or fewer lost: 2048 x 65536 2,645 to 2,586 (2,574 to 2,556), 2670 x 50257, peeled
+# (RELOAD then), 2,590 to 2,556 (2,537 to 2,371). A forward PACK, which must compute exp again
+# after the wait, lost on every shape (probe_pack_fwd.log: bf16 8192 x 8, 2,468 to 2,254 at
+# N = 65536, 2,117 to 1,956 at 1048576) and was not kept.
 COOP_PACK_MIN_CHUNKS = 32
 # COOP_LATE_LEAVE: in the cooperative softmax (not log_softmax) kernels, a program's second
 # arrival at its row's counter, an atomic whose result it waits for, comes after its stores
-# instead of before its compute (LATE_LEAVE), taking an L2 round trip out of the way of the
-# stores. On the H100 (probe_pack.log, now against late) the softmax forward went from 2,131 to
-# 2,330 GB/s at bf16 N = 50257, 2,111 to 2,344 at 1048576, 1,584 to 1,701 at 16 x 1048576 and
-# 2,694 to 2,815 at float32 65536; the softmax backward gained 0.3-6% on every shape. But the
-# log_softmax kernels lost on some shapes (float32 64 x 1048576 backward: 2,651 to 2,256; bf16
-# 50257 forward: 2,302 to 2,169; bf16 128 x 1048576 backward: 2,588 to 2,356), and so did the
-# wide forward chunks (bf16 64 x 256000: 1,808 to 1,749). Registers a thread, compiled for
-# sm_90 with Triton 3.6 (the H100's; tests/compile_check.py), follow the same lines, so the
-# move works mostly through occupancy: late, the softmax forward takes 48 instead of 59-63
-# (bf16 50257 and 1048576), but the float32 log_softmax backward at 1048576 86 instead of 80
-# and the bf16 log_softmax forward at 50257 56 instead of 48, a program fewer an SM.
+# instead of before its compute (LATE_LEAVE). On the H100 (probe_pack.log, off -> on) the
+# softmax forward went from 2,131 to 2,326 GB/s at bf16 N = 50257, 2,108 to 2,344 at 128 x
+# 1048576, 1,592 to 1,695 at 16 x 1048576 and 2,694 to 2,819 at float32 1024 x 65536; the
+# softmax backward gained 0.2-6% on every shape. But the log_softmax kernels lost on some
+# (float32 64 x 1048576 backward: 2,636 to 2,273; bf16 50257 forward: 2,300 to 2,168; bf16 128 x
+# 1048576 backward, packed: 2,591 to 2,342), and so did the wide forward chunks (bf16 64 x
+# 256000: 1,822 to 1,758). Registers a thread, compiled for sm_90 with Triton 3.6 (the H100's;
+# tests/compile_check.py), follow the same lines, so the move works mostly through occupancy:
+# late, the softmax forward takes 48 instead of 59-63 (bf16 50257 and 1048576), but the float32
+# log_softmax backward at 1048576 86 instead of 80 and the bf16 log_softmax forward at 50257 56
+# instead of 48, a program fewer an SM.
+# COOP_LATE_LEAVE_MIN_PER_SM: and only where the grid has at least this many programs an SM.
+# Late, the leave's round trip ends each program; with few programs an SM that is the
+# kernel's end. On the H100 (probe_late.log: dispatch's plans on few long rows, LATE_LEAVE
+# off -> on, the benchmark's clock, first of two runs) one row of bf16 N = 128256 took 4.09
+# -> 4.41 us forward and 3.70 -> 3.95 backward, 8 rows 4.91 -> 5.47 and 4.97 -> 5.10, float32
+# 64 x 128256 (7.8 programs an SM) 27.6 -> 29.3 us forward and 38.5 -> 38.5 backward (below
+# 12, only the bf16 backward gained: 64 x 128256 24.0 -> 22.5, 16 x 256000 11.7 -> 11.6; every
+# forward of 3.9-7.8 programs an SM lost, 0.5-13%). At 15.5 programs an SM it
+# gained or tied: bf16 16 x 1048576 35.3 -> 34.7 us forward, 46.0 -> 44.8 backward, float32 128
+# x 128256 51.4 -> 51.5 and 71.2 -> 70.6, float32 64 x 256000 forward 50.9 -> 51.3 (the most it
+# lost there); the ~256 MB sweeps above run at 60 programs an SM and more.
+COOP_LATE_LEAVE_MIN_PER_SM = 12
 # Rows that are not 16-byte aligned (N or a row stride not a multiple of 16 bytes: N = 3001,
 # 16385 or 50257 in 16-bit types) are cut into a head, an aligned body and a tail (PEEL), so
 # the body moves in 16-byte vectors instead of one value a lane. A peeled row of the rows
@@ -224,6 +239,12 @@ def _coop_wide(M: int, N: int, itemsize: int, log: bool, peeled: bool, num_sms: 
             and M * triton.cdiv(N, chunk) > num_sms)
 
 
+def _coop_late_leave(M: int, N: int, itemsize: int, log: bool, num_sms: int) -> bool:
+    """LATE_LEAVE of the cooperative kernels (chunks as `_coop_chunks(N, itemsize)`): see
+    COOP_LATE_LEAVE."""
+    return not log and M * _coop_chunks(N, itemsize)[1] >= COOP_LATE_LEAVE_MIN_PER_SM * num_sms
+
+
 def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, itemsize: int, num_sms: int,
                    acc: dict, part_rows: int, out: str, wide: bool = False) -> tuple[Launch, ...]:
     """The cooperative kernel: one program per chunk (grid M * n_chunks), n_chunks appended
@@ -305,13 +326,13 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         acc = dict(PEEL=peeled, VEC=vec, **acc)
     if fam == "rows":
         BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, vec=vec if peeled else 0, log=log)
-        meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, EVEN_M=M % BLOCK_M == 0,
+        meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, EVEN_M=BLOCK_M > 1 and M % BLOCK_M == 0,
                     num_warps=num_warps, num_stages=1)
         return (Launch("softmax_fwd_rows", ("x",), (M, N, stride_xm, stride_ym),
                        (("y", (M, N), "io"),), grid, tuple(meta.items())),)
     if fam == "coop":
         wide = _coop_wide(M, N, itemsize, log, peeled, num_sms)
-        acc["LATE_LEAVE"] = not log and not wide  # see COOP_LATE_LEAVE
+        acc["LATE_LEAVE"] = not wide and _coop_late_leave(M, N, itemsize, log, num_sms)
         return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,
                               num_sms, acc, 2, "y", wide=wide)
     BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))
@@ -354,7 +375,7 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
     if fam == "rows":
         BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, forward=False, vec=vec if peeled else 0,
                                                               log=log)
-        meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, EVEN_M=M % BLOCK_M == 0,
+        meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, EVEN_M=BLOCK_M > 1 and M % BLOCK_M == 0,
                     num_warps=num_warps, num_stages=1)
         return (Launch("softmax_bwd_rows", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm),
                        (("dx", (M, N), "io"),), grid, tuple(meta.items())),)
@@ -363,7 +384,7 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
         acc["PACK"] = (itemsize == 2 and _coop_chunks(N, itemsize)[1] >= COOP_PACK_MIN_CHUNKS
                        and (peeled or acc["ALIGN"] >= 2))
         acc["RELOAD"] = peeled and itemsize == 2 and not acc["PACK"]
-        acc["LATE_LEAVE"] = not log
+        acc["LATE_LEAVE"] = _coop_late_leave(M, N, itemsize, log, num_sms)
         return _coop_launches("softmax_bwd_coop", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm), M, N,
                               itemsize, num_sms, acc, 1, "dx")
     BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))

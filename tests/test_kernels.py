@@ -157,12 +157,15 @@ def test_coop_pack_and_late_leave_rules():
         assert not bwd(16, 256001, dtype, strides=(256001, 256003, 256001))["PACK"]
         assert bwd(16, 256002, dtype, strides=(256002, 256006, 256002))["PACK"]
     assert not bwd(16, 1048576, "float32")["PACK"] and not bwd(16, 524288, "float64")["PACK"]
-    # LATE_LEAVE: the softmax kernels, not log_softmax, nor the wide forward chunks.
+    # LATE_LEAVE: the softmax kernels, not log_softmax, nor the wide forward chunks, and only
+    # from COOP_LATE_LEAVE_MIN_PER_SM programs an SM (132 SMs: 1584 programs).
+    fwd = lambda M, N, dtype, log=False: dispatch.plan_forward(M, N, N, N, dtype, log, 132)[0].kwargs  # noqa: E731
     for dtype in ("bfloat16", "float32"):
-        for N in (50257, 1048576):
-            assert dispatch.plan_forward(64, N, N, N, dtype, False, 132)[0].kwargs["LATE_LEAVE"]
-            assert not dispatch.plan_forward(64, N, N, N, dtype, True, 132)[0].kwargs["LATE_LEAVE"]
-            assert bwd(64, N, dtype)["LATE_LEAVE"] and not bwd(64, N, dtype, log=True)["LATE_LEAVE"]
+        for M, N in ((2670, 50257), (16, 1048576), (128, 1048576)):
+            assert fwd(M, N, dtype)["LATE_LEAVE"] and not fwd(M, N, dtype, log=True)["LATE_LEAVE"]
+            assert bwd(M, N, dtype)["LATE_LEAVE"] and not bwd(M, N, dtype, log=True)["LATE_LEAVE"]
+        for M, N in ((1, 128256), (8, 256000), (64, 128256), (4, 1048576)):  # at most 1024 programs
+            assert not fwd(M, N, dtype)["LATE_LEAVE"] and not bwd(M, N, dtype)["LATE_LEAVE"]
     wide = dispatch.plan_forward(2048, 65536, 65536, 65536, "bfloat16", False, 132)[0].kwargs
     assert wide["CHUNK_N"] == 16384 and not wide["LATE_LEAVE"]
 
@@ -346,7 +349,9 @@ def test_even_m_rule():
         for plan in (dispatch.plan_forward(M, N, N, N, "bfloat16", False, 132),
                      dispatch.plan_backward(M, N, N, N, N, "float32", True, 132)):
             kw = plan[0].kwargs
-            assert kw["EVEN_M"] == (M % kw["BLOCK_M"] == 0)
+            assert kw["EVEN_M"] == (kw["BLOCK_M"] > 1 and M % kw["BLOCK_M"] == 0)
     assert dispatch.plan_forward(65536, 781, 781, 781, "bfloat16", False, 132)[0].kwargs["EVEN_M"]
     assert not dispatch.plan_forward(65537, 128, 128, 128, "bfloat16", False, 132)[0].kwargs["EVEN_M"]
+    kw = dispatch.plan_backward(8192, 16384, 16384, 16384, 16384, "float16", False, 132)[0].kwargs
+    assert kw["BLOCK_M"] == 1 and not kw["EVEN_M"]  # one row a program: no EVEN_M (probe_even_m.log)
 
