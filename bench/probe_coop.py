@@ -140,58 +140,51 @@ def _bench_clock(plan, bufs, names, out, nbytes, l2_bytes):
     return us
 
 
+def _dispatch_plan(M, N, dtype, direction, sms, force=None):
+    """dispatch's softmax plan for M x N (contiguous) and the names of its inputs."""
+    from multisoftmax import dispatch
+    if direction == "fwd":
+        return dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, False, sms, force), ("x",)
+    return dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, False, sms, force), ("y", "dy")
+
+
+def _off_on(M, N, dtype, direction, sms, key, force=None):
+    """dispatch's plan and its times (us a call, by `_bench_clock`) with the boolean constexpr
+    `key` off and on, twice over: [(False, us), (True, us), (False, us), (True, us)]."""
+    T = getattr(torch, dtype)
+    x, y, dy, out, bufs, nbytes = tune.make_inputs(M, N, T, direction)
+    plan, names = _dispatch_plan(M, N, dtype, direction, sms, force)
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    times = [(on, _bench_clock(tune.with_meta(plan, **{key: on}), bufs, names, out, nbytes, l2))
+             for _ in range(2) for on in (False, True)]
+    del x, y, dy, out, bufs
+    torch.cuda.empty_cache()
+    return plan, nbytes, times
+
+
 def late(sms):
     """dispatch's cooperative softmax plans on few long rows, LATE_LEAVE off and on."""
-    from multisoftmax import dispatch
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
     for dtype in ("bfloat16", "float32"):
-        T = tune.DTYPES[dtype]
         for N, Ms in LATE_M.items():
             for M in Ms:
                 for direction in ("fwd", "bwd"):
-                    x, y, dy, out, bufs, nbytes = tune.make_inputs(M, N, T, direction)
-                    if direction == "fwd":
-                        plan, names = dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, False, sms, "coop"), ("x",)
-                    else:
-                        plan = dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, False, sms, "coop")
-                        names = ("y", "dy")
-                    res = []
-                    for _ in range(2):
-                        for late in (False, True):
-                            us = _bench_clock(tune.with_meta(plan, LATE_LEAVE=late), bufs, names, out, nbytes, l2)
-                            res.append(f"late={late:d} {us:7.2f} us")
+                    plan, _, times = _off_on(M, N, dtype, direction, sms, "LATE_LEAVE", force="coop")
                     kw = plan[0].kwargs
                     print(f"{dtype} {M}x{N} sm {direction} chunk={kw['CHUNK_N']} programs/SM="
-                          f"{plan[0].grid[0] / sms:.2f} | dispatch: late={kw['LATE_LEAVE']:d} | " + " | ".join(res),
-                          flush=True)
-                    del x, y, dy, out, bufs
-                    torch.cuda.empty_cache()
+                          f"{plan[0].grid[0] / sms:.2f} | dispatch: late={kw['LATE_LEAVE']:d} | "
+                          + " | ".join(f"late={on:d} {us:7.2f} us" for on, us in times), flush=True)
 
 
 def even_m(sms):
     """dispatch's rows plans with EVEN_M off and on."""
-    from multisoftmax import dispatch
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
     for dtype in ("float16", "bfloat16"):
-        T = getattr(torch, dtype)
         for N in (781, 4096, 16384, 32768):
-            M = min(65536, 256 * 2**20 // (N * T.itemsize))
+            M = min(65536, 256 * 2**20 // (N * getattr(torch, dtype).itemsize))
             for direction in ("fwd", "bwd"):
-                x, y, dy, out, bufs, nbytes = tune.make_inputs(M, N, T, direction)
-                if direction == "fwd":
-                    plan, names = dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, False, sms), ("x",)
-                else:
-                    plan, names = dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, False, sms), ("y", "dy")
-                res = []
-                for _ in range(2):
-                    for even in (False, True):
-                        us = _bench_clock(tune.with_meta(plan, EVEN_M=even), bufs, names, out, nbytes, l2)
-                        res.append(f"even_m={even:d} {nbytes / us / 1e3:5.0f} GB/s")
+                plan, nbytes, times = _off_on(M, N, dtype, direction, sms, "EVEN_M")
                 kw = plan[0].kwargs
                 print(f"{dtype} {M}x{N} sm {direction} BLOCK_M={kw['BLOCK_M']} warps={kw['num_warps']} | "
-                      + " | ".join(res), flush=True)
-                del x, y, dy, out, bufs
-                torch.cuda.empty_cache()
+                      + " | ".join(f"even_m={on:d} {nbytes / us / 1e3:5.0f} GB/s" for on, us in times), flush=True)
 
 
 def main():
