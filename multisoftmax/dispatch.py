@@ -215,6 +215,11 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool =
     return BLOCK_M, BLOCK_N, TAIL_N, num_warps, (triton.cdiv(M, BLOCK_M),)
 
 
+def _even_m(M: int, BLOCK_M: int) -> bool:
+    """EVEN_M of the rows kernels (see the EVEN_M comment above): M a multiple of BLOCK_M > 1."""
+    return BLOCK_M > 1 and M % BLOCK_M == 0
+
+
 def _split(M: int, N: int, itemsize: int, num_sms: int):
     """CHUNK, n_chunks so that M * n_chunks programs give every SM ~4 programs."""
     block = LOOP_BLOCK_N[itemsize]
@@ -326,7 +331,7 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         acc = dict(PEEL=peeled, VEC=vec, **acc)
     if fam == "rows":
         BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, vec=vec if peeled else 0, log=log)
-        meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, EVEN_M=BLOCK_M > 1 and M % BLOCK_M == 0,
+        meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, EVEN_M=_even_m(M, BLOCK_M),
                     num_warps=num_warps, num_stages=1)
         return (Launch("softmax_fwd_rows", ("x",), (M, N, stride_xm, stride_ym),
                        (("y", (M, N), "io"),), grid, tuple(meta.items())),)
@@ -375,7 +380,7 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
     if fam == "rows":
         BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, forward=False, vec=vec if peeled else 0,
                                                               log=log)
-        meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, EVEN_M=BLOCK_M > 1 and M % BLOCK_M == 0,
+        meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, EVEN_M=_even_m(M, BLOCK_M),
                     num_warps=num_warps, num_stages=1)
         return (Launch("softmax_bwd_rows", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm),
                        (("dx", (M, N), "io"),), grid, tuple(meta.items())),)
