@@ -31,8 +31,14 @@ LATE_LEAVE pays (dispatch.py's COOP_LATE_LEAVE_MIN_PER_SM).
 
     python bench/probe_coop.py --even-m > bench/results/h100/probe_even_m.log
 
-times dispatch's rows plans (16-bit, ~256 MB sweeps) with EVEN_M off and on, twice each, by
-the same clock.
+times dispatch's rows plans (~256 MB sweeps, softmax and log_softmax) with EVEN_M off and on,
+twice each, by the same clock.
+
+    python bench/probe_coop.py --pack-few > bench/results/h100/probe_pack_few.log
+
+times dispatch's 16-bit cooperative backward plans on few long rows (N = 256000, 1048576; M
+from 1) with PACK off and on, twice each, by the same clock: whether PACK, which buys
+occupancy, costs time where the grid is one wave.
 """
 
 from __future__ import annotations
@@ -128,6 +134,7 @@ def pack(sms):
                     torch.cuda.empty_cache()
 
 
+PACK_FEW_M = {256000: (1, 2, 4, 8, 16, 64), 1048576: (1, 2, 4, 16)}
 LATE_M = {128256: (1, 8, 16, 32, 64, 128), 256000: (1, 4, 8, 16, 32, 64), 1048576: (1, 2, 4, 16)}
 
 
@@ -140,20 +147,21 @@ def _bench_clock(plan, bufs, names, out, nbytes, l2_bytes):
     return us
 
 
-def _dispatch_plan(M, N, dtype, direction, sms, force=None):
-    """dispatch's softmax plan for M x N (contiguous) and the names of its inputs."""
+def _dispatch_plan(M, N, dtype, direction, sms, force=None, log=False):
+    """dispatch's softmax (`log`: log_softmax) plan for M x N (contiguous) and the names of
+    its inputs."""
     from multisoftmax import dispatch
     if direction == "fwd":
-        return dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, False, sms, force), ("x",)
-    return dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, False, sms, force), ("y", "dy")
+        return dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, sms, force), ("x",)
+    return dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, log, sms, force), ("y", "dy")
 
 
-def _off_on(M, N, dtype, direction, sms, key, force=None):
+def _off_on(M, N, dtype, direction, sms, key, force=None, log=False):
     """dispatch's plan and its times (us a call, by `_bench_clock`) with the boolean constexpr
     `key` off and on, twice over: [(False, us), (True, us), (False, us), (True, us)]."""
     T = getattr(torch, dtype)
-    x, y, dy, out, bufs, nbytes = tune.make_inputs(M, N, T, direction)
-    plan, names = _dispatch_plan(M, N, dtype, direction, sms, force)
+    x, y, dy, out, bufs, nbytes = tune.make_inputs(M, N, T, direction, log)
+    plan, names = _dispatch_plan(M, N, dtype, direction, sms, force, log)
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     times = [(on, _bench_clock(tune.with_meta(plan, **{key: on}), bufs, names, out, nbytes, l2))
              for _ in range(2) for on in (False, True)]
@@ -176,15 +184,32 @@ def late(sms):
 
 
 def even_m(sms):
-    """dispatch's rows plans with EVEN_M off and on."""
-    for dtype in ("float16", "bfloat16"):
-        for N in (781, 4096, 16384, 32768):
+    """dispatch's rows plans with EVEN_M off and on (softmax and log_softmax)."""
+    for dtype in ("float16", "bfloat16", "float32"):
+        for N in (128, 781, 4096, 16384, 32768):
             M = min(65536, 256 * 2**20 // (N * getattr(torch, dtype).itemsize))
-            for direction in ("fwd", "bwd"):
-                plan, nbytes, times = _off_on(M, N, dtype, direction, sms, "EVEN_M")
-                kw = plan[0].kwargs
-                print(f"{dtype} {M}x{N} sm {direction} BLOCK_M={kw['BLOCK_M']} warps={kw['num_warps']} | "
-                      + " | ".join(f"even_m={on:d} {nbytes / us / 1e3:5.0f} GB/s" for on, us in times), flush=True)
+            for log in (False, True):
+                for direction in ("fwd", "bwd"):
+                    plan, nbytes, times = _off_on(M, N, dtype, direction, sms, "EVEN_M", log=log)
+                    kw = plan[0].kwargs
+                    print(f"{dtype} {M}x{N} {'log' if log else 'sm'} {direction} BLOCK_M={kw['BLOCK_M']} "
+                          f"warps={kw['num_warps']} | dispatch: even_m={kw['EVEN_M']:d} | "
+                          + " | ".join(f"even_m={on:d} {nbytes / us / 1e3:5.0f} GB/s" for on, us in times),
+                          flush=True)
+
+
+def pack_few(sms):
+    """dispatch's 16-bit cooperative backward plans on few long rows, PACK off and on."""
+    for dtype in ("bfloat16", "float16"):
+        for N, Ms in PACK_FEW_M.items():
+            for M in Ms:
+                for log in (False, True):
+                    plan, _, times = _off_on(M, N, dtype, "bwd", sms, "PACK", force="coop", log=log)
+                    kw = plan[0].kwargs
+                    assert not kw["RELOAD"], "aligned rows only: PACK off must not need RELOAD"
+                    print(f"{dtype} {M}x{N} {'log' if log else 'sm'} bwd programs/SM={plan[0].grid[0] / sms:.2f} | "
+                          f"dispatch: pack={kw['PACK']:d},late={kw['LATE_LEAVE']:d} | "
+                          + " | ".join(f"pack={on:d} {us:7.2f} us" for on, us in times), flush=True)
 
 
 def main():
@@ -198,6 +223,8 @@ def main():
         return late(sms)
     if "--even-m" in sys.argv[1:]:
         return even_m(sms)
+    if "--pack-few" in sys.argv[1:]:
+        return pack_few(sms)
     for dtype, shapes in SHAPES.items():
         for M, N in shapes:
             for log in (False, True):
