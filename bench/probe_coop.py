@@ -31,14 +31,15 @@ LATE_LEAVE pays (dispatch.py's COOP_LATE_LEAVE_MIN_PER_SM).
 
     python bench/probe_coop.py --even-m > bench/results/h100/probe_even_m.log
 
-times dispatch's rows plans (~256 MB sweeps, softmax and log_softmax) with EVEN_M off and on,
-twice each, by the same clock.
+times dispatch's rows plans (~256 MB sweeps, N = 64 ... 32768, float16, bfloat16 and float32,
+softmax and log_softmax) with EVEN_M off and on, twice each, by the same clock (dispatch.py's
+EVEN_M rule).
 
     python bench/probe_coop.py --pack-few > bench/results/h100/probe_pack_few.log
 
 times dispatch's 16-bit cooperative backward plans on few long rows (N = 256000, 1048576; M
 from 1) with PACK off and on, twice each, by the same clock: whether PACK, which buys
-occupancy, costs time where the grid is one wave.
+occupancy, costs time where the GPU holds the grid whole (dispatch.py's COOP_UNPACKED_PER_SM).
 """
 
 from __future__ import annotations
@@ -134,7 +135,7 @@ def pack(sms):
                     torch.cuda.empty_cache()
 
 
-PACK_FEW_M = {256000: (1, 2, 4, 8, 16, 64), 1048576: (1, 2, 4, 16)}
+PACK_FEW_M = {256000: (1, 2, 8, 12, 13, 14, 16, 64), 1048576: (1, 2, 3, 4, 16)}
 LATE_M = {128256: (1, 8, 16, 32, 64, 128), 256000: (1, 4, 8, 16, 32, 64), 1048576: (1, 2, 4, 16)}
 
 
@@ -186,7 +187,7 @@ def late(sms):
 def even_m(sms):
     """dispatch's rows plans with EVEN_M off and on (softmax and log_softmax)."""
     for dtype in ("float16", "bfloat16", "float32"):
-        for N in (128, 781, 4096, 16384, 32768):
+        for N in (64, 128, 256, 512, 781, 4096, 16384, 32768):
             M = min(65536, 256 * 2**20 // (N * getattr(torch, dtype).itemsize))
             for log in (False, True):
                 for direction in ("fwd", "bwd"):

@@ -38,6 +38,13 @@ VALUES_PER_THREAD = 16
 # BLOCK_M > 1: a program of one row compiles alike without it, and with it fp16 8192 x 16384's
 # backward (BLOCK_M = 1, 16 warps) lost 23% (4,168 to 3,197 GB/s on an H200,
 # bench/results/h200/probe_even_m.log; 262 to 287 us in the H100 benchmark, run_softmax.log).
+# Nor for the float32 log_softmax forward of 16 rows a program or more (N <= 128): there ptxas
+# then issues a thread's four row loads one after another row's reduction instead of all at
+# once (Triton 3.6, sm_90 SASS: 1 of 4 loads before the first arithmetic at N = 64 and 128, 4 of
+# 4 without EVEN_M), and on the H100 65536 x 128 went from 2,822 to 2,673 GB/s
+# (bench/results/h100/probe_even_m.log; 24.2 to 25.3 us in the benchmark), while the softmax
+# forward of that shape gained (2,720 to 2,775) and 16-bit types tied. That plan alone still
+# compiles differently under the two launchers.
 # Looped kernels: 8192-wide tiles, 8 warps, 2 programs per SM: within 6.5% of the best of 5
 # variants (tile x warps x programs per SM) at N = 65536 and 262144, fp32 and bf16, fwd and
 # bwd (tune_2.json); no single variant won everywhere. These rows are memory-bound on their
@@ -83,6 +90,12 @@ COOP_WIDE_MAX_N = 262144
 # after the wait, lost on every shape (probe_pack_fwd.log: bf16 8192 x 8, 2,468 to 2,254 at
 # N = 65536, 2,117 to 1,956 at 1048576) and was not kept.
 COOP_PACK_MIN_CHUNKS = 32
+# COOP_UNPACKED_PER_SM: and only where the grid has more programs an SM than the GPU holds at
+# once unpacked (80 registers a thread at 8 warps: 3 programs of 256 threads in an SM's 65,536
+# registers; packed, 63: 4). A grid it holds whole gains no occupancy and pays for the
+# packing. On the H100 (bench/results/h100/probe_pack_few.log, dispatch's plans on few long
+# rows, PACK off -> on, the benchmark's clock, first of two runs) PLACEHOLDER
+COOP_UNPACKED_PER_SM = 3
 # COOP_LATE_LEAVE: in the cooperative softmax (not log_softmax) kernels, a program's second
 # arrival at its row's counter, an atomic whose result it waits for, comes after its stores
 # instead of before its compute (LATE_LEAVE). On the H100 (probe_pack.log, off -> on) the
@@ -215,9 +228,10 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool =
     return BLOCK_M, BLOCK_N, TAIL_N, num_warps, (triton.cdiv(M, BLOCK_M),)
 
 
-def _even_m(M: int, BLOCK_M: int) -> bool:
-    """EVEN_M of the rows kernels (see the EVEN_M comment above): M a multiple of BLOCK_M > 1."""
-    return BLOCK_M > 1 and M % BLOCK_M == 0
+def _even_m(M: int, BLOCK_M: int, itemsize: int, log: bool, forward: bool) -> bool:
+    """EVEN_M of the rows kernels (see the EVEN_M comment above): M a multiple of BLOCK_M > 1,
+    but for the float32 log_softmax forward of BLOCK_M >= 16."""
+    return BLOCK_M > 1 and M % BLOCK_M == 0 and not (forward and log and itemsize == 4 and BLOCK_M >= 16)
 
 
 def _split(M: int, N: int, itemsize: int, num_sms: int):
@@ -242,6 +256,16 @@ def _coop_wide(M: int, N: int, itemsize: int, log: bool, peeled: bool, num_sms: 
     chunk = 2 * COOP_CHUNK_N[itemsize]
     return (itemsize == 2 and not log and not peeled and chunk <= N <= COOP_WIDE_MAX_N
             and M * triton.cdiv(N, chunk) > num_sms)
+
+
+def _coop_pack(M: int, N: int, itemsize: int, peeled: bool, align: int, num_sms: int) -> bool:
+    """PACK of the cooperative backward (chunks as `_coop_chunks(N, itemsize)`): 16-bit rows
+    of whole 32-bit words (peeled, or N and the strides even: `align` >= 2) of at least
+    COOP_PACK_MIN_CHUNKS chunks; unpeeled ones only in a grid of more than
+    COOP_UNPACKED_PER_SM programs an SM."""
+    n_chunks = _coop_chunks(N, itemsize)[1]
+    return (itemsize == 2 and (peeled or align >= 2) and n_chunks >= COOP_PACK_MIN_CHUNKS
+            and (peeled or M * n_chunks > COOP_UNPACKED_PER_SM * num_sms))
 
 
 def _coop_late_leave(M: int, N: int, itemsize: int, log: bool, num_sms: int) -> bool:
@@ -331,7 +355,7 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         acc = dict(PEEL=peeled, VEC=vec, **acc)
     if fam == "rows":
         BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, vec=vec if peeled else 0, log=log)
-        meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, EVEN_M=_even_m(M, BLOCK_M),
+        meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, EVEN_M=_even_m(M, BLOCK_M, itemsize, log, True),
                     num_warps=num_warps, num_stages=1)
         return (Launch("softmax_fwd_rows", ("x",), (M, N, stride_xm, stride_ym),
                        (("y", (M, N), "io"),), grid, tuple(meta.items())),)
@@ -380,14 +404,13 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
     if fam == "rows":
         BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, forward=False, vec=vec if peeled else 0,
                                                               log=log)
-        meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, EVEN_M=_even_m(M, BLOCK_M),
+        meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, EVEN_M=_even_m(M, BLOCK_M, itemsize, log, False),
                     num_warps=num_warps, num_stages=1)
         return (Launch("softmax_bwd_rows", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm),
                        (("dx", (M, N), "io"),), grid, tuple(meta.items())),)
     if fam == "coop":
-        # See COOP_PACK_MIN_CHUNKS (PACK needs whole words), COOP_RELOAD and COOP_LATE_LEAVE.
-        acc["PACK"] = (itemsize == 2 and _coop_chunks(N, itemsize)[1] >= COOP_PACK_MIN_CHUNKS
-                       and (peeled or acc["ALIGN"] >= 2))
+        # See COOP_PACK_MIN_CHUNKS, COOP_UNPACKED_PER_SM, COOP_RELOAD and COOP_LATE_LEAVE.
+        acc["PACK"] = _coop_pack(M, N, itemsize, peeled, acc["ALIGN"], num_sms)
         acc["RELOAD"] = peeled and itemsize == 2 and not acc["PACK"]
         acc["LATE_LEAVE"] = _coop_late_leave(M, N, itemsize, log, num_sms)
         return _coop_launches("softmax_bwd_coop", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm), M, N,

@@ -149,6 +149,13 @@ def test_coop_pack_and_late_leave_rules():
     for dtype in ("bfloat16", "float16"):
         for N in (1048576, 262144, 256000):
             assert bwd(16, N, dtype)["PACK"] and not bwd(16, N, dtype)["RELOAD"]
+        # Unpeeled rows pack only in a grid of more than COOP_UNPACKED_PER_SM programs an SM
+        # (132 SMs: 396; 256000 takes 32 chunks, 1048576 128), peeled ones whatever the grid.
+        assert not bwd(12, 256000, dtype)["PACK"] and bwd(13, 256000, dtype)["PACK"]
+        assert not bwd(3, 1048576, dtype, log=True)["PACK"] and bwd(4, 1048576, dtype, log=True)["PACK"]
+        assert not bwd(1, 256000, dtype)["RELOAD"]
+        kw = bwd(1, 256001, dtype)
+        assert kw["PEEL"] and kw["PACK"] and not kw["RELOAD"]
         kw = bwd(64, 256001, dtype, log=True)  # peeled and packed
         assert kw["PEEL"] and kw["PACK"] and not kw["RELOAD"]
         assert not bwd(2048, 65536, dtype)["PACK"] and not bwd(2670, 50257, dtype)["PACK"]
@@ -179,6 +186,7 @@ def test_coop_packed_backward(forced_family, torch_device, monkeypatch, dtype, l
     its 16-byte cell) and, with an odd pad (strides unequal to dx's), unpacked rows."""
     forced_family("coop", peel_min_n=1)
     monkeypatch.setattr(dispatch, "COOP_PACK_MIN_CHUNKS", 2)
+    monkeypatch.setattr(dispatch, "COOP_UNPACKED_PER_SM", 0)
     x = _random((M, N), dtype, torch_device, seed=M * 31 + N)
     y = torch.ops.multisoftmax.softmax_fwd(x, log)
     dy = _random((M, N + pad), dtype, torch_device, seed=M * 31 + N + 1)[:, :N]
@@ -326,11 +334,13 @@ def test_jax_and_torch_launchers_compile_alike_subprocess():
     """The JAX adapter's launcher (jax_triton) tells the compiler that pointers are 16-byte
     aligned; Triton's own, the torch adapter's, also which integer arguments are multiples of
     16. The kernels must not hang on the latter (ALIGN, EVEN_M), or the two adapters run
-    different code: every family compiles to the same PTX for sm_90 under both."""
+    different code: every family compiles to the same PTX for sm_90 under both (but the
+    float32 log_softmax forward of N <= 128, left without EVEN_M: see dispatch.py)."""
     out = _run_uninterpreted(
         "import sys; sys.path.insert(0, 'tests'); import compile_check as c; from multisoftmax import dispatch\n"
         "strip = lambda p: [l for l in p.splitlines() if not l.strip().startswith(('//', '.loc', '.file'))]\n"
-        "for M, N, dt, log in [(65536, 781, 'bfloat16', False), (65536, 128, 'float32', True),\n"
+        "for M, N, dt, log in [(65536, 781, 'bfloat16', False), (65536, 128, 'float32', False),\n"
+        "                      (65536, 512, 'float32', True),\n"
         "                      (4095, 16385, 'float16', False), (128, 1048576, 'bfloat16', False),\n"
         "                      (2670, 50257, 'bfloat16', True), (4096, 4194304, 'float32', False),\n"
         "                      (8, 4194304, 'bfloat16', True)]:\n"
@@ -341,7 +351,7 @@ def test_jax_and_torch_launchers_compile_alike_subprocess():
         "        print(M, N, dt, log, [l.kernel for l in plan], 'same' if same else 'DIFFERENT')\n", timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
     lines = out.stdout.splitlines()
-    assert len(lines) == 14 and all(line.endswith("same") for line in lines), out.stdout
+    assert len(lines) == 16 and all(line.endswith("same") for line in lines), out.stdout
 
 
 def test_even_m_rule():
@@ -350,6 +360,11 @@ def test_even_m_rule():
                      dispatch.plan_backward(M, N, N, N, N, "float32", True, 132)):
             kw = plan[0].kwargs
             assert kw["EVEN_M"] == (kw["BLOCK_M"] > 1 and M % kw["BLOCK_M"] == 0)
+    # Not the float32 log_softmax forward of 16 rows a program or more (dispatch: EVEN_M).
+    even = {(N, dtype, log): dispatch.plan_forward(65536, N, N, N, dtype, log, 132)[0].kwargs["EVEN_M"]
+            for N in (64, 128, 256) for dtype in ("float32", "bfloat16") for log in (False, True)}
+    assert [k for k, v in even.items() if not v] == [(64, "float32", True), (128, "float32", True)]
+    assert dispatch.plan_backward(65536, 128, 128, 128, 128, "float32", True, 132)[0].kwargs["EVEN_M"]
     assert dispatch.plan_forward(65536, 781, 781, 781, "bfloat16", False, 132)[0].kwargs["EVEN_M"]
     assert not dispatch.plan_forward(65537, 128, 128, 128, "bfloat16", False, 132)[0].kwargs["EVEN_M"]
     kw = dispatch.plan_backward(8192, 16384, 16384, 16384, 16384, "float16", False, 132)[0].kwargs

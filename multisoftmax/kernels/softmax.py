@@ -585,8 +585,8 @@ def softmax_bwd_coop(
     thread let more programs share an SM (dispatch.plan_backward: where that pays). PACK
     (16-bit types; PEEL, or N and the strides even): y and dy are loaded as 32-bit words of
     two values and held packed across the wait, half the registers of float32 values, and
-    unpacked again after it (RELOAD is then ignored; dispatch.COOP_PACK_MIN_CHUNKS: where
-    that pays). LATE_LEAVE as in softmax_fwd_coop."""
+    unpacked again after it (RELOAD is then ignored; dispatch.COOP_PACK_MIN_CHUNKS and
+    COOP_UNPACKED_PER_SM: where that pays). LATE_LEAVE as in softmax_fwd_coop."""
     tl.static_assert(not PACK or PEEL or ALIGN >= 2, "PACK needs whole words: PEEL, or ALIGN >= 2")
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     other_y = -float("inf") if LOG else 0.0
