@@ -38,13 +38,16 @@ VALUES_PER_THREAD = 16
 # BLOCK_M > 1: a program of one row compiles alike without it, and with it fp16 8192 x 16384's
 # backward (BLOCK_M = 1, 16 warps) lost 23% (4,168 to 3,197 GB/s on an H200,
 # bench/results/h200/probe_even_m.log; 262 to 287 us in the H100 benchmark, run_softmax.log).
-# Nor for the float32 log_softmax forward of 16 rows a program or more (N <= 128): there ptxas
-# then issues a thread's four row loads one after another row's reduction instead of all at
-# once (Triton 3.6, sm_90 SASS: 1 of 4 loads before the first arithmetic at N = 64 and 128, 4 of
-# 4 without EVEN_M), and on the H100 65536 x 128 went from 2,822 to 2,673 GB/s
-# (bench/results/h100/probe_even_m.log; 24.2 to 25.3 us in the benchmark), while the softmax
-# forward of that shape gained (2,720 to 2,775) and 16-bit types tied. That plan alone still
-# compiles differently under the two launchers.
+# Nor for the float32 forward of 32 rows a program or more (N <= 64), 16 for log_softmax
+# (N <= 128): on the H100 (bench/results/h100/probe_even_m.log, EVEN_M off -> on, first of two
+# runs) 65536 x 64 went from 3,454 to 3,097 GB/s (log_softmax 3,214 to 2,859) and the
+# log_softmax forward of 65536 x 128 from 2,808 to 2,676 (24.2 to 25.3 us in the benchmark),
+# while its softmax forward gained (2,713 to 2,766); 16-bit types tied. Compiled, that log_softmax
+# forward issues its four row loads a thread one after another's reduction with EVEN_M, all
+# at once without (Triton 3.6, sm_90 SASS). Without EVEN_M, ALIGN_M = 16 (M a multiple of 16)
+# rewrites M so that the compiler knows what Triton's launcher would tell it (see ALIGN in
+# kernels/softmax.py): the JAX adapter then runs torch's code there too. Not for one row a
+# program, which compiles alike without it.
 # Looped kernels: 8192-wide tiles, 8 warps, 2 programs per SM: within 6.5% of the best of 5
 # variants (tile x warps x programs per SM) at N = 65536 and 262144, fp32 and bf16, fwd and
 # bwd (tune_2.json); no single variant won everywhere. These rows are memory-bound on their
@@ -91,10 +94,14 @@ COOP_WIDE_MAX_N = 262144
 # N = 65536, 2,117 to 1,956 at 1048576) and was not kept.
 COOP_PACK_MIN_CHUNKS = 32
 # COOP_UNPACKED_PER_SM: and only where the grid has more programs an SM than the GPU holds at
-# once unpacked (80 registers a thread at 8 warps: 3 programs of 256 threads in an SM's 65,536
-# registers; packed, 63: 4). A grid it holds whole gains no occupancy and pays for the
-# packing. On the H100 (bench/results/h100/probe_pack_few.log, dispatch's plans on few long
-# rows, PACK off -> on, the benchmark's clock, first of two runs) PLACEHOLDER
+# once unpacked (70-80 registers a thread at 8 warps: 3 programs of 256 threads in an SM's
+# 65,536 registers; packed, 62-64: 4). A grid it holds whole gains no occupancy and pays for
+# the packing. On the H100 (bench/results/h100/probe_pack_few.log: dispatch's plans on few
+# long rows, PACK off -> on, the benchmark's clock, first of two runs) bf16 softmax backward
+# took 3.82 -> 4.08 us at 1 x 256000, 7.27 -> 7.49 at 8 x 256000, 9.08 -> 9.29 at 12 x 256000
+# (2.91 programs an SM; log_softmax 8.46 -> 9.08) and 9.25 -> 9.63 at 3 x 1048576, but 11.92 ->
+# 9.98 at 13 x 256000 (3.15 an SM; log_softmax 11.49 -> 9.61), 13.64 -> 11.68 at 4 x 1048576
+# and 40.72 -> 40.25 at 64 x 256000; float16 alike. Peeled rows, not measured so, keep PACK.
 COOP_UNPACKED_PER_SM = 3
 # COOP_LATE_LEAVE: in the cooperative softmax (not log_softmax) kernels, a program's second
 # arrival at its row's counter, an atomic whose result it waits for, comes after its stores
@@ -228,10 +235,14 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool =
     return BLOCK_M, BLOCK_N, TAIL_N, num_warps, (triton.cdiv(M, BLOCK_M),)
 
 
-def _even_m(M: int, BLOCK_M: int, itemsize: int, log: bool, forward: bool) -> bool:
-    """EVEN_M of the rows kernels (see the EVEN_M comment above): M a multiple of BLOCK_M > 1,
-    but for the float32 log_softmax forward of BLOCK_M >= 16."""
-    return BLOCK_M > 1 and M % BLOCK_M == 0 and not (forward and log and itemsize == 4 and BLOCK_M >= 16)
+def _rows_m(M: int, BLOCK_M: int, itemsize: int, log: bool, forward: bool) -> dict:
+    """EVEN_M and ALIGN_M of the rows kernels (see the EVEN_M comment above). EVEN_M: M a
+    multiple of BLOCK_M > 1, but not for the float32 forward of BLOCK_M >= 32 (softmax) or 16
+    (log_softmax). ALIGN_M: 16 where M is a multiple of 16 and BLOCK_M > 1, else 1 (a program
+    of one row compiles alike under both launchers without it)."""
+    fp32_fwd_off = forward and itemsize == 4 and BLOCK_M >= (16 if log else 32)
+    return dict(EVEN_M=BLOCK_M > 1 and M % BLOCK_M == 0 and not fp32_fwd_off,
+                ALIGN_M=16 if BLOCK_M > 1 and M % 16 == 0 else 1)
 
 
 def _split(M: int, N: int, itemsize: int, num_sms: int):
@@ -355,7 +366,7 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         acc = dict(PEEL=peeled, VEC=vec, **acc)
     if fam == "rows":
         BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, vec=vec if peeled else 0, log=log)
-        meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, EVEN_M=_even_m(M, BLOCK_M, itemsize, log, True),
+        meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, **_rows_m(M, BLOCK_M, itemsize, log, True),
                     num_warps=num_warps, num_stages=1)
         return (Launch("softmax_fwd_rows", ("x",), (M, N, stride_xm, stride_ym),
                        (("y", (M, N), "io"),), grid, tuple(meta.items())),)
@@ -404,7 +415,7 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
     if fam == "rows":
         BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, forward=False, vec=vec if peeled else 0,
                                                               log=log)
-        meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, EVEN_M=_even_m(M, BLOCK_M, itemsize, log, False),
+        meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, **_rows_m(M, BLOCK_M, itemsize, log, False),
                     num_warps=num_warps, num_stages=1)
         return (Launch("softmax_bwd_rows", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm),
                        (("dx", (M, N), "io"),), grid, tuple(meta.items())),)

@@ -333,14 +333,14 @@ def test_kernels_compile_for_sm90_subprocess():
 def test_jax_and_torch_launchers_compile_alike_subprocess():
     """The JAX adapter's launcher (jax_triton) tells the compiler that pointers are 16-byte
     aligned; Triton's own, the torch adapter's, also which integer arguments are multiples of
-    16. The kernels must not hang on the latter (ALIGN, EVEN_M), or the two adapters run
-    different code: every family compiles to the same PTX for sm_90 under both (but the
-    float32 log_softmax forward of N <= 128, left without EVEN_M: see dispatch.py)."""
+    16. The kernels must not hang on the latter (ALIGN, EVEN_M, ALIGN_M), or the two adapters
+    run different code: every family compiles to the same PTX for sm_90 under both, rows
+    plans with and without EVEN_M (float32 65536 x 128 log_softmax forward, 65536 x 64)."""
     out = _run_uninterpreted(
         "import sys; sys.path.insert(0, 'tests'); import compile_check as c; from multisoftmax import dispatch\n"
         "strip = lambda p: [l for l in p.splitlines() if not l.strip().startswith(('//', '.loc', '.file'))]\n"
-        "for M, N, dt, log in [(65536, 781, 'bfloat16', False), (65536, 128, 'float32', False),\n"
-        "                      (65536, 512, 'float32', True),\n"
+        "for M, N, dt, log in [(65536, 781, 'bfloat16', False), (65536, 128, 'float32', True),\n"
+        "                      (65536, 64, 'float32', False),\n"
         "                      (4095, 16385, 'float16', False), (128, 1048576, 'bfloat16', False),\n"
         "                      (2670, 50257, 'bfloat16', True), (4096, 4194304, 'float32', False),\n"
         "                      (8, 4194304, 'bfloat16', True)]:\n"
@@ -360,11 +360,17 @@ def test_even_m_rule():
                      dispatch.plan_backward(M, N, N, N, N, "float32", True, 132)):
             kw = plan[0].kwargs
             assert kw["EVEN_M"] == (kw["BLOCK_M"] > 1 and M % kw["BLOCK_M"] == 0)
-    # Not the float32 log_softmax forward of 16 rows a program or more (dispatch: EVEN_M).
-    even = {(N, dtype, log): dispatch.plan_forward(65536, N, N, N, dtype, log, 132)[0].kwargs["EVEN_M"]
-            for N in (64, 128, 256) for dtype in ("float32", "bfloat16") for log in (False, True)}
-    assert [k for k, v in even.items() if not v] == [(64, "float32", True), (128, "float32", True)]
+    # Not the float32 forward of 32 rows a program or more (16 for log_softmax): dispatch, EVEN_M.
+    fwd = {(N, dtype, log): dispatch.plan_forward(65536, N, N, N, dtype, log, 132)[0].kwargs
+           for N in (64, 128, 256) for dtype in ("float32", "bfloat16") for log in (False, True)}
+    assert [k for k, kw in fwd.items() if not kw["EVEN_M"]] == [
+        (64, "float32", False), (64, "float32", True), (128, "float32", True)]
+    assert [kw["BLOCK_M"] for kw in fwd.values()] == [32] * 4 + [16] * 4 + [8] * 4
+    assert all(kw["ALIGN_M"] == 16 for kw in fwd.values())
     assert dispatch.plan_backward(65536, 128, 128, 128, 128, "float32", True, 132)[0].kwargs["EVEN_M"]
+    # ALIGN_M: 16 where M is a multiple of 16 and a program has more than one row.
+    align_m = lambda M, N: dispatch.plan_forward(M, N, N, N, "bfloat16", False, 132)[0].kwargs["ALIGN_M"]  # noqa: E731
+    assert (align_m(65536, 128), align_m(65528, 128), align_m(8192, 16384)) == (16, 1, 1)
     assert dispatch.plan_forward(65536, 781, 781, 781, "bfloat16", False, 132)[0].kwargs["EVEN_M"]
     assert not dispatch.plan_forward(65537, 128, 128, 128, "bfloat16", False, 132)[0].kwargs["EVEN_M"]
     kw = dispatch.plan_backward(8192, 16384, 16384, 16384, 16384, "float16", False, 132)[0].kwargs

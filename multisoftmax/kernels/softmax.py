@@ -68,6 +68,19 @@ def _aligned(v, ALIGN: tl.constexpr):
 
 
 @triton.jit
+def _row_ok(rows, M, BLOCK_M: tl.constexpr, EVEN_M: tl.constexpr, ALIGN_M: tl.constexpr):
+    """(BLOCK_M, 1) mask of the rows kernels' `rows` that exist. EVEN_M (M a multiple of
+    BLOCK_M): all of them, no compare. Otherwise rows < M, with M as (M // ALIGN_M) * ALIGN_M
+    (ALIGN_M = 16 where M is a multiple of 16, else 1): what Triton's own launcher (torch) tells
+    the compiler of M and jax_triton does not, so both launchers compile the same code."""
+    if EVEN_M:
+        ok = tl.full((BLOCK_M, 1), 1, tl.int1)
+    else:
+        ok = (rows < _aligned(M, ALIGN_M))[:, None]
+    return ok
+
+
+@triton.jit
 def _body(row_start, lo, N, BLOCK_N: tl.constexpr, PEEL: tl.constexpr, VEC: tl.constexpr):
     """Offsets (from the tensor's start) and mask of BLOCK_N values of the row that begins at
     element `row_start` (a scalar or a column of rows), starting `lo` values into its body.
@@ -160,17 +173,19 @@ def softmax_fwd_rows(
     x_ptr, M, N, stride_xm, stride_ym, y_ptr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, TAIL_N: tl.constexpr, PEEL: tl.constexpr,
     VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr, EVEN_M: tl.constexpr,
+    ALIGN_M: tl.constexpr,
 ):
     # A row is held as a BLOCK_N segment plus, when TAIL_N > 0, a TAIL_N segment: the values
     # past BLOCK_N (both powers of two: N = 16384 + 1 takes 16384 + 1 lanes, not 32768), or
     # with PEEL the row's unaligned edges (`_body`, `_edges`; then stride_ym == stride_xm).
     # EVEN_M: M is a multiple of BLOCK_M, so every row of every program exists and no row is
-    # masked. (Triton's own launcher, the torch adapter's, tells the compiler when M is a
-    # multiple of 16, jax_triton does not: without EVEN_M the two ran different code.)
+    # masked; else ALIGN_M (`_row_ok`). Triton's own launcher, the torch adapter's, tells the
+    # compiler when M is a multiple of 16, jax_triton does not: without either the two
+    # adapters ran different code.
     N, stride_xm, stride_ym = _aligned(N, ALIGN), _aligned(stride_xm, ALIGN), _aligned(stride_ym, ALIGN)
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
-    row_ok = (rows < M)[:, None] if not EVEN_M else tl.full((BLOCK_M, 1), 1, tl.int1)
+    row_ok = _row_ok(rows, M, BLOCK_M, EVEN_M, ALIGN_M)
     xs, ys = rows[:, None] * stride_xm, rows[:, None] * stride_ym
     x_offs, mask = _body(xs, 0, N, BLOCK_N, PEEL, VEC)
     y_offs, _ = _body(ys, 0, N, BLOCK_N, PEEL, VEC)
@@ -453,14 +468,15 @@ def softmax_bwd_rows(
     y_ptr, dy_ptr, M, N, stride_ym, stride_dym, stride_dxm, dx_ptr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, TAIL_N: tl.constexpr, PEEL: tl.constexpr,
     VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr, EVEN_M: tl.constexpr,
+    ALIGN_M: tl.constexpr,
 ):
-    """As softmax_fwd_rows (segments, EVEN_M; PEEL: then the three strides are equal)."""
+    """As softmax_fwd_rows (segments, EVEN_M, ALIGN_M; PEEL: then the three strides are equal)."""
     N, stride_ym, stride_dym, stride_dxm = (
         _aligned(N, ALIGN), _aligned(stride_ym, ALIGN), _aligned(stride_dym, ALIGN), _aligned(stride_dxm, ALIGN))
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     other_y = -float("inf") if LOG else 0.0  # masked lanes: exp(y) = 0 or y = 0; dy = 0
     rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
-    row_ok = (rows < M)[:, None] if not EVEN_M else tl.full((BLOCK_M, 1), 1, tl.int1)
+    row_ok = _row_ok(rows, M, BLOCK_M, EVEN_M, ALIGN_M)
     ys, dys, dxs = rows[:, None] * stride_ym, rows[:, None] * stride_dym, rows[:, None] * stride_dxm
     y_offs, mask = _body(ys, 0, N, BLOCK_N, PEEL, VEC)
     dy_offs, _ = _body(dys, 0, N, BLOCK_N, PEEL, VEC)
