@@ -40,11 +40,12 @@ VALUES_PER_THREAD = 16
 # bench/results/h200/probe_even_m.log; 262 to 287 us in the H100 benchmark, run_softmax.log).
 # Nor for the float32 forward of 32 rows a program or more (N <= 64), 16 for log_softmax
 # (N <= 128): on the H100 (bench/results/h100/probe_even_m.log, EVEN_M off -> on, first of two
-# runs) 65536 x 64 went from 3,454 to 3,097 GB/s (log_softmax 3,214 to 2,859) and the
-# log_softmax forward of 65536 x 128 from 2,808 to 2,676 (24.2 to 25.3 us in the benchmark),
-# while its softmax forward gained (2,713 to 2,766); 16-bit types tied. Compiled, that log_softmax
-# forward issues its four row loads a thread one after another's reduction with EVEN_M, all
-# at once without (Triton 3.6, sm_90 SASS). Without EVEN_M, ALIGN_M = 16 (M a multiple of 16)
+# runs) 65536 x 64 went from 3,405 to 3,065 GB/s (log_softmax 3,236 to 2,847) and the
+# log_softmax forward of 65536 x 128 from 2,810 to 2,675 (25.3 us in the benchmark with EVEN_M,
+# 24.2 without), while its softmax forward gained (2,715 to 2,771); 16-bit types tied.
+# Compiled, that log_softmax forward issues its four row loads a thread one after another's
+# reduction with EVEN_M, all at once without (Triton 3.6, sm_90 SASS); the softmax forward at
+# N = 64 shows no such sign. Without EVEN_M, ALIGN_M = 16 (M a multiple of 16)
 # rewrites M so that the compiler knows what Triton's launcher would tell it (see ALIGN in
 # kernels/softmax.py): the JAX adapter then runs torch's code there too. Not for one row a
 # program, which compiles alike without it.
