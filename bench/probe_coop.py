@@ -96,7 +96,6 @@ PACK_SHAPES = [(50257, None), (65536, None), (262144, None), (1048576, None), (1
 def pack(sms):
     """dispatch's own cooperative plans, with LATE_LEAVE off and on and, for the 16-bit
     backward, PACK off (RELOAD on peeled rows, as before PACK) and on, twice each."""
-    from multisoftmax import dispatch
     for dtype in ("bfloat16", "float32"):
         T = tune.DTYPES[dtype]
         for N, M in PACK_SHAPES:
@@ -105,11 +104,10 @@ def pack(sms):
                 for log in (False, True):
                     x, y, dy, out, bufs, nbytes = tune.make_inputs(M, N, T, direction, log)
                     ref = reference(x, y, dy, log, direction)
+                    plan, _ = _dispatch_plan(M, N, dtype, direction, sms, "coop", log)
                     if direction == "fwd":
-                        plan = dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, sms, "coop")
                         variants = [(f"late={late:d}", dict(LATE_LEAVE=late)) for late in (False, True)]
                     else:
-                        plan = dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, log, sms, "coop")
                         packs = (False, True) if T.itemsize == 2 else (False,)
                         reload = plan[0].kwargs["PEEL"] and T.itemsize == 2
                         variants = [(f"pack={pk:d},late={late:d}",

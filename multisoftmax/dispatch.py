@@ -28,13 +28,18 @@ MAX_ROWS_BLOCK_N = {2: 32768, 4: 32768, 8: 8192}
 # 16384 but one (bf16 N = 3000 backward: 5%), and a persistent grid (a few programs per SM
 # looping over tiles) lost 2-8%: bench/results/h100/tune.json, made by `python bench/tune.py`.
 VALUES_PER_THREAD = 16
-# EVEN_M (M a multiple of BLOCK_M: no row mask) is passed to the rows kernels so that their code
-# does not hang on whether the launcher tells the compiler that M is a multiple of 16: Triton's
-# own launcher (torch) does, jax_triton's does not. Compiled for sm_90 with Triton 3.6 without
-# it, bf16 65536 x 781 took 48 registers and 456 instructions as the JAX adapter launches it, 40
-# and 400 as torch's does (on the H100 the JAX adapter ran 1-6% slower at 16-bit N = 781:
-# results.md at 431ee20); with it, the same PTX for both
-# (tests/test_kernels.py::test_jax_and_torch_launchers_compile_alike_subprocess). Only where
+# EVEN_M (M a multiple of BLOCK_M: no row mask) and ALIGN_M (below) are passed to the rows
+# kernels so that their code does not hang on whether the launcher tells the compiler that M is
+# a multiple of 16: Triton's own launcher (torch) does, jax_triton's does not. Compiled for sm_90
+# with Triton 3.6 without either, bf16 65536 x 781 took 48 registers and 456 instructions as the
+# JAX adapter launches it, 40 and 400 as torch's does (on the H100 the JAX adapter ran 1-6%
+# slower at 16-bit N = 781: results.md at 431ee20); with either, the same PTX for both
+# (tests/test_kernels.py::test_jax_and_torch_launchers_compile_alike_subprocess). EVEN_M, the
+# first of the two, is kept where, against the row mask (torch's code), it measured -1.5% to
+# +3.7% (bench/results/h100/probe_even_m.log, means of its two runs: float32 65536 x 128
+# softmax forward 2,717 to 2,771 GB/s, 65536 x 512 log_softmax forward 2,915 to 2,979, fp16
+# 65536 x 64 softmax forward +3.7%; bf16 65536 x 128 softmax forward -1.5%, float32 65536 x 64
+# log_softmax backward -1.1%). Only where
 # BLOCK_M > 1: a program of one row compiles alike without it, and with it fp16 8192 x 16384's
 # backward (BLOCK_M = 1, 16 warps) lost 23% (4,168 to 3,197 GB/s on an H200,
 # bench/results/h200/probe_even_m.log; 262 to 287 us in the H100 benchmark, run_softmax.log).
@@ -42,7 +47,7 @@ VALUES_PER_THREAD = 16
 # (N <= 128): on the H100 (bench/results/h100/probe_even_m.log, EVEN_M off -> on, first of two
 # runs) 65536 x 64 went from 3,405 to 3,065 GB/s (log_softmax 3,236 to 2,847) and the
 # log_softmax forward of 65536 x 128 from 2,810 to 2,675 (25.3 us in the benchmark with EVEN_M,
-# 24.2 without), while its softmax forward gained (2,715 to 2,771); 16-bit types tied.
+# 24.2 without), while its softmax forward gained (2,715 to 2,771); 16-bit types lost at most 1.5%.
 # Compiled, that log_softmax forward issues its four row loads a thread one after another's
 # reduction with EVEN_M, all at once without (Triton 3.6, sm_90 SASS); the softmax forward at
 # N = 64 shows no such sign. Without EVEN_M, ALIGN_M = 16 (M a multiple of 16)
