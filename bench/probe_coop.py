@@ -40,6 +40,13 @@ EVEN_M rule).
 times dispatch's 16-bit cooperative backward plans on few long rows (N = 256000, 1048576; M
 from 1) with PACK off and on, twice each, by the same clock: whether PACK, which buys
 occupancy, costs time where the GPU holds the grid whole (dispatch.py's COOP_UNPACKED_PER_SM).
+
+    python bench/probe_coop.py --pack-fwd > bench/results/h100/probe_pack_fwd2.log
+
+times dispatch's 16-bit cooperative forward plans (~256 MB sweeps, LLM vocabularies, few long
+rows; softmax and log_softmax) against x held as packed words across the wait (PACK) at chunks
+of 8192 and 16384 values (8 warps; LATE_LEAVE by dispatch's rule, and flipped) and 32768 (16
+warps), twice each, by the benchmark's clock, with registers and the largest error.
 """
 
 from __future__ import annotations
@@ -211,6 +218,53 @@ def pack_few(sms):
                           + " | ".join(f"pack={on:d} {us:7.2f} us" for on, us in times), flush=True)
 
 
+PACK_FWD_SHAPES = [(2670, 50257), (2048, 65536), (1024, 131072), (512, 262144), (128, 1048576), (1024, 128256),
+                   (512, 151936), (1, 128256), (8, 128256), (64, 128256), (1, 256000), (8, 256000), (64, 256000),
+                   (16, 1048576)]
+
+
+def pack_fwd(sms):
+    """dispatch's 16-bit cooperative forward plans against PACK variants."""
+    import timing  # noqa: F401  (imported by _bench_clock)
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    for dtype in ("bfloat16", "float16"):
+        for M, N in PACK_FWD_SHAPES:
+            if dtype == "float16" and (M, N) not in PACK_FWD_SHAPES[:5] and M > 1:
+                continue  # float16: the ~256 MB sweeps and single rows only
+            for log in (False, True):
+                T = getattr(torch, dtype)
+                x, y, dy, out, bufs, nbytes = tune.make_inputs(M, N, T, "fwd", log)
+                ref = reference(x, y, dy, log, "fwd")
+                plan, names = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
+                variants = [("dispatch", plan)]
+                for chunk, warps in ((8192, 8), (16384, 8), (32768, 16)):
+                    p = tune.coop_plan(M, N, dtype, "fwd", sms, chunk, warps, log)
+                    late = p[0].kwargs["LATE_LEAVE"]
+                    variants.append((f"{chunk}x{warps}P{'L' if late else ''}", tune.with_meta(p, PACK=True)))
+                    if warps == 8:
+                        variants.append((f"{chunk}x{warps}P{'' if late else 'L'}",
+                                         tune.with_meta(p, PACK=True, LATE_LEAVE=not late)))
+                info = {}
+                for name, p in variants:
+                    launch._COMPILED.clear()
+                    got = tune.run_plan(p, bufs, out)
+                    err = ((got.double() - ref).abs() / ref.abs().clamp(min=1)).max().item()
+                    info[name] = (max(c[1].n_regs for c in launch._COMPILED.values()), err)
+                res = {name: [] for name, _ in variants}
+                for _ in range(2):
+                    for name, p in variants:
+                        res[name].append(_bench_clock(p, bufs, names, out, nbytes, l2))
+                kw = plan[0].kwargs
+                print(f"{dtype} {M}x{N} {'log' if log else 'sm'} fwd programs/SM={plan[0].grid[0] / sms:.2f} | "
+                      f"dispatch: chunk={kw['CHUNK_N']},late={kw['LATE_LEAVE']:d},peel={kw['PEEL']:d} | "
+                      + " | ".join(f"{name} r{info[name][0]} " + "/".join(f"{us:.2f}" for us in res[name])
+                                   + f" us {nbytes / min(res[name]) / 1e3:.0f} GB/s"
+                                   + (f" ERR {info[name][1]:.0e}" if info[name][1] > 2e-2 else "")
+                                   for name, _ in variants), flush=True)
+                del x, y, dy, out, bufs, ref
+                torch.cuda.empty_cache()
+
+
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
@@ -224,6 +278,8 @@ def main():
         return even_m(sms)
     if "--pack-few" in sys.argv[1:]:
         return pack_few(sms)
+    if "--pack-fwd" in sys.argv[1:]:
+        return pack_fwd(sms)
     for dtype, shapes in SHAPES.items():
         for M, N in shapes:
             for log in (False, True):

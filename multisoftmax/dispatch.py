@@ -285,6 +285,11 @@ def _coop_pack(M: int, N: int, itemsize: int, peeled: bool, align: int, num_sms:
             and (peeled or M * n_chunks > COOP_UNPACKED_PER_SM * num_sms))
 
 
+def _coop_pack_fwd(M: int, N: int, itemsize: int, log: bool, peeled: bool, align: int, num_sms: int) -> bool:
+    """PACK of the cooperative forward (WIP: the rule follows the H100 probe)."""
+    return False
+
+
 def _coop_late_leave(M: int, N: int, itemsize: int, log: bool, num_sms: int) -> bool:
     """LATE_LEAVE of the cooperative kernels (chunks as `_coop_chunks(N, itemsize)`): see
     COOP_LATE_LEAVE."""
@@ -379,6 +384,7 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
     if fam == "coop":
         wide = _coop_wide(M, N, itemsize, log, peeled, num_sms)
         acc["LATE_LEAVE"] = not wide and _coop_late_leave(M, N, itemsize, log, num_sms)
+        acc["PACK"] = _coop_pack_fwd(M, N, itemsize, log, peeled, acc["ALIGN"], num_sms)
         return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,
                               num_sms, acc, 2, "y", wide=wide)
     BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))

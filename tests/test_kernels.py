@@ -199,6 +199,29 @@ def test_coop_packed_backward(forced_family, torch_device, monkeypatch, dtype, l
     ref.assert_close(dx.double().cpu(), expected, dtype, "packed coop bwd", scale_atol=True)
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+@pytest.mark.parametrize("M,N,pad", [(3, 130, 0), (2, 200, 6), (5, 131, 0), (4, 67, 0), (2, 129, 3)])
+def test_coop_packed_forward(forced_family, torch_device, monkeypatch, dtype, log, M, N, pad):
+    """The cooperative forward with x held in words (PACK; chunks of 64 values): even rows,
+    a row padded to a wider stride, peeled odd rows and, with an odd pad (x's stride unequal
+    to y's), unpacked rows; a chunk of -inf (masked words load two -inf values) and a NaN."""
+    forced_family("coop", peel_min_n=1)
+    monkeypatch.setattr(dispatch, "_coop_pack_fwd", lambda M, N, itemsize, log, peeled, align, sms:
+                        peeled or align >= 2)
+    x = _random((M, N + pad), dtype, torch_device, seed=M * 37 + N)[:, :N]
+    x[0, :64] = -float("inf")  # the row's first chunk
+    x[M - 1, N // 2] = float("nan")
+    kw = dispatch.plan_forward(M, N, x.stride(0), N, dtype, log, 132)[0].kwargs
+    assert kw["PACK"] == (pad % 2 == 0)
+    x_before = x.clone()
+    y = torch.ops.multisoftmax.softmax_fwd(x, log)
+    assert torch.equal(x.isnan(), x_before.isnan()) and torch.equal(x.nan_to_num(), x_before.nan_to_num())
+    expected = ref.softmax(x.double().cpu().numpy(), log=log)
+    assert torch.isnan(y[M - 1]).all() and not torch.isnan(y[:M - 1]).any()
+    ref.assert_close(y.double().cpu(), expected, dtype, "packed coop fwd")
+
+
 @pytest.mark.parametrize("fam", ["rows", "coop", "online", "split"])
 def test_family_special_values(forced_family, torch_device, fam):
     """-inf leading tiles/chunks must not poison a row; +inf, NaN and all -inf rows are NaN."""

@@ -379,7 +379,7 @@ def softmax_fwd_coop(
     CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, PHASE: tl.constexpr, TICKET: tl.constexpr,
     PEEL: tl.constexpr,
     VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
-    LATE_LEAVE: tl.constexpr,
+    LATE_LEAVE: tl.constexpr, PACK: tl.constexpr,
 ):
     """One item a program: chunk `item % n_chunks` of row `item // n_chunks`.
 
@@ -389,14 +389,29 @@ def softmax_fwd_coop(
     LATE_LEAVE: the program's second arrival (`_leave_row`, whose result it waits for) comes
     after its stores rather than before its compute (dispatch.COOP_LATE_LEAVE: where that pays).
     """
-    N, stride_xm, stride_ym = _aligned(N, ALIGN), _aligned(stride_xm, ALIGN), _aligned(stride_ym, ALIGN)
+    tl.static_assert(not PACK or PEEL or ALIGN >= 2, "PACK needs whole words: PEEL, or ALIGN >= 2")
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     row, chunk = _coop_item(count_ptr, M, n_chunks, PHASE, TICKET)
+    if PACK:
+        N_w, sx_w, sy_w = N, stride_xm, stride_ym  # _words aligns them itself
+    N, stride_xm, stride_ym = _aligned(N, ALIGN), _aligned(stride_xm, ALIGN), _aligned(stride_ym, ALIGN)
     xs, ys = row * stride_xm, row * stride_ym
-    x_offs, mask = _body(xs, chunk * CHUNK_N, N, CHUNK_N, PEEL, VEC)
-    y_offs, _ = _body(ys, chunk * CHUNK_N, N, CHUNK_N, PEEL, VEC)
-    x = tl.load(x_ptr + x_offs, mask=mask, other=-float("inf")).to(acc_ty)
-    m_own = tl.max(x, axis=0)
+    if PACK:
+        io_ty = x_ptr.dtype.element_ty
+        lo_w = chunk * (CHUNK_N // 2)
+        x_offs, mask = _words(xs, lo_w, N_w, sx_w, row, CHUNK_N // 2, PEEL, VEC, ALIGN)
+        y_offs, _ = _words(ys, lo_w, N_w, sy_w, row, CHUNK_N // 2, PEEL, VEC, ALIGN)
+        # Masked words load two -inf values. Each use below unpacks the words anew (_fresh):
+        # only the words, not the float32 values, are held in registers.
+        ninf = tl.full((), -float("inf"), acc_ty)
+        wx = tl.load(x_ptr.to(tl.pointer_type(tl.int32)) + x_offs, mask=mask, other=_pack(ninf, ninf, io_ty))
+        x_lo, x_hi = _unpack(wx, io_ty, acc_ty)
+        m_own = tl.max(tl.maximum(x_lo, x_hi), axis=0)
+    else:
+        x_offs, mask = _body(xs, chunk * CHUNK_N, N, CHUNK_N, PEEL, VEC)
+        y_offs, _ = _body(ys, chunk * CHUNK_N, N, CHUNK_N, PEEL, VEC)
+        x = tl.load(x_ptr + x_offs, mask=mask, other=-float("inf")).to(acc_ty)
+        m_own = tl.max(x, axis=0)
     if PEEL:
         e_offs, e_mask = _coop_edges(xs, N, chunk, n_chunks, VEC)
         xe = tl.load(x_ptr + e_offs, mask=e_mask, other=-float("inf")).to(acc_ty)
@@ -404,8 +419,12 @@ def softmax_fwd_coop(
     part_row = part_ptr + row * 2 * n_chunks
     # The chunk's own max and exp(x - max): an all -inf chunk gets max 0 here, sum 0.
     m_own = tl.where(m_own == -float("inf"), 0.0, m_own)
-    e = tl.exp(x - m_own)
-    s_own = tl.sum(e, axis=0)
+    if PACK:
+        x_lo, x_hi = _unpack(_fresh(wx, PHASE), io_ty, acc_ty)
+        s_own = tl.sum(tl.exp(x_lo - m_own) + tl.exp(x_hi - m_own), axis=0)
+    else:
+        e = tl.exp(x - m_own)
+        s_own = tl.sum(e, axis=0)
     if PEEL:
         ee = tl.exp(xe - m_own)
         s_own += tl.sum(ee, axis=0)
@@ -426,11 +445,21 @@ def softmax_fwd_coop(
         s = tl.sum(s_c * tl.exp(m_c - m_safe), axis=0)
         if LOG:
             shift = m_safe + tl.log(s)
-            y = x - shift
-        else:  # reuse e: exp(x - m) / s = e * (exp(m_own - m) / s)
+        else:  # exp(x - m) / s = exp(x - m_own) * (exp(m_own - m) / s)
             scale = tl.exp(m_own - m_safe) / s
-            y = e * scale
-        tl.store(y_ptr + y_offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+        if PACK:  # unpacked anew from the words held across the wait; e computed anew
+            x_lo, x_hi = _unpack(_fresh(wx, PHASE), io_ty, acc_ty)
+            if LOG:
+                y_lo, y_hi = x_lo - shift, x_hi - shift
+            else:
+                y_lo, y_hi = tl.exp(x_lo - m_own) * scale, tl.exp(x_hi - m_own) * scale
+            tl.store(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, _pack(y_lo, y_hi, io_ty), mask=mask)
+        else:
+            if LOG:
+                y = x - shift
+            else:  # reuse e
+                y = e * scale
+            tl.store(y_ptr + y_offs, y.to(y_ptr.dtype.element_ty), mask=mask)
         if PEEL:
             if LOG:
                 ye = xe - shift
