@@ -109,6 +109,33 @@ COOP_PACK_MIN_CHUNKS = 32
 # 9.98 at 13 x 256000 (3.15 an SM; log_softmax 11.49 -> 9.61), 13.64 -> 11.68 at 4 x 1048576
 # and 40.72 -> 40.25 at 64 x 256000; float16 alike. Peeled rows, not measured so, keep PACK.
 COOP_UNPACKED_PER_SM = 3
+# COOP_FWD_UNPACKED_PER_SM: the cooperative forward of 16-bit rows of whole words holds x
+# across its wait as packed 32-bit words (PACK) and unpacks them anew for each use (the max,
+# the sum, y; softmax computes exp(x - max) again after the wait) where its grid of 8192-value
+# chunks has more than this many programs an SM: 32 registers a thread instead of 48, that is
+# 8 programs of 8 warps an SM instead of 5 (Triton 3.6, sm_90). On the H100
+# (bench/results/h100/probe_pack_fwd2.log, the benchmark's clock, bf16; fp16 alike) the
+# log_softmax forward went from 2,506 to 2,784 GB/s at 2048 x 65536 (16384-value chunks, see
+# below), 2,348 to 2,663 at 128 x 1048576, 2,333 to 2,642 at 2670 x 50257 (peeled), 16.9 to 15.0
+# us at 64 x 128256 (7.76 programs an SM) and 32.0 to 29.9 at 64 x 256000; the softmax forward
+# from 2,388 to 2,510 at 128 x 1048576, 36.0 to 34.6 us at 16 x 1048576 and 2,369 to 2,431 at
+# 2670 x 50257. But few rows lost: 1 x 256000 4.23 to 4.41 us, 8 x 256000 (1.94 an SM) 6.52 to
+# 6.81. Between 1.94 and 7.76 the rule rests on the register count: a grid the GPU holds whole
+# unpacked (5 an SM) gains nothing from packing and pays for it. The unpacked wide chunks of
+# the softmax (COOP_WIDE_MAX_N) stay: on aligned rows up to 262144 they led packed ones (2,685
+# vs 2,616 GB/s at 1024 x 131072, 2,674 vs 2,627 at 512 x 262144; 2,647 vs 2,677 at 2048 x 65536).
+COOP_FWD_UNPACKED_PER_SM = 5
+# COOP_PACK_WIDE_LOG_MIN_PER_SM: packed, the forward takes chunks twice as wide (16384 values,
+# 8 warps, 63 registers: 4 programs an SM) on unpeeled rows: the softmax always (16 x 1048576:
+# 34.6 us against 36.7 in 8192-value chunks; 128 x 1048576: 2,510 against 2,155 GB/s), the
+# log_softmax from this many programs an SM in 8192-value chunks (probe_pack_fwd2.log, bf16,
+# 8192 -> 16384 packed: 7.76 an SM, 64 x 128256: 15.0 -> 15.6 us; 15.5, 64 x 256000: 29.9 ->
+# 31.4, 16 x 1048576: even; 73.7, 512 x 151936: 2,625 -> 2,613 GB/s; 124: 2,758 -> 2,784 at N =
+# 65536, 2,605 -> 2,716 at 131072, 2,675 -> 2,739 at 262144, 2,575 -> 2,702 at 128256). Peeled
+# rows keep 8192 (2670 x 50257: 2,642 against 2,541). Packed, the log_softmax forward takes
+# LATE_LEAVE by its rule too (7.76 an SM: 15.0 us without, 15.6 with; 124: 2,784 with, 2,750
+# without at 65536).
+COOP_PACK_WIDE_LOG_MIN_PER_SM = 32
 # COOP_LATE_LEAVE: in the cooperative softmax (not log_softmax) kernels, a program's second
 # arrival at its row's counter, an atomic whose result it waits for, comes after its stores
 # instead of before its compute (LATE_LEAVE). On the H100 (probe_pack.log, off -> on) the
@@ -285,15 +312,26 @@ def _coop_pack(M: int, N: int, itemsize: int, peeled: bool, align: int, num_sms:
             and (peeled or M * n_chunks > COOP_UNPACKED_PER_SM * num_sms))
 
 
-def _coop_pack_fwd(M: int, N: int, itemsize: int, log: bool, peeled: bool, align: int, num_sms: int) -> bool:
-    """PACK of the cooperative forward (WIP: the rule follows the H100 probe)."""
-    return False
+def _coop_pack_fwd(M: int, N: int, itemsize: int, peeled: bool, align: int, num_sms: int) -> bool:
+    """PACK of the cooperative forward (see COOP_FWD_UNPACKED_PER_SM): 16-bit rows of whole
+    32-bit words (peeled, or `align` >= 2) whose grid of `_coop_chunks(N, itemsize)` chunks
+    has more than COOP_FWD_UNPACKED_PER_SM programs an SM."""
+    n_chunks = _coop_chunks(N, itemsize)[1]
+    return itemsize == 2 and (peeled or align >= 2) and M * n_chunks > COOP_FWD_UNPACKED_PER_SM * num_sms
 
 
-def _coop_late_leave(M: int, N: int, itemsize: int, log: bool, num_sms: int) -> bool:
-    """LATE_LEAVE of the cooperative kernels (chunks as `_coop_chunks(N, itemsize)`): see
-    COOP_LATE_LEAVE."""
-    return not log and M * _coop_chunks(N, itemsize)[1] >= COOP_LATE_LEAVE_MIN_PER_SM * num_sms
+def _coop_pack_wide(M: int, N: int, log: bool, peeled: bool, num_sms: int) -> bool:
+    """Whether the packed (PACK) forward of 16-bit rows takes chunks twice as wide (see
+    COOP_PACK_WIDE_LOG_MIN_PER_SM): unpeeled rows; log_softmax only where its grid of
+    8192-value chunks has at least COOP_PACK_WIDE_LOG_MIN_PER_SM programs an SM."""
+    n_chunks = _coop_chunks(N, 2)[1]
+    return not peeled and (not log or M * n_chunks >= COOP_PACK_WIDE_LOG_MIN_PER_SM * num_sms)
+
+
+def _coop_late_leave(M: int, n_chunks: int, log: bool, num_sms: int) -> bool:
+    """LATE_LEAVE of the cooperative kernels for a grid of M * `n_chunks` programs: see
+    COOP_LATE_LEAVE (`log`: an unpacked log_softmax kernel, which never takes it)."""
+    return not log and M * n_chunks >= COOP_LATE_LEAVE_MIN_PER_SM * num_sms
 
 
 def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, itemsize: int, num_sms: int,
@@ -382,9 +420,16 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         return (Launch("softmax_fwd_rows", ("x",), (M, N, stride_xm, stride_ym),
                        (("y", (M, N), "io"),), grid, tuple(meta.items())),)
     if fam == "coop":
+        # Unpacked wide chunks (COOP_WIDE_MAX_N), else PACK where it pays (COOP_FWD_UNPACKED_PER_SM),
+        # packed in wide chunks where those pay (COOP_PACK_WIDE_LOG_MIN_PER_SM); LATE_LEAVE by
+        # the grid of the chunks taken, never for the unpacked wide chunks, for log_softmax only
+        # packed (COOP_LATE_LEAVE).
         wide = _coop_wide(M, N, itemsize, log, peeled, num_sms)
-        acc["LATE_LEAVE"] = not wide and _coop_late_leave(M, N, itemsize, log, num_sms)
-        acc["PACK"] = _coop_pack_fwd(M, N, itemsize, log, peeled, acc["ALIGN"], num_sms)
+        acc["PACK"] = not wide and _coop_pack_fwd(M, N, itemsize, peeled, acc["ALIGN"], num_sms)
+        packed_wide = acc["PACK"] and _coop_pack_wide(M, N, log, peeled, num_sms)
+        n_chunks = _coop_chunks(N, itemsize, wide or packed_wide)[1]
+        acc["LATE_LEAVE"] = not wide and _coop_late_leave(M, n_chunks, log and not acc["PACK"], num_sms)
+        wide = wide or packed_wide
         return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,
                               num_sms, acc, 2, "y", wide=wide)
     BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))
@@ -435,7 +480,7 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
         # See COOP_PACK_MIN_CHUNKS, COOP_UNPACKED_PER_SM, COOP_RELOAD and COOP_LATE_LEAVE.
         acc["PACK"] = _coop_pack(M, N, itemsize, peeled, acc["ALIGN"], num_sms)
         acc["RELOAD"] = peeled and itemsize == 2 and not acc["PACK"]
-        acc["LATE_LEAVE"] = _coop_late_leave(M, N, itemsize, log, num_sms)
+        acc["LATE_LEAVE"] = _coop_late_leave(M, _coop_chunks(N, itemsize)[1], log, num_sms)
         return _coop_launches("softmax_bwd_coop", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm), M, N,
                               itemsize, num_sms, acc, 1, "dx")
     BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))

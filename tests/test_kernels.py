@@ -166,10 +166,11 @@ def test_coop_pack_and_late_leave_rules():
     assert not bwd(16, 1048576, "float32")["PACK"] and not bwd(16, 524288, "float64")["PACK"]
     # LATE_LEAVE: the softmax kernels, not log_softmax, nor the wide forward chunks, and only
     # from COOP_LATE_LEAVE_MIN_PER_SM programs an SM (132 SMs: 1584 programs).
+    # (The 16-bit forward's, packed: test_coop_forward_pack_rule.)
     fwd = lambda M, N, dtype, log=False: dispatch.plan_forward(M, N, N, N, dtype, log, 132)[0].kwargs  # noqa: E731
-    for dtype in ("bfloat16", "float32"):
-        for M, N in ((2670, 50257), (16, 1048576), (128, 1048576)):
-            assert fwd(M, N, dtype)["LATE_LEAVE"] and not fwd(M, N, dtype, log=True)["LATE_LEAVE"]
+    for M, N in ((2670, 50257), (16, 1048576), (128, 1048576)):
+        assert fwd(M, N, "float32")["LATE_LEAVE"] and not fwd(M, N, "float32", log=True)["LATE_LEAVE"]
+        for dtype in ("bfloat16", "float32"):
             assert bwd(M, N, dtype)["LATE_LEAVE"] and not bwd(M, N, dtype, log=True)["LATE_LEAVE"]
         for M, N in ((1, 128256), (8, 256000), (64, 128256), (4, 1048576)):  # at most 1024 programs
             assert not fwd(M, N, dtype)["LATE_LEAVE"] and not bwd(M, N, dtype)["LATE_LEAVE"]
@@ -199,6 +200,36 @@ def test_coop_packed_backward(forced_family, torch_device, monkeypatch, dtype, l
     ref.assert_close(dx.double().cpu(), expected, dtype, "packed coop bwd", scale_atol=True)
 
 
+def test_coop_forward_pack_rule():
+    # The 16-bit cooperative forward holds x packed in a grid of more than
+    # COOP_FWD_UNPACKED_PER_SM programs an SM (132 SMs: 660) in 8192-value chunks, where it
+    # takes no unpacked wide chunks; packed, unpeeled rows take 16384-value chunks (log_softmax
+    # from COOP_PACK_WIDE_LOG_MIN_PER_SM programs an SM: 4224); LATE_LEAVE by the grid taken.
+    def fwd(M, N, dtype, log=False, strides=None):
+        kw = dispatch.plan_forward(M, N, *(strides or (N, N)), dtype, log, 132)[0].kwargs
+        return kw["PACK"], kw["CHUNK_N"], kw["LATE_LEAVE"]
+
+    for dtype in ("bfloat16", "float16"):
+        assert fwd(2048, 65536, dtype) == (False, 16384, False)  # unpacked wide chunks
+        assert fwd(64, 256000, dtype) == (False, 16384, False)
+        assert fwd(2048, 65536, dtype, log=True) == (True, 16384, True)
+        assert fwd(512, 151936, dtype, log=True) == (True, 16384, True)  # 9728 >= 4224
+        assert fwd(64, 256000, dtype, log=True) == (True, 8192, True)  # 2048 programs < 4224
+        assert fwd(64, 128256, dtype, log=True) == (True, 8192, False)  # 1024 programs < 1584
+        assert fwd(8, 256000, dtype, log=True) == (False, 8192, False)  # 256 programs <= 660
+        assert fwd(5, 1048576, dtype) == (False, 8192, False)  # 640 programs <= 660
+        assert fwd(6, 1048576, dtype) == (True, 16384, False)
+        assert fwd(16, 1048576, dtype) == (True, 16384, False)  # 1024 programs of 16384 < 1584
+        assert fwd(128, 1048576, dtype) == (True, 16384, True)
+        for log in (False, True):
+            assert fwd(2670, 50257, dtype, log=log) == (True, 8192, True)  # peeled: 8192
+            # Odd rows with unequal strides: neither peeled nor whole words.
+            assert fwd(2670, 50257, dtype, log=log, strides=(50257, 50259))[0] is False
+        assert fwd(2670, 50258, dtype, log=True, strides=(50258, 50262)) == (True, 16384, True)
+    assert not fwd(128, 1048576, "float32")[0] and not fwd(2048, 65536, "float32", log=True)[0]
+    assert not fwd(128, 524288, "float64")[0]
+
+
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
 @pytest.mark.parametrize("M,N,pad", [(3, 130, 0), (2, 200, 6), (5, 131, 0), (4, 67, 0), (2, 129, 3)])
@@ -207,8 +238,7 @@ def test_coop_packed_forward(forced_family, torch_device, monkeypatch, dtype, lo
     a row padded to a wider stride, peeled odd rows and, with an odd pad (x's stride unequal
     to y's), unpacked rows; a chunk of -inf (masked words load two -inf values) and a NaN."""
     forced_family("coop", peel_min_n=1)
-    monkeypatch.setattr(dispatch, "_coop_pack_fwd", lambda M, N, itemsize, log, peeled, align, sms:
-                        peeled or align >= 2)
+    monkeypatch.setattr(dispatch, "COOP_FWD_UNPACKED_PER_SM", 0)
     x = _random((M, N + pad), dtype, torch_device, seed=M * 37 + N)[:, :N]
     x[0, :64] = -float("inf")  # the row's first chunk
     x[M - 1, N // 2] = float("nan")
@@ -314,11 +344,14 @@ def test_coop_plan(M, N):
         assert [o[2] for o in plan[0].outputs] == ["acc", "zeros", "io"]
         assert plan[0].outputs[1][1] == (M + 1,)  # row counters and the ticket counter
         assert kw["TICKET"] == (M * n_chunks > 132)  # a grid the GPU holds at once: no ticket
-    # Wider chunks for the softmax forward of aligned 16-bit rows up to COOP_WIDE_MAX_N only.
+    # Wider chunks for the forward of aligned 16-bit rows only: the softmax's unpacked up to
+    # COOP_WIDE_MAX_N, packed beyond; the log_softmax's packed, from 4224 programs of 8192.
     chunk = {(N, dtype, log): dispatch.plan_forward(512, N, N, N, dtype, log, 132)[0].kwargs["CHUNK_N"]
              for N in (65536, 262144, 1048576) for dtype in ("bfloat16", "float32") for log in (False, True)}
-    assert chunk[(65536, "bfloat16", False)] == chunk[(262144, "bfloat16", False)] == 16384
-    assert {c for k, c in chunk.items() if k[1:] != ("bfloat16", False) or k[0] == 1048576} == {8192}
+    assert {k for k, c in chunk.items() if c == 16384} == {
+        (65536, "bfloat16", False), (262144, "bfloat16", False), (1048576, "bfloat16", False),
+        (262144, "bfloat16", True), (1048576, "bfloat16", True)}
+    assert {c for c in chunk.values() if c != 16384} == {8192}
     assert dispatch.plan_forward(512, 50257, 50257, 50257, "float16", False, 132)[0].kwargs["CHUNK_N"] == 8192
     assert dispatch.plan_forward(8, 128256, 128256, 128256, "bfloat16", False, 132)[0].kwargs["CHUNK_N"] == 8192
 

@@ -32,8 +32,8 @@ Four families, each for softmax (LOG=False) and log_softmax (LOG=True):
   resident at once and skips the ticket (TICKET=False: the program id is the item).
   Triton's interpreter runs programs one after another, where a wait would never end:
   there the same kernel runs as two launches, PHASE=1 (partials) then PHASE=2 (combine,
-  reload, write); PHASE=3 is the one-launch GPU form. The backward may hold its chunk as
-  packed 32-bit words of two 16-bit values across the wait (PACK), half the registers.
+  reload, write); PHASE=3 is the one-launch GPU form. Both directions may hold a 16-bit
+  chunk as packed 32-bit words of two values across the wait (PACK), half the registers.
 
 Arithmetic: float16/bfloat16/float32 inputs are computed in float32, float64 in float64
 (ACC_FP64), and the result is stored in the output pointer's dtype.
@@ -388,6 +388,9 @@ def softmax_fwd_coop(
     counter. PHASE and TICKET as in the module docstring; PEEL as in softmax_fwd_rows.
     LATE_LEAVE: the program's second arrival (`_leave_row`, whose result it waits for) comes
     after its stores rather than before its compute (dispatch.COOP_LATE_LEAVE: where that pays).
+    PACK (16-bit types; PEEL, or N and the strides even): x is loaded as 32-bit words of two
+    values and only the words are held; each use unpacks them anew, and the softmax computes
+    exp(x - max) again after the wait (dispatch.COOP_FWD_UNPACKED_PER_SM: where that pays).
     """
     tl.static_assert(not PACK or PEEL or ALIGN >= 2, "PACK needs whole words: PEEL, or ALIGN >= 2")
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
