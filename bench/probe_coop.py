@@ -223,11 +223,11 @@ PACK_FWD_SHAPES = [(2670, 50257), (2048, 65536), (1024, 131072), (512, 262144), 
                    (16, 1048576)]
 
 
-def pack_fwd(sms):
+def pack_fwd(sms, dtypes=("bfloat16", "float16")):
     """dispatch's 16-bit cooperative forward plans against PACK variants."""
     import timing  # noqa: F401  (imported by _bench_clock)
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    for dtype in ("bfloat16", "float16"):
+    for dtype in dtypes:
         for M, N in PACK_FWD_SHAPES:
             if dtype == "float16" and (M, N) not in PACK_FWD_SHAPES[:5] and M > 1:
                 continue  # float16: the ~256 MB sweeps and single rows only

@@ -222,8 +222,10 @@ def markdown(data) -> str:
            "timed function)."]
     b = meta["budget"]
     if meta.get("merged_runs"):
-        md += ["", f"**Merged from {len(meta['merged_runs'])} runs of the same code; a later run's record of a "
-               "shape and impl replaces an earlier one** (`python bench/report.py run1.json run2.json ...`):"]
+        md += ["", f"**Merged from {len(meta['merged_runs'])} runs; a later run's record of a shape and impl "
+               "replaces an earlier one** (`python bench/report.py run1.json run2.json ...`). A later run "
+               "re-measures, with every peer, the shapes that a change of the code since the first run moves; "
+               "every other shape runs the same kernels and plans as when it was measured:"]
         for i, r in enumerate(meta["merged_runs"], 1):
             rb = r.get("budget") or {}
             cut = (f", its time budget cut {rb['skipped_measurements']} measurements from `{rb['hit_at']}` on"
@@ -403,10 +405,11 @@ def merge(runs: list) -> dict:
     for name in data["impls"]:
         data["unavailable"].pop(name, None)
     data.pop("summary", None)
-    if len(runs) > 1:
+    if len(runs) > 1:  # a run that is itself a merge contributes its own list of runs
         data["meta"] = {**data["meta"], "merged_runs": [
-            {"date": r["meta"].get("date"), "copy_GBps": r.get("copy_GBps"), "records": len(r["results"]),
-             "budget": r["meta"].get("budget")} for r in runs]}
+            m for r in runs for m in r["meta"].get("merged_runs") or [
+                {"date": r["meta"].get("date"), "copy_GBps": r.get("copy_GBps"), "records": len(r["results"]),
+                 "budget": r["meta"].get("budget")}]]}
     return data
 
 

@@ -165,6 +165,21 @@ def _fresh(w, PHASE: tl.constexpr):
     return w
 
 
+@triton.jit
+def _exp2_ftz(z, PHASE: tl.constexpr):
+    """2 ** z (float32) by one MUFU.EX2 on the GPU (PHASE 3): `ex2.approx.ftz`, which flushes
+    results below 2 ** -126 to 0, where tl.exp's `ex2.approx` adds a compare and two
+    multiplies a value to keep them. For 16-bit outputs only (PACK), whose smallest values
+    (bfloat16: 2 ** -133, float16: 2 ** -24) such a result rounds to or near 0 anyway. The
+    interpreter runs no asm: there it is tl.exp2."""
+    if PHASE == 3:
+        z = tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [z], dtype=tl.float32, is_pure=True,
+                                      pack=1)
+    else:
+        z = tl.exp2(z)
+    return z
+
+
 # --------------------------------------------------------------------------------------
 # forward
 # --------------------------------------------------------------------------------------
@@ -422,9 +437,11 @@ def softmax_fwd_coop(
     part_row = part_ptr + row * 2 * n_chunks
     # The chunk's own max and exp(x - max): an all -inf chunk gets max 0 here, sum 0.
     m_own = tl.where(m_own == -float("inf"), 0.0, m_own)
-    if PACK:
+    if PACK:  # exp(x - m) as 2 ** (x * log2(e) - m * log2(e)): one FFMA and one MUFU a value
         x_lo, x_hi = _unpack(_fresh(wx, PHASE), io_ty, acc_ty)
-        s_own = tl.sum(tl.exp(x_lo - m_own) + tl.exp(x_hi - m_own), axis=0)
+        m2 = m_own * 1.4426950408889634
+        s_own = tl.sum(_exp2_ftz(x_lo * 1.4426950408889634 - m2, PHASE)
+                       + _exp2_ftz(x_hi * 1.4426950408889634 - m2, PHASE), axis=0)
     else:
         e = tl.exp(x - m_own)
         s_own = tl.sum(e, axis=0)
@@ -450,12 +467,14 @@ def softmax_fwd_coop(
             shift = m_safe + tl.log(s)
         else:  # exp(x - m) / s = exp(x - m_own) * (exp(m_own - m) / s)
             scale = tl.exp(m_own - m_safe) / s
-        if PACK:  # unpacked anew from the words held across the wait; e computed anew
+        if PACK:  # unpacked anew from the words held across the wait
             x_lo, x_hi = _unpack(_fresh(wx, PHASE), io_ty, acc_ty)
             if LOG:
                 y_lo, y_hi = x_lo - shift, x_hi - shift
-            else:
-                y_lo, y_hi = tl.exp(x_lo - m_own) * scale, tl.exp(x_hi - m_own) * scale
+            else:  # exp(x - m) / s = 2 ** (x * log2(e) - (m * log2(e) + log2(s))), computed anew
+                shift2 = m_safe * 1.4426950408889634 + tl.log2(s)
+                y_lo = _exp2_ftz(x_lo * 1.4426950408889634 - shift2, PHASE)
+                y_hi = _exp2_ftz(x_hi * 1.4426950408889634 - shift2, PHASE)
             tl.store(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, _pack(y_lo, y_hi, io_ty), mask=mask)
         else:
             if LOG:
