@@ -424,8 +424,8 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         # packed in wide chunks where those pay (COOP_PACK_WIDE_LOG_MIN_PER_SM); LATE_LEAVE by
         # the grid of the chunks taken, never for the unpacked wide chunks, for log_softmax only
         # packed (COOP_LATE_LEAVE).
-        acc["PACK"] = _coop_pack_fwd(M, N, itemsize, peeled, acc["ALIGN"], num_sms)
-        wide = not acc["PACK"] and _coop_wide(M, N, itemsize, log, peeled, num_sms)
+        wide = _coop_wide(M, N, itemsize, log, peeled, num_sms)
+        acc["PACK"] = not wide and _coop_pack_fwd(M, N, itemsize, peeled, acc["ALIGN"], num_sms)
         packed_wide = acc["PACK"] and _coop_pack_wide(M, N, log, peeled, num_sms)
         n_chunks = _coop_chunks(N, itemsize, wide or packed_wide)[1]
         acc["LATE_LEAVE"] = not wide and _coop_late_leave(M, n_chunks, log and not acc["PACK"], num_sms)

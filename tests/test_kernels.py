@@ -174,8 +174,8 @@ def test_coop_pack_and_late_leave_rules():
             assert bwd(M, N, dtype)["LATE_LEAVE"] and not bwd(M, N, dtype, log=True)["LATE_LEAVE"]
         for M, N in ((1, 128256), (8, 256000), (64, 128256), (4, 1048576)):  # at most 1024 programs
             assert not fwd(M, N, dtype)["LATE_LEAVE"] and not bwd(M, N, dtype)["LATE_LEAVE"]
-    wide = dispatch.plan_forward(32, 128256, 128256, 128256, "bfloat16", False, 132)[0].kwargs
-    assert wide["CHUNK_N"] == 16384 and not wide["PACK"] and not wide["LATE_LEAVE"]
+    wide = dispatch.plan_forward(2048, 65536, 65536, 65536, "bfloat16", False, 132)[0].kwargs
+    assert wide["CHUNK_N"] == 16384 and not wide["LATE_LEAVE"]
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -210,9 +210,8 @@ def test_coop_forward_pack_rule():
         return kw["PACK"], kw["CHUNK_N"], kw["LATE_LEAVE"]
 
     for dtype in ("bfloat16", "float16"):
-        assert fwd(2048, 65536, dtype) == (True, 16384, True)
-        assert fwd(64, 256000, dtype) == (True, 16384, False)  # 1024 programs of 16384 < 1584
-        assert fwd(32, 128256, dtype) == (False, 16384, False)  # 512 programs of 8192: unpacked wide
+        assert fwd(2048, 65536, dtype) == (False, 16384, False)  # unpacked wide chunks
+        assert fwd(64, 256000, dtype) == (False, 16384, False)
         assert fwd(2048, 65536, dtype, log=True) == (True, 16384, True)
         assert fwd(512, 151936, dtype, log=True) == (True, 16384, True)  # 9728 >= 4224
         assert fwd(64, 256000, dtype, log=True) == (True, 8192, True)  # 2048 programs < 4224
