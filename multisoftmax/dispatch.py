@@ -121,9 +121,14 @@ COOP_UNPACKED_PER_SM = 3
 # from 2,388 to 2,510 at 128 x 1048576, 36.0 to 34.6 us at 16 x 1048576 and 2,369 to 2,431 at
 # 2670 x 50257. But few rows lost: 1 x 256000 4.23 to 4.41 us, 8 x 256000 (1.94 an SM) 6.52 to
 # 6.81. Between 1.94 and 7.76 the rule rests on the register count: a grid the GPU holds whole
-# unpacked (5 an SM) gains nothing from packing and pays for it. The unpacked wide chunks of
-# the softmax (COOP_WIDE_MAX_N) stay: on aligned rows up to 262144 they led packed ones (2,685
-# vs 2,616 GB/s at 1024 x 131072, 2,674 vs 2,627 at 512 x 262144; 2,647 vs 2,677 at 2048 x 65536).
+# unpacked (5 an SM) gains nothing from packing and pays for it. Those figures are with tl.exp;
+# the packed kernel now takes exp as one FFMA and one ex2.approx.ftz a value (kernels'
+# _exp2_ftz: 1,632 -> 1,072 SASS instructions at bf16 128 x 1048576), which took the softmax
+# forward at 128 x 1048576 from 2,514 to 2,573 GB/s and the log_softmax at 2048 x 65536 from
+# 2,784 to 2,837 (probe_pack_fwd3.log; benchmark: run_rerun_pack_fwd.log). The unpacked wide
+# chunks of the softmax (COOP_WIDE_MAX_N) stay: in their place the packed ones (16384 values)
+# gained 3-4% at 2048 x 65536 and 64 x 128256 but lost 1-6% at 1024 x 131072, 1024 x 128256,
+# 64 x 256000 and 256 x 256000 (run_rerun_softmax_packed.log against run_rerun_pack_fwd.log).
 COOP_FWD_UNPACKED_PER_SM = 5
 # COOP_PACK_WIDE_LOG_MIN_PER_SM: packed, the forward takes chunks twice as wide (16384 values,
 # 8 warps, 63 registers: 4 programs an SM) on unpeeled rows: the softmax always (16 x 1048576:
