@@ -225,7 +225,6 @@ PACK_FWD_SHAPES = [(2670, 50257), (2048, 65536), (1024, 131072), (512, 262144), 
 
 def pack_fwd(sms, dtypes=("bfloat16", "float16")):
     """dispatch's 16-bit cooperative forward plans against PACK variants."""
-    import timing  # noqa: F401  (imported by _bench_clock)
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     for dtype in dtypes:
         for M, N in PACK_FWD_SHAPES:
@@ -268,18 +267,11 @@ def pack_fwd(sms, dtypes=("bfloat16", "float16")):
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
-    if "--wide" in sys.argv[1:]:
-        return wide(sms)
-    if "--pack" in sys.argv[1:]:
-        return pack(sms)
-    if "--late" in sys.argv[1:]:
-        return late(sms)
-    if "--even-m" in sys.argv[1:]:
-        return even_m(sms)
-    if "--pack-few" in sys.argv[1:]:
-        return pack_few(sms)
-    if "--pack-fwd" in sys.argv[1:]:
-        return pack_fwd(sms)
+    modes = {"--wide": wide, "--pack": pack, "--late": late, "--even-m": even_m, "--pack-few": pack_few,
+             "--pack-fwd": pack_fwd}
+    for flag, mode in modes.items():
+        if flag in sys.argv[1:]:
+            return mode(sms)
     for dtype, shapes in SHAPES.items():
         for M, N in shapes:
             for log in (False, True):
