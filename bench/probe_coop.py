@@ -47,6 +47,16 @@ times dispatch's 16-bit cooperative forward plans (~256 MB sweeps, LLM vocabular
 rows; softmax and log_softmax) against x held as packed words across the wait (PACK) at chunks
 of 8192 and 16384 values (8 warps; LATE_LEAVE by dispatch's rule, and flipped) and 32768 (16
 warps), twice each, by the benchmark's clock, with registers and the largest error.
+
+    python bench/probe_coop.py --defer-y > bench/results/h100/probe_defer_y.log
+    python bench/probe_coop.py --wide-few > bench/results/h100/probe_wide_few.log
+    python bench/probe_coop.py --few-chunks > bench/results/h100/probe_few_chunks.log
+
+the same way: dispatch's log_softmax backward plans against y loaded only after the wait
+(DEFER_Y), unpacked and packed (dispatch.py's COOP_DEFER_Y); the 16-bit softmax forward of
+tens of long rows in unpacked wide, unpacked, packed and packed wide chunks
+(COOP_WIDE_MIN_PER_SM, COOP_PACK_WIDE_MIN_PER_SM); single and 8 long rows in chunks of 4096,
+2048 and 1024 values (COOP_NARROW_MIN_SMS_PER_PROGRAM).
 """
 
 from __future__ import annotations
@@ -223,18 +233,47 @@ PACK_FWD_SHAPES = [(2670, 50257), (2048, 65536), (1024, 131072), (512, 262144), 
                    (16, 1048576)]
 
 
+def _compare(M, N, dtype, direction, log, variants, sms):
+    """One line: each (name, plan) of `variants` on the same inputs, with its registers a
+    thread, the largest error relative to max(1, |ref|) (ERR over 2e-2) and its us a call of
+    two runs by the benchmark's clock (`_bench_clock`), GB/s of the faster."""
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    T = getattr(torch, dtype)
+    x, y, dy, out, bufs, nbytes = tune.make_inputs(M, N, T, direction, log)
+    ref = reference(x, y, dy, log, direction)
+    names = ("x",) if direction == "fwd" else ("y", "dy")
+    info = {}
+    for name, p in variants:
+        launch._COMPILED.clear()
+        got = tune.run_plan(p, bufs, out)
+        err = ((got.double() - ref).abs() / ref.abs().clamp(min=1)).max().item()
+        info[name] = (max(c[1].n_regs for c in launch._COMPILED.values()), err)
+    res = {name: [] for name, _ in variants}
+    for _ in range(2):
+        for name, p in variants:
+            res[name].append(_bench_clock(p, bufs, names, out, nbytes, l2))
+    del x, y, dy, out, bufs, ref
+    torch.cuda.empty_cache()
+    return " | ".join(f"{name} r{info[name][0]} " + "/".join(f"{us:.2f}" for us in res[name])
+                      + f" us {nbytes / min(res[name]) / 1e3:.0f} GB/s"
+                      + (f" ERR {info[name][1]:.0e}" if info[name][1] > 2e-2 else "") for name, _ in variants)
+
+
+def _head(M, N, dtype, direction, log, plan, sms):
+    kw = plan[0].kwargs
+    flags = ",".join(f"{k.lower()}={kw[k]:d}" for k in ("PACK", "LATE_LEAVE", "PEEL", "DEFER_Y", "RELOAD") if k in kw)
+    return (f"{dtype} {M}x{N} {'log' if log else 'sm'} {direction} programs/SM={plan[0].grid[0] / sms:.2f} | "
+            f"dispatch: chunk={kw['CHUNK_N']},warps={kw['num_warps']},{flags} | ")
+
+
 def pack_fwd(sms, dtypes=("bfloat16", "float16")):
     """dispatch's 16-bit cooperative forward plans against PACK variants."""
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
     for dtype in dtypes:
         for M, N in PACK_FWD_SHAPES:
             if dtype == "float16" and (M, N) not in PACK_FWD_SHAPES[:5] and M > 1:
                 continue  # float16: the ~256 MB sweeps and single rows only
             for log in (False, True):
-                T = getattr(torch, dtype)
-                x, y, dy, out, bufs, nbytes = tune.make_inputs(M, N, T, "fwd", log)
-                ref = reference(x, y, dy, log, "fwd")
-                plan, names = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
+                plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
                 variants = [("dispatch", plan)]
                 for chunk, warps in ((8192, 8), (16384, 8), (32768, 16)):
                     p = tune.coop_plan(M, N, dtype, "fwd", sms, chunk, warps, log)
@@ -243,32 +282,85 @@ def pack_fwd(sms, dtypes=("bfloat16", "float16")):
                     if warps == 8:
                         variants.append((f"{chunk}x{warps}P{'' if late else 'L'}",
                                          tune.with_meta(p, PACK=True, LATE_LEAVE=not late)))
-                info = {}
-                for name, p in variants:
-                    launch._COMPILED.clear()
-                    got = tune.run_plan(p, bufs, out)
-                    err = ((got.double() - ref).abs() / ref.abs().clamp(min=1)).max().item()
-                    info[name] = (max(c[1].n_regs for c in launch._COMPILED.values()), err)
-                res = {name: [] for name, _ in variants}
-                for _ in range(2):
-                    for name, p in variants:
-                        res[name].append(_bench_clock(p, bufs, names, out, nbytes, l2))
-                kw = plan[0].kwargs
-                print(f"{dtype} {M}x{N} {'log' if log else 'sm'} fwd programs/SM={plan[0].grid[0] / sms:.2f} | "
-                      f"dispatch: chunk={kw['CHUNK_N']},late={kw['LATE_LEAVE']:d},peel={kw['PEEL']:d} | "
-                      + " | ".join(f"{name} r{info[name][0]} " + "/".join(f"{us:.2f}" for us in res[name])
-                                   + f" us {nbytes / min(res[name]) / 1e3:.0f} GB/s"
-                                   + (f" ERR {info[name][1]:.0e}" if info[name][1] > 2e-2 else "")
-                                   for name, _ in variants), flush=True)
-                del x, y, dy, out, bufs, ref
-                torch.cuda.empty_cache()
+                print(_head(M, N, dtype, "fwd", log, plan, sms) + _compare(M, N, dtype, "fwd", log, variants, sms),
+                      flush=True)
+
+
+DEFER_SHAPES = [(2670, 50257), (2048, 65536), (1024, 131072), (512, 262144), (128, 1048576), (64, 256000),
+                (16, 1048576), (8, 256000), (1, 256000)]
+
+
+def defer_y(sms, shapes=DEFER_SHAPES, dtypes=("bfloat16", "float16", "float32")):
+    """dispatch's log_softmax cooperative backward plans against 8192-value chunks with y held
+    across the wait or first loaded after it (DEFER_Y), unpacked or packed (16-bit: PACK)."""
+    for dtype in dtypes:
+        for M, N in shapes:
+            if dtype != "bfloat16" and (M, N) not in ((2048, 65536), (128, 1048576)):
+                continue
+            plan, _ = _dispatch_plan(M, N, dtype, "bwd", sms, None, True)
+            p = tune.coop_plan(M, N, dtype, "bwd", sms, 8192, 8, True)
+            peel = p[0].kwargs["PEEL"]
+            variants = [("dispatch", plan)]
+            for pack in ((False, True) if dtype != "float32" else (False,)):
+                for defer in (False, True):
+                    name = f"8192{'P' if pack else ''}{'D' if defer else ''}{'R' if peel and not pack else ''}"
+                    variants.append((name, tune.with_meta(p, PACK=pack, DEFER_Y=defer,
+                                                          RELOAD=peel and dtype != "float32" and not pack)))
+            print(_head(M, N, dtype, "bwd", True, plan, sms) + _compare(M, N, dtype, "bwd", True, variants, sms),
+                  flush=True)
+
+
+FEW_SHAPES = [(1, 128256), (1, 256000), (8, 128256), (8, 256000)]
+
+
+def few_chunks(sms, shapes=FEW_SHAPES, dtypes=("float32", "bfloat16")):
+    """dispatch's cooperative plans on few long rows (one wave) against smaller chunks (CxW:
+    chunk C, W warps; PACK and LATE_LEAVE off): more programs, each with fewer bytes to wait for."""
+    for dtype in dtypes:
+        for M, N in shapes:
+            for direction in ("fwd", "bwd"):
+                for log in (False, True):
+                    if log and M > 1:
+                        continue
+                    plan, _ = _dispatch_plan(M, N, dtype, direction, sms, "coop", log)
+                    variants = [("dispatch", plan)]
+                    for chunk, warps in ((4096, 8), (4096, 4), (2048, 4), (1024, 4)):
+                        try:
+                            p = tune.coop_plan(M, N, dtype, direction, sms, chunk, warps, log)
+                        except ValueError:  # more chunks than SMs
+                            continue
+                        variants.append((f"{chunk}x{warps}", tune.with_meta(p, PACK=False, LATE_LEAVE=False)))
+                    print(_head(M, N, dtype, direction, log, plan, sms)
+                          + _compare(M, N, dtype, direction, log, variants, sms), flush=True)
+
+
+WIDE_FEW_SHAPES = [(16, 128256), (32, 128256), (64, 128256), (32, 256000), (64, 256000), (16, 1048576),
+                   (8, 1048576)]
+
+
+def wide_few(sms, shapes=WIDE_FEW_SHAPES, dtypes=("bfloat16",)):
+    """dispatch's 16-bit softmax forward on tens of long rows against the unpacked wide chunks
+    (16384 values, COOP_WIDE_MAX_N), 8192-value chunks unpacked and packed (L: LATE_LEAVE on,
+    else off) and packed wide chunks."""
+    for dtype in dtypes:
+        for M, N in shapes:
+            plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, False)
+            p8 = tune.coop_plan(M, N, dtype, "fwd", sms, 8192, 8)
+            p16 = tune.coop_plan(M, N, dtype, "fwd", sms, 16384, 8)
+            variants = [("dispatch", plan), ("16384", tune.with_meta(p16, PACK=False, LATE_LEAVE=False)),
+                        ("8192", tune.with_meta(p8, PACK=False, LATE_LEAVE=False)),
+                        ("8192P", tune.with_meta(p8, PACK=True, LATE_LEAVE=False)),
+                        ("8192PL", tune.with_meta(p8, PACK=True, LATE_LEAVE=True)),
+                        ("16384P", tune.with_meta(p16, PACK=True, LATE_LEAVE=False))]
+            print(_head(M, N, dtype, "fwd", False, plan, sms) + _compare(M, N, dtype, "fwd", False, variants, sms),
+                  flush=True)
 
 
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
     modes = {"--wide": wide, "--pack": pack, "--late": late, "--even-m": even_m, "--pack-few": pack_few,
-             "--pack-fwd": pack_fwd}
+             "--pack-fwd": pack_fwd, "--defer-y": defer_y, "--few-chunks": few_chunks, "--wide-few": wide_few}
     for flag, mode in modes.items():
         if flag in sys.argv[1:]:
             return mode(sms)

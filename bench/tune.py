@@ -103,17 +103,20 @@ COOP_VARIANTS = [(4096, 4), (4096, 8), (8192, 8), (8192, 16), (16384, 16)]  # (C
 
 def coop_plan(M, N, dtype, direction, sms, chunk, warps, log=False):
     """The cooperative plan with other constants (dispatch's module values swapped in and back):
-    chunks of exactly `chunk` values (no wide chunks, unpacked or packed), `warps` warps."""
-    saved = dispatch.COOP_CHUNK_N, dispatch.COOP_WARPS, dispatch.COOP_WIDE_MAX_N, dispatch._coop_pack_wide
+    chunks of exactly `chunk` values (no wide chunks, unpacked or packed, nor narrow ones),
+    `warps` warps."""
+    names = ("COOP_CHUNK_N", "COOP_WARPS", "COOP_WIDE_MAX_N", "_coop_pack_wide", "_coop_narrow")
+    saved = {name: getattr(dispatch, name) for name in names}
     dispatch.COOP_CHUNK_N, dispatch.COOP_WARPS = {2: chunk, 4: chunk, 8: chunk}, warps
     dispatch.COOP_WIDE_MAX_N = 0  # exactly this chunk
-    dispatch._coop_pack_wide = lambda *a: False
+    dispatch._coop_pack_wide = dispatch._coop_narrow = lambda *a: False
     try:
         if direction == "fwd":
             return dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, sms, "coop")
         return dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, log, sms, "coop")
     finally:
-        dispatch.COOP_CHUNK_N, dispatch.COOP_WARPS, dispatch.COOP_WIDE_MAX_N, dispatch._coop_pack_wide = saved
+        for name, value in saved.items():
+            setattr(dispatch, name, value)
 
 
 def tune_coop(args, sms, copy, t0):

@@ -76,9 +76,17 @@ COOP_WARPS = 8
 # bf16 and fp16, two repeats) it went from 2,463-2,485 to 2,583-2,608 GB/s at N = 65536 and
 # 131072, 2,365 to 2,633 at 262144, 2,266 to 2,441 at 151936, 2,465 to 2,576 at 128256, but
 # lost at 1048576 (2,115 to 2,065); log_softmax lost everywhere (65536: 2,451 to 2,282), and
-# unaligned rows lost at 50257 (probe_coop.log: 2,138 to 1,900). Only where the grid is more
-# than the GPU holds at once (the probe's shapes, M >= 64): few rows keep more programs.
+# unaligned rows lost at 50257 (probe_coop.log: 2,138 to 1,900).
 COOP_WIDE_MAX_N = 262144
+# COOP_WIDE_MIN_PER_SM: and only where the grid of wide chunks has more than this many programs
+# an SM. Unpacked, they take 80 registers a thread: 3 programs an SM at once, so a grid of 3.88
+# an SM runs in two waves, the second a third full. On the H100 (bench/results/h100/
+# probe_wide_few.log, bf16, the benchmark's clock, two runs) 8192-value chunks packed (PACK, 8
+# an SM) took 15.3 us at 64 x 128256 against 16.2-17.9 wide, 15.7-16.0 at 32 x 256000 against
+# 18.0-18.5, and unpacked 9.4-9.6 at 32 x 128256 (1.94 an SM) against 9.8-10.0; at 7.76 an SM
+# (64 x 256000) the wide chunks stayed ahead, 30.2-31.3 us against 31.6-32.6. Between 3.88 and
+# 7.76 the threshold rests on nothing measured.
+COOP_WIDE_MIN_PER_SM = 4
 # COOP_RELOAD: the cooperative backward of peeled 16-bit rows loads its chunk of y and dy
 # again after the row's wait rather than holding them in registers across it. Its edges take
 # it from 80 registers a thread (3 programs of 8 warps an SM) to 86 (2 programs); reloaded,
@@ -130,17 +138,44 @@ COOP_UNPACKED_PER_SM = 3
 # gained 3-4% at 2048 x 65536 and 64 x 128256 but lost 1-6% at 1024 x 131072, 1024 x 128256,
 # 64 x 256000 and 256 x 256000 (run_rerun_softmax_packed.log against run_rerun_pack_fwd.log).
 COOP_FWD_UNPACKED_PER_SM = 5
-# COOP_PACK_WIDE_LOG_MIN_PER_SM: packed, the forward takes chunks twice as wide (16384 values,
-# 8 warps, 63 registers: 4 programs an SM) on unpeeled rows: the softmax always (16 x 1048576:
-# 34.6 us against 36.7 in 8192-value chunks; 128 x 1048576: 2,510 against 2,155 GB/s), the
-# log_softmax from this many programs an SM in 8192-value chunks (probe_pack_fwd2.log, bf16,
+# COOP_PACK_WIDE_MIN_PER_SM: packed, the forward takes chunks twice as wide (16384 values,
+# 8 warps, 63 registers: 4 programs an SM) on unpeeled rows where its grid of 8192-value chunks
+# has at least this many programs an SM. The softmax at 128 x 1048576 (124 an SM): 2,510
+# against 2,155 GB/s in 8192-value chunks (probe_pack_fwd2.log); but at 16 x 1048576 (15.5 an
+# SM) 33.6-33.7 us against 32.9-33.3 (LATE_LEAVE) and at 8 x 1048576 (7.76) 16.8-17.2 against
+# 16.3-16.9 (probe_wide_few.log). The log_softmax (probe_pack_fwd2.log, bf16,
 # 8192 -> 16384 packed: 7.76 an SM, 64 x 128256: 15.0 -> 15.6 us; 15.5, 64 x 256000: 29.9 ->
 # 31.4, 16 x 1048576: even; 73.7, 512 x 151936: 2,625 -> 2,613 GB/s; 124: 2,758 -> 2,784 at N =
 # 65536, 2,605 -> 2,716 at 131072, 2,675 -> 2,739 at 262144, 2,575 -> 2,702 at 128256). Peeled
 # rows keep 8192 (2670 x 50257: 2,642 against 2,541). Packed, the log_softmax forward takes
 # LATE_LEAVE by its rule too (7.76 an SM: 15.0 us without, 15.6 with; 124: 2,784 with, 2,750
 # without at 65536).
-COOP_PACK_WIDE_LOG_MIN_PER_SM = 32
+COOP_PACK_WIDE_MIN_PER_SM = 32
+# COOP_NARROW_MIN_SMS_PER_PROGRAM: where the grid of the cooperative kernels has at most one
+# program every this many SMs (single rows: 33 programs at 132 SMs, N <= 270336), chunks are
+# half as wide (4096 values for 16-bit and float32; 8 warps): twice the programs, each waiting
+# for half the bytes. On the H100 (bench/results/h100/probe_few_chunks.log, the benchmark's
+# clock, two runs) float32 1 x 128256 went from 4.58-4.65 to 3.93-3.95 us forward (log_softmax
+# 4.60-4.71 to 3.98-4.00) and 4.01-4.09 to 3.72-3.85 backward, 1 x 256000 from 4.81-4.96 to
+# 4.33-4.34 forward and 4.60-4.69 to 3.98-4.01 log_softmax backward, bf16 1 x 128256 from 4.01-
+# 4.04 to 3.79-3.80 forward; but 8 rows of 128256 (0.97 programs an SM) lost: float32 6.07 to
+# 6.28 us forward, 6.64 to 7.05 backward, bf16 4.91 to 5.56 forward. float64 (not measured)
+# keeps its chunks.
+COOP_NARROW_MIN_SMS_PER_PROGRAM = 4
+# COOP_DEFER_Y: the cooperative log_softmax backward of 16-bit rows first loads y after the
+# row's wait, where its grid has more than COOP_UNPACKED_PER_SM programs an SM (DEFER_Y: its
+# row sum is of dy alone, so only dy is held across the wait), and then holds dy packed (PACK)
+# whatever its chunks. Registers a thread (bf16 2048 x 65536, Triton 3.6, sm_90): 70 unpacked,
+# 59 deferred, 58 deferred and packed (float16: 40). On the H100 (bench/results/h100/
+# probe_defer_y.log, the benchmark's clock, two runs; dispatch's plan -> deferred unpacked ->
+# deferred packed) bf16 went from 2,576 to 2,727 / 2,713 GB/s at 2048 x 65536, 2,592 to 2,805 /
+# 2,775 at 1024 x 131072, 2,778 to 2,874 / 2,845 at 512 x 262144, 2,728 to 2,757 / 2,880 at 128 x
+# 1048576, 2,596 to 2,610 / 2,682 at 2670 x 50257 (peeled), 41.5 to 38.1 / 38.8 us at 64 x 256000
+# and 44.8 to 41.9 / 41.1 at 16 x 1048576; float16 from 2,529 to 2,743 / 2,873 at 2048 x 65536
+# and 2,767 to 2,783 / 2,934 at 128 x 1048576. The packed form won on 5 of those 9 shapes by
+# 2-5%, lost on the other 4 by 0.5-2%: it is the one kept. A grid the GPU holds whole gains no
+# occupancy and waits for y after the wait: 8 x 256000 (1.94 an SM) 6.8 to 7.3 us, 1 x 256000
+# 3.9 to 4.7. float32 lost (2048 x 65536: 3,026 to 2,869 GB/s; 128 x 1048576: 2,758 to 2,741).
 # COOP_LATE_LEAVE: in the cooperative softmax (not log_softmax) kernels, a program's second
 # arrival at its row's counter, an atomic whose result it waits for, comes after its stores
 # instead of before its compute (LATE_LEAVE). On the H100 (probe_pack.log, off -> on) the
@@ -292,19 +327,30 @@ def _split(M: int, N: int, itemsize: int, num_sms: int):
     return chunk, triton.cdiv(N, chunk)
 
 
-def _coop_chunks(N: int, itemsize: int, wide: bool = False) -> tuple[int, int]:
+def _coop_chunks(N: int, itemsize: int, wide: bool = False, narrow: bool = False) -> tuple[int, int]:
     """CHUNK_N and n_chunks of the cooperative kernels for rows of N values (`wide`: chunks
-    twice as wide, see COOP_WIDE_MAX_N)."""
-    CHUNK_N = min(COOP_CHUNK_N[itemsize] * (2 if wide else 1), triton.next_power_of_2(N))
+    twice as wide, see COOP_WIDE_MAX_N; `narrow`: half as wide, see
+    COOP_NARROW_MIN_SMS_PER_PROGRAM)."""
+    chunk = COOP_CHUNK_N[itemsize] * (2 if wide else 1) // (2 if narrow else 1)
+    CHUNK_N = min(chunk, triton.next_power_of_2(N))
     return CHUNK_N, triton.cdiv(N, CHUNK_N)
+
+
+def _coop_narrow(M: int, N: int, itemsize: int, num_sms: int) -> bool:
+    """Whether the cooperative kernels take chunks half as wide (see
+    COOP_NARROW_MIN_SMS_PER_PROGRAM): 16-bit and float32 rows whose grid of
+    `_coop_chunks(N, itemsize)` chunks has at most one program every
+    COOP_NARROW_MIN_SMS_PER_PROGRAM SMs."""
+    return itemsize <= 4 and M * _coop_chunks(N, itemsize)[1] * COOP_NARROW_MIN_SMS_PER_PROGRAM <= num_sms
 
 
 def _coop_wide(M: int, N: int, itemsize: int, log: bool, peeled: bool, num_sms: int) -> bool:
     """Whether the cooperative forward takes chunks twice as wide (see COOP_WIDE_MAX_N):
-    aligned 16-bit softmax rows up to COOP_WIDE_MAX_N whose grid is more than the GPU holds."""
+    aligned 16-bit softmax rows up to COOP_WIDE_MAX_N whose grid of wide chunks has more than
+    COOP_WIDE_MIN_PER_SM programs an SM."""
     chunk = 2 * COOP_CHUNK_N[itemsize]
     return (itemsize == 2 and not log and not peeled and chunk <= N <= COOP_WIDE_MAX_N
-            and M * triton.cdiv(N, chunk) > num_sms)
+            and M * triton.cdiv(N, chunk) > COOP_WIDE_MIN_PER_SM * num_sms)
 
 
 def _coop_pack(M: int, N: int, itemsize: int, peeled: bool, align: int, num_sms: int) -> bool:
@@ -325,12 +371,19 @@ def _coop_pack_fwd(M: int, N: int, itemsize: int, peeled: bool, align: int, num_
     return itemsize == 2 and (peeled or align >= 2) and M * n_chunks > COOP_FWD_UNPACKED_PER_SM * num_sms
 
 
-def _coop_pack_wide(M: int, N: int, log: bool, peeled: bool, num_sms: int) -> bool:
+def _coop_pack_wide(M: int, N: int, peeled: bool, num_sms: int) -> bool:
     """Whether the packed (PACK) forward of 16-bit rows takes chunks twice as wide (see
-    COOP_PACK_WIDE_LOG_MIN_PER_SM): unpeeled rows; log_softmax only where its grid of
-    8192-value chunks has at least COOP_PACK_WIDE_LOG_MIN_PER_SM programs an SM."""
+    COOP_PACK_WIDE_MIN_PER_SM): unpeeled rows whose grid of 8192-value chunks has at least
+    COOP_PACK_WIDE_MIN_PER_SM programs an SM."""
     n_chunks = _coop_chunks(N, 2)[1]
-    return not peeled and (not log or M * n_chunks >= COOP_PACK_WIDE_LOG_MIN_PER_SM * num_sms)
+    return not peeled and M * n_chunks >= COOP_PACK_WIDE_MIN_PER_SM * num_sms
+
+
+def _coop_defer_y(M: int, N: int, itemsize: int, log: bool, num_sms: int) -> bool:
+    """DEFER_Y of the cooperative backward (see COOP_DEFER_Y): the log_softmax of 16-bit rows
+    whose grid of `_coop_chunks(N, itemsize)` chunks has more than COOP_UNPACKED_PER_SM
+    programs an SM."""
+    return log and itemsize == 2 and M * _coop_chunks(N, itemsize)[1] > COOP_UNPACKED_PER_SM * num_sms
 
 
 def _coop_late_leave(M: int, n_chunks: int, log: bool, num_sms: int) -> bool:
@@ -340,9 +393,11 @@ def _coop_late_leave(M: int, n_chunks: int, log: bool, num_sms: int) -> bool:
 
 
 def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, itemsize: int, num_sms: int,
-                   acc: dict, part_rows: int, out: str, wide: bool = False) -> tuple[Launch, ...]:
+                   acc: dict, part_rows: int, out: str, wide: bool = False,
+                   narrow: bool = False) -> tuple[Launch, ...]:
     """The cooperative kernel: one program per chunk (grid M * n_chunks), n_chunks appended
-    to `scalars`, `part_rows` partials a chunk, chunks as `_coop_chunks(N, itemsize, wide)`.
+    to `scalars`, `part_rows` partials a chunk, chunks as `_coop_chunks(N, itemsize, wide,
+    narrow)`.
     One launch (PHASE 3) or, under Triton's interpreter, where programs run one by one and
     could never wait for each other, two (PHASE 1 writes the partials, PHASE 2 combines them
     and writes `out`).
@@ -358,7 +413,7 @@ def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, i
     A grid of at most num_sms programs is held at once whole: there items are program ids
     (TICKET=False).
     """
-    CHUNK_N, n_chunks = _coop_chunks(N, itemsize, wide)
+    CHUNK_N, n_chunks = _coop_chunks(N, itemsize, wide, narrow)
     if n_chunks > num_sms:
         raise ValueError(f"N={N} needs {n_chunks} chunks of {CHUNK_N}, more than one per SM ({num_sms}): "
                          f"the cooperative kernel's wait needs at most one; use the 'online' or 'split' family")
@@ -426,17 +481,18 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
                        (("y", (M, N), "io"),), grid, tuple(meta.items())),)
     if fam == "coop":
         # Unpacked wide chunks (COOP_WIDE_MAX_N), else PACK where it pays (COOP_FWD_UNPACKED_PER_SM),
-        # packed in wide chunks where those pay (COOP_PACK_WIDE_LOG_MIN_PER_SM); LATE_LEAVE by
-        # the grid of the chunks taken, never for the unpacked wide chunks, for log_softmax only
-        # packed (COOP_LATE_LEAVE).
+        # packed in wide chunks where those pay (COOP_PACK_WIDE_MIN_PER_SM); LATE_LEAVE by the
+        # grid of the chunks taken, never for the unpacked wide chunks, for log_softmax only
+        # packed (COOP_LATE_LEAVE); narrow chunks for grids of a few programs
+        # (COOP_NARROW_MIN_SMS_PER_PROGRAM), which take none of the others.
         wide = _coop_wide(M, N, itemsize, log, peeled, num_sms)
         acc["PACK"] = not wide and _coop_pack_fwd(M, N, itemsize, peeled, acc["ALIGN"], num_sms)
-        packed_wide = acc["PACK"] and _coop_pack_wide(M, N, log, peeled, num_sms)
+        packed_wide = acc["PACK"] and _coop_pack_wide(M, N, peeled, num_sms)
         n_chunks = _coop_chunks(N, itemsize, wide or packed_wide)[1]
         acc["LATE_LEAVE"] = not wide and _coop_late_leave(M, n_chunks, log and not acc["PACK"], num_sms)
-        wide = wide or packed_wide
         return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,
-                              num_sms, acc, 2, "y", wide=wide)
+                              num_sms, acc, 2, "y", wide=wide or packed_wide,
+                              narrow=_coop_narrow(M, N, itemsize, num_sms))
     BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))
     num_warps = 8
     if fam == "online":
@@ -482,12 +538,15 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
         return (Launch("softmax_bwd_rows", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm),
                        (("dx", (M, N), "io"),), grid, tuple(meta.items())),)
     if fam == "coop":
-        # See COOP_PACK_MIN_CHUNKS, COOP_UNPACKED_PER_SM, COOP_RELOAD and COOP_LATE_LEAVE.
-        acc["PACK"] = _coop_pack(M, N, itemsize, peeled, acc["ALIGN"], num_sms)
+        # See COOP_PACK_MIN_CHUNKS, COOP_UNPACKED_PER_SM, COOP_DEFER_Y (which packs whole words
+        # whatever the chunks), COOP_RELOAD, COOP_LATE_LEAVE and COOP_NARROW_MIN_SMS_PER_PROGRAM.
+        acc["DEFER_Y"] = _coop_defer_y(M, N, itemsize, log, num_sms)
+        acc["PACK"] = (_coop_pack(M, N, itemsize, peeled, acc["ALIGN"], num_sms)
+                       or (acc["DEFER_Y"] and itemsize == 2 and (peeled or acc["ALIGN"] >= 2)))
         acc["RELOAD"] = peeled and itemsize == 2 and not acc["PACK"]
         acc["LATE_LEAVE"] = _coop_late_leave(M, _coop_chunks(N, itemsize)[1], log, num_sms)
         return _coop_launches("softmax_bwd_coop", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm), M, N,
-                              itemsize, num_sms, acc, 1, "dx")
+                              itemsize, num_sms, acc, 1, "dx", narrow=_coop_narrow(M, N, itemsize, num_sms))
     BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))
     num_warps = 8
     if fam == "online":

@@ -132,8 +132,9 @@ def test_peel_rule():
     assert warps(16385, "float32", log=True, forward=False) == warps(16384, "float32", log=True, forward=False)
     assert warps(3001, "float32") == warps(3004, "float32") == 8
     assert warps(16385, "float64", M=512) == warps(16384, "float64", M=512)
-    # The cooperative backward reloads y and dy after its wait for peeled 16-bit rows only.
-    reload = {(N, dtype): dispatch.plan_backward(2048, N, N, N, N, dtype, True, 132)[0].kwargs["RELOAD"]
+    # The cooperative softmax backward reloads y and dy after its wait for peeled 16-bit rows
+    # only (the log_softmax's defers y and packs dy there: test_coop_defer_y_rule).
+    reload = {(N, dtype): dispatch.plan_backward(2048, N, N, N, N, dtype, False, 132)[0].kwargs["RELOAD"]
               for N in (50257, 65536) for dtype in ("bfloat16", "float16", "float32")}
     assert reload == {(50257, "bfloat16"): True, (50257, "float16"): True, (50257, "float32"): False,
                       (65536, "bfloat16"): False, (65536, "float16"): False, (65536, "float32"): False}
@@ -200,34 +201,87 @@ def test_coop_packed_backward(forced_family, torch_device, monkeypatch, dtype, l
     ref.assert_close(dx.double().cpu(), expected, dtype, "packed coop bwd", scale_atol=True)
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+@pytest.mark.parametrize("M,N,pad", [(3, 130, 0), (2, 200, 6), (5, 131, 0), (2, 129, 3)])
+def test_coop_deferred_y_backward(forced_family, torch_device, monkeypatch, dtype, M, N, pad):
+    """The cooperative log_softmax backward loading y only after the row's wait (DEFER_Y):
+    16-bit rows of whole words with dy packed (even rows, rows padded to a wider stride, peeled
+    odd rows), unpacked where they are not (an odd pad: strides unequal to dx's) and float32
+    rows; a row with a NaN in dy and a row whose y is -inf (exp(y) = 0) in one chunk."""
+    forced_family("coop", peel_min_n=1)
+    monkeypatch.setattr(dispatch, "_coop_defer_y", lambda *a: True)
+    x = _random((M, N), dtype, torch_device, seed=M * 41 + N)
+    x[0, :64] = -float("inf")  # the row's first chunk: y = -inf there
+    y = torch.ops.multisoftmax.softmax_fwd(x, True)
+    dy = _random((M, N + pad), dtype, torch_device, seed=M * 41 + N + 1)[:, :N]
+    dy[M - 1, N // 2] = float("nan")
+    if pad:
+        y = torch.empty((M, N + pad), dtype=y.dtype, device=torch_device)[:, :N].copy_(y)
+    kw = dispatch.plan_backward(M, N, y.stride(0), dy.stride(0), N, dtype, True, 132)[0].kwargs
+    assert kw["DEFER_Y"] and not kw["RELOAD"] and kw["PACK"] == (dtype != "float32" and pad % 2 == 0)
+    y_before, dy_before = y.clone(), dy.clone()
+    dx = torch.ops.multisoftmax.softmax_bwd(y, dy, True)
+    assert torch.equal(y, y_before) and torch.equal(dy.nan_to_num(), dy_before.nan_to_num())
+    expected = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=True)
+    assert torch.isnan(dx[M - 1]).all() and not torch.isnan(dx[:M - 1]).any()
+    ref.assert_close(dx.double().cpu(), expected, dtype, "deferred-y coop bwd", scale_atol=True)
+
+
 def test_coop_forward_pack_rule():
-    # The 16-bit cooperative forward holds x packed in a grid of more than
-    # COOP_FWD_UNPACKED_PER_SM programs an SM (132 SMs: 660) in 8192-value chunks, where it
-    # takes no unpacked wide chunks; packed, unpeeled rows take 16384-value chunks (log_softmax
-    # from COOP_PACK_WIDE_LOG_MIN_PER_SM programs an SM: 4224); LATE_LEAVE by the grid taken.
+    # The 16-bit cooperative forward: the softmax takes unpacked wide chunks (16384 values) where
+    # their grid has more than COOP_WIDE_MIN_PER_SM programs an SM (132 SMs: 528); else x is held
+    # packed where the grid of 8192-value chunks has more than COOP_FWD_UNPACKED_PER_SM programs
+    # an SM (660); packed, unpeeled rows take 16384-value chunks from COOP_PACK_WIDE_MIN_PER_SM
+    # programs an SM (4224 of 8192); LATE_LEAVE by the grid taken (1584).
     def fwd(M, N, dtype, log=False, strides=None):
         kw = dispatch.plan_forward(M, N, *(strides or (N, N)), dtype, log, 132)[0].kwargs
         return kw["PACK"], kw["CHUNK_N"], kw["LATE_LEAVE"]
 
     for dtype in ("bfloat16", "float16"):
         assert fwd(2048, 65536, dtype) == (False, 16384, False)  # unpacked wide chunks
-        assert fwd(64, 256000, dtype) == (False, 16384, False)
+        assert fwd(64, 256000, dtype) == (False, 16384, False)  # 1024 wide programs > 528
+        assert fwd(64, 128256, dtype) == (True, 8192, False)  # 512 wide programs <= 528
+        assert fwd(32, 256000, dtype) == (True, 8192, False)
+        assert fwd(32, 128256, dtype) == (False, 8192, False)  # 512 programs of 8192 <= 660
         assert fwd(2048, 65536, dtype, log=True) == (True, 16384, True)
         assert fwd(512, 151936, dtype, log=True) == (True, 16384, True)  # 9728 >= 4224
         assert fwd(64, 256000, dtype, log=True) == (True, 8192, True)  # 2048 programs < 4224
         assert fwd(64, 128256, dtype, log=True) == (True, 8192, False)  # 1024 programs < 1584
         assert fwd(8, 256000, dtype, log=True) == (False, 8192, False)  # 256 programs <= 660
-        assert fwd(5, 1048576, dtype) == (False, 8192, False)  # 640 programs <= 660
-        assert fwd(6, 1048576, dtype) == (True, 16384, False)
-        assert fwd(16, 1048576, dtype) == (True, 16384, False)  # 1024 programs of 16384 < 1584
-        assert fwd(128, 1048576, dtype) == (True, 16384, True)
         for log in (False, True):
+            assert fwd(5, 1048576, dtype, log=log) == (False, 8192, False)  # 640 programs <= 660
+            assert fwd(6, 1048576, dtype, log=log) == (True, 8192, False)
+            assert fwd(16, 1048576, dtype, log=log) == (True, 8192, True)  # 2048 programs < 4224
+            assert fwd(32, 1048576, dtype, log=log) == (True, 8192, True)
+            assert fwd(33, 1048576, dtype, log=log) == (True, 16384, True)  # 4224 programs of 8192
+            assert fwd(128, 1048576, dtype, log=log) == (True, 16384, True)
             assert fwd(2670, 50257, dtype, log=log) == (True, 8192, True)  # peeled: 8192
             # Odd rows with unequal strides: neither peeled nor whole words.
             assert fwd(2670, 50257, dtype, log=log, strides=(50257, 50259))[0] is False
         assert fwd(2670, 50258, dtype, log=True, strides=(50258, 50262)) == (True, 16384, True)
     assert not fwd(128, 1048576, "float32")[0] and not fwd(2048, 65536, "float32", log=True)[0]
     assert not fwd(128, 524288, "float64")[0]
+
+
+def test_coop_defer_y_rule():
+    # The 16-bit cooperative log_softmax backward defers y where its grid has more than
+    # COOP_UNPACKED_PER_SM programs an SM (132 SMs: 396), and then packs dy whenever its rows are
+    # whole words (peeled, or N and the strides even): never RELOAD.
+    def bwd(M, N, dtype, log=True, strides=None):
+        kw = dispatch.plan_backward(M, N, *(strides or (N, N, N)), dtype, log, 132)[0].kwargs
+        return kw["DEFER_Y"], kw["PACK"], kw["RELOAD"]
+
+    for dtype in ("bfloat16", "float16"):
+        assert bwd(2048, 65536, dtype) == (True, True, False)
+        assert bwd(50, 65536, dtype) == (True, True, False)  # 400 programs
+        assert bwd(49, 65536, dtype) == (False, False, False)  # 392 programs
+        assert bwd(8, 256000, dtype) == (False, False, False)
+        assert bwd(2670, 50257, dtype) == (True, True, False)  # peeled
+        assert bwd(2670, 50257, dtype, strides=(50257, 50259, 50257)) == (True, False, False)  # odd strides
+        assert bwd(2670, 50257, dtype, log=False) == (False, False, True)  # the softmax's: RELOAD
+        assert bwd(128, 1048576, dtype, log=False) == (False, True, False)
+    assert bwd(2048, 65536, "float32") == (False, False, False)
+    assert bwd(1024, 65536, "float64") == (False, False, False)
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -345,7 +399,7 @@ def test_coop_plan(M, N):
         assert plan[0].outputs[1][1] == (M + 1,)  # row counters and the ticket counter
         assert kw["TICKET"] == (M * n_chunks > 132)  # a grid the GPU holds at once: no ticket
     # Wider chunks for the forward of aligned 16-bit rows only: the softmax's unpacked up to
-    # COOP_WIDE_MAX_N, packed beyond; the log_softmax's packed, from 4224 programs of 8192.
+    # COOP_WIDE_MAX_N, packed beyond, and the log_softmax's, from 4224 programs of 8192.
     chunk = {(N, dtype, log): dispatch.plan_forward(512, N, N, N, dtype, log, 132)[0].kwargs["CHUNK_N"]
              for N in (65536, 262144, 1048576) for dtype in ("bfloat16", "float32") for log in (False, True)}
     assert {k for k, c in chunk.items() if c == 16384} == {
@@ -354,6 +408,15 @@ def test_coop_plan(M, N):
     assert {c for c in chunk.values() if c != 16384} == {8192}
     assert dispatch.plan_forward(512, 50257, 50257, 50257, "float16", False, 132)[0].kwargs["CHUNK_N"] == 8192
     assert dispatch.plan_forward(8, 128256, 128256, 128256, "bfloat16", False, 132)[0].kwargs["CHUNK_N"] == 8192
+    # Narrower chunks (4096 values) for 16-bit and float32 grids of at most 33 programs of 8192
+    # (COOP_NARROW_MIN_SMS_PER_PROGRAM), both directions; float64 keeps its 4096.
+    for dtype in ("bfloat16", "float32", "float64"):
+        for M, N, narrow in ((1, 128256, True), (2, 128256, True), (3, 128256, False), (1, 270336, True),
+                             (1, 270337, False), (8, 128256, False)):
+            want = 4096 if narrow or dtype == "float64" else 8192
+            for plan in (dispatch.plan_forward(M, N, N, N, dtype, False, 132),
+                         dispatch.plan_backward(M, N, N, N, N, dtype, True, 132)):
+                assert plan[0].kwargs["CHUNK_N"] == want, (dtype, M, N)
 
 
 def test_coop_refuses_more_than_one_chunk_per_sm():

@@ -33,7 +33,8 @@ Four families, each for softmax (LOG=False) and log_softmax (LOG=True):
   Triton's interpreter runs programs one after another, where a wait would never end:
   there the same kernel runs as two launches, PHASE=1 (partials) then PHASE=2 (combine,
   reload, write); PHASE=3 is the one-launch GPU form. Both directions may hold a 16-bit
-  chunk as packed 32-bit words of two values across the wait (PACK), half the registers.
+  chunk as packed 32-bit words of two values across the wait (PACK), half the registers;
+  the log_softmax backward, whose row sum needs dy alone, may load y after it (DEFER_Y).
 
 Arithmetic: float16/bfloat16/float32 inputs are computed in float32, float64 in float64
 (ACC_FP64), and the result is stored in the output pointer's dtype.
@@ -57,6 +58,8 @@ torch path), but jax_triton.triton_call gives scalars no such specialization.
 
 import triton
 import triton.language as tl
+
+LOG2E = tl.constexpr(1.4426950408889634)  # log2(e): exp(v) = 2 ** (v * LOG2E)
 
 
 @triton.jit
@@ -439,9 +442,9 @@ def softmax_fwd_coop(
     m_own = tl.where(m_own == -float("inf"), 0.0, m_own)
     if PACK:  # exp(x - m) as 2 ** (x * log2(e) - m * log2(e)): one FFMA and one MUFU a value
         x_lo, x_hi = _unpack(_fresh(wx, PHASE), io_ty, acc_ty)
-        m2 = m_own * 1.4426950408889634
-        s_own = tl.sum(_exp2_ftz(x_lo * 1.4426950408889634 - m2, PHASE)
-                       + _exp2_ftz(x_hi * 1.4426950408889634 - m2, PHASE), axis=0)
+        m2 = m_own * LOG2E
+        s_own = tl.sum(_exp2_ftz(x_lo * LOG2E - m2, PHASE)
+                       + _exp2_ftz(x_hi * LOG2E - m2, PHASE), axis=0)
     else:
         e = tl.exp(x - m_own)
         s_own = tl.sum(e, axis=0)
@@ -472,9 +475,9 @@ def softmax_fwd_coop(
             if LOG:
                 y_lo, y_hi = x_lo - shift, x_hi - shift
             else:  # exp(x - m) / s = 2 ** (x * log2(e) - (m * log2(e) + log2(s))), computed anew
-                shift2 = m_safe * 1.4426950408889634 + tl.log2(s)
-                y_lo = _exp2_ftz(x_lo * 1.4426950408889634 - shift2, PHASE)
-                y_hi = _exp2_ftz(x_hi * 1.4426950408889634 - shift2, PHASE)
+                shift2 = m_safe * LOG2E + tl.log2(s)
+                y_lo = _exp2_ftz(x_lo * LOG2E - shift2, PHASE)
+                y_hi = _exp2_ftz(x_hi * LOG2E - shift2, PHASE)
             tl.store(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, _pack(y_lo, y_hi, io_ty), mask=mask)
         else:
             if LOG:
@@ -644,7 +647,7 @@ def softmax_bwd_coop(
     CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, PHASE: tl.constexpr, TICKET: tl.constexpr,
     PEEL: tl.constexpr,
     VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
-    RELOAD: tl.constexpr, PACK: tl.constexpr, LATE_LEAVE: tl.constexpr,
+    RELOAD: tl.constexpr, PACK: tl.constexpr, LATE_LEAVE: tl.constexpr, DEFER_Y: tl.constexpr,
 ):
     """As softmax_fwd_coop, with the partial row sums of dy * y (log_softmax: of dy) in
     part (M, n_chunks). RELOAD: the chunk's y and dy are loaded again after the wait (from
@@ -653,8 +656,12 @@ def softmax_bwd_coop(
     (16-bit types; PEEL, or N and the strides even): y and dy are loaded as 32-bit words of
     two values and held packed across the wait, half the registers of float32 values, and
     unpacked again after it (RELOAD is then ignored; dispatch.COOP_PACK_MIN_CHUNKS and
-    COOP_UNPACKED_PER_SM: where that pays). LATE_LEAVE as in softmax_fwd_coop."""
+    COOP_UNPACKED_PER_SM: where that pays); the log_softmax's exp(y) is then one FFMA and one
+    ex2.approx.ftz a value (`_exp2_ftz`). LATE_LEAVE as in softmax_fwd_coop. DEFER_Y
+    (log_softmax only, whose row sum is of dy alone): y is first loaded after the wait, so
+    only dy is held across it (dispatch.COOP_DEFER_Y: where that pays)."""
     tl.static_assert(not PACK or PEEL or ALIGN >= 2, "PACK needs whole words: PEEL, or ALIGN >= 2")
+    tl.static_assert(not DEFER_Y or LOG, "DEFER_Y: log_softmax only (the softmax's row sum needs y)")
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     other_y = -float("inf") if LOG else 0.0
     row, chunk = _coop_item(count_ptr, M, n_chunks, PHASE, TICKET)
@@ -669,24 +676,37 @@ def softmax_bwd_coop(
         y_offs, mask = _words(ys, lo_w, N_w, sy_w, row, CHUNK_N // 2, PEEL, VEC, ALIGN)
         dy_offs, _ = _words(dys, lo_w, N_w, sdy_w, row, CHUNK_N // 2, PEEL, VEC, ALIGN)
         dx_offs, _ = _words(dxs, lo_w, N_w, sdx_w, row, CHUNK_N // 2, PEEL, VEC, ALIGN)
-        wy = tl.load(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, mask=mask, other=0)
-        wdy = tl.load(dy_ptr.to(tl.pointer_type(tl.int32)) + dy_offs, mask=mask, other=0)
-        y_lo, y_hi = _unpack(wy, io_ty, acc_ty)
-        dy_lo, dy_hi = _unpack(wdy, io_ty, acc_ty)
         # Masked words load 0: dy = 0 adds nothing to either sum.
-        dot_own = tl.sum(_bwd_terms(y_lo, dy_lo, LOG) + _bwd_terms(y_hi, dy_hi, LOG), axis=0)
+        if not DEFER_Y:
+            wy = tl.load(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, mask=mask, other=0)
+        wdy = tl.load(dy_ptr.to(tl.pointer_type(tl.int32)) + dy_offs, mask=mask, other=0)
+        if LOG:
+            dy_lo, dy_hi = _unpack(wdy, io_ty, acc_ty)
+            dot_own = tl.sum(dy_lo + dy_hi, axis=0)
+        else:
+            y_lo, y_hi = _unpack(wy, io_ty, acc_ty)
+            dy_lo, dy_hi = _unpack(wdy, io_ty, acc_ty)
+            dot_own = tl.sum(_bwd_terms(y_lo, dy_lo, LOG) + _bwd_terms(y_hi, dy_hi, LOG), axis=0)
     else:
         y_offs, mask = _body(ys, chunk * CHUNK_N, N, CHUNK_N, PEEL, VEC)
         dy_offs, _ = _body(dys, chunk * CHUNK_N, N, CHUNK_N, PEEL, VEC)
         dx_offs, _ = _body(dxs, chunk * CHUNK_N, N, CHUNK_N, PEEL, VEC)
-        y = tl.load(y_ptr + y_offs, mask=mask, other=other_y).to(acc_ty)
+        if not DEFER_Y:
+            y = tl.load(y_ptr + y_offs, mask=mask, other=other_y).to(acc_ty)
         dy = tl.load(dy_ptr + dy_offs, mask=mask, other=0.0).to(acc_ty)
-        dot_own = tl.sum(_bwd_terms(y, dy, LOG), axis=0)
+        if LOG:
+            dot_own = tl.sum(dy, axis=0)
+        else:
+            dot_own = tl.sum(dy * y, axis=0)
     if PEEL:  # the three strides are equal
         e_offs, e_mask = _coop_edges(ys, N, chunk, n_chunks, VEC)
-        ye = tl.load(y_ptr + e_offs, mask=e_mask, other=other_y).to(acc_ty)
+        if not DEFER_Y:
+            ye = tl.load(y_ptr + e_offs, mask=e_mask, other=other_y).to(acc_ty)
         dye = tl.load(dy_ptr + e_offs, mask=e_mask, other=0.0).to(acc_ty)
-        dot_own += tl.sum(_bwd_terms(ye, dye, LOG), axis=0)
+        if LOG:
+            dot_own += tl.sum(dye, axis=0)
+        else:
+            dot_own += tl.sum(dye * ye, axis=0)
     part_row = part_ptr + row * n_chunks
     if PHASE % 2 == 1:
         tl.store(part_row + chunk, dot_own)
@@ -698,16 +718,25 @@ def softmax_bwd_coop(
         if PHASE == 3 and not LATE_LEAVE:
             _leave_row(count_ptr, row, n_chunks)
         if PACK:
+            if DEFER_Y:
+                wy = tl.load(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, mask=mask, other=0)
             y_lo, y_hi = _unpack(_fresh(wy, PHASE), io_ty, acc_ty)
             dy_lo, dy_hi = _unpack(_fresh(wdy, PHASE), io_ty, acc_ty)
-            dx = _pack(_bwd_apply(y_lo, dy_lo, dot, LOG), _bwd_apply(y_hi, dy_hi, dot, LOG), io_ty)
+            if LOG:  # dy - exp(y) * dot, exp(y) = 2 ** (y * log2(e)): one FFMA and one MUFU a value
+                dx = _pack(dy_lo - _exp2_ftz(y_lo * LOG2E, PHASE) * dot, dy_hi - _exp2_ftz(y_hi * LOG2E, PHASE) * dot,
+                           io_ty)
+            else:
+                dx = _pack(_bwd_apply(y_lo, dy_lo, dot, LOG), _bwd_apply(y_hi, dy_hi, dot, LOG), io_ty)
             tl.store(dx_ptr.to(tl.pointer_type(tl.int32)) + dx_offs, dx, mask=mask)
         else:
-            if RELOAD:
+            if RELOAD or DEFER_Y:
                 y = tl.load(y_ptr + y_offs, mask=mask, other=other_y).to(acc_ty)
+            if RELOAD:
                 dy = tl.load(dy_ptr + dy_offs, mask=mask, other=0.0).to(acc_ty)
             tl.store(dx_ptr + dx_offs, _bwd_apply(y, dy, dot, LOG).to(dx_ptr.dtype.element_ty), mask=mask)
         if PEEL:
+            if DEFER_Y:
+                ye = tl.load(y_ptr + e_offs, mask=e_mask, other=other_y).to(acc_ty)
             tl.store(dx_ptr + e_offs, _bwd_apply(ye, dye, dot, LOG).to(dx_ptr.dtype.element_ty), mask=e_mask)
         if PHASE == 3 and LATE_LEAVE:
             _leave_row(count_ptr, row, n_chunks)
