@@ -356,11 +356,27 @@ def wide_few(sms, shapes=WIDE_FEW_SHAPES, dtypes=("bfloat16",)):
                   flush=True)
 
 
+BITS_SHAPES = [(2670, 50257), (2048, 65536), (1024, 131072), (512, 262144), (128, 1048576), (64, 256000),
+               (16, 1048576)]
+
+
+def bits(sms, shapes=BITS_SHAPES):
+    """dispatch's bf16 cooperative backward plans with packed words unpacked by conversions
+    or by bit operations (BITS)."""
+    for M, N in shapes:
+        for log in (False, True):
+            plan, _ = _dispatch_plan(M, N, "bfloat16", "bwd", sms, None, log)
+            variants = [(f"bits={b:d}", tune.with_meta(plan, BITS=b)) for b in (False, True)]
+            print(_head(M, N, "bfloat16", "bwd", log, plan, sms) + _compare(M, N, "bfloat16", "bwd", log, variants, sms),
+                  flush=True)
+
+
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
     modes = {"--wide": wide, "--pack": pack, "--late": late, "--even-m": even_m, "--pack-few": pack_few,
-             "--pack-fwd": pack_fwd, "--defer-y": defer_y, "--few-chunks": few_chunks, "--wide-few": wide_few}
+             "--pack-fwd": pack_fwd, "--defer-y": defer_y, "--few-chunks": few_chunks, "--wide-few": wide_few,
+             "--bits": bits}
     for flag, mode in modes.items():
         if flag in sys.argv[1:]:
             return mode(sms)

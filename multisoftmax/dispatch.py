@@ -176,6 +176,16 @@ COOP_NARROW_MIN_SMS_PER_PROGRAM = 4
 # 2-5%, lost on the other 4 by 0.5-2%: it is the one kept. A grid the GPU holds whole gains no
 # occupancy and waits for y after the wait: 8 x 256000 (1.94 an SM) 6.8 to 7.3 us, 1 x 256000
 # 3.9 to 4.7. float32 lost (2048 x 65536: 3,026 to 2,869 GB/s; 128 x 1048576: 2,758 to 2,741).
+# Deferred and unpeeled, bfloat16 words are unpacked by bit operations (BITS: a bfloat16 is a
+# float32's high half), not by conversions: 40 registers a thread instead of 48-58, 6 programs
+# an SM instead of 4 (as float16). On the H100 (bench/results/h100/probe_bits.log, BITS off ->
+# on, the benchmark's clock, two runs) the log_softmax backward went from 2,703 to 2,870 GB/s at
+# 2048 x 65536, 2,786 to 2,884 at 1024 x 131072, 2,856 to 2,951 at 512 x 262144, 2,902 to 2,942
+# at 128 x 1048576 and 41.1 to 40.2 us at 16 x 1048576 (64 x 256000: 38.5 to 38.9). Peeled rows
+# (62 to 54 registers, 4 programs an SM either way) lost: 2670 x 50257, 2,689 to 2,623; so did
+# the packed softmax backward, 61-64 registers either way, by up to 1.4% (16 x 1048576; it moved
+# by -1.4% to +0.9%): neither takes it. (The forward, whose packed kernels are built around
+# `_fresh`, took more registers with it: 32 to 40 at bf16 128 x 1048576.)
 # COOP_LATE_LEAVE: in the cooperative softmax (not log_softmax) kernels, a program's second
 # arrival at its row's counter, an atomic whose result it waits for, comes after its stores
 # instead of before its compute (LATE_LEAVE). On the H100 (probe_pack.log, off -> on) the
@@ -539,12 +549,14 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
                        (("dx", (M, N), "io"),), grid, tuple(meta.items())),)
     if fam == "coop":
         # See COOP_PACK_MIN_CHUNKS, COOP_UNPACKED_PER_SM, COOP_DEFER_Y (which packs whole words
-        # whatever the chunks), COOP_RELOAD, COOP_LATE_LEAVE and COOP_NARROW_MIN_SMS_PER_PROGRAM.
+        # whatever the chunks, and unpacks unpeeled bfloat16 ones by bit operations: BITS),
+        # COOP_RELOAD, COOP_LATE_LEAVE and COOP_NARROW_MIN_SMS_PER_PROGRAM.
         acc["DEFER_Y"] = _coop_defer_y(M, N, itemsize, log, num_sms)
         acc["PACK"] = (_coop_pack(M, N, itemsize, peeled, acc["ALIGN"], num_sms)
                        or (acc["DEFER_Y"] and itemsize == 2 and (peeled or acc["ALIGN"] >= 2)))
         acc["RELOAD"] = peeled and itemsize == 2 and not acc["PACK"]
         acc["LATE_LEAVE"] = _coop_late_leave(M, _coop_chunks(N, itemsize)[1], log, num_sms)
+        acc["BITS"] = acc["DEFER_Y"] and not peeled
         return _coop_launches("softmax_bwd_coop", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm), M, N,
                               itemsize, num_sms, acc, 1, "dx", narrow=_coop_narrow(M, N, itemsize, num_sms))
     BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))

@@ -219,6 +219,7 @@ def test_coop_deferred_y_backward(forced_family, torch_device, monkeypatch, dtyp
         y = torch.empty((M, N + pad), dtype=y.dtype, device=torch_device)[:, :N].copy_(y)
     kw = dispatch.plan_backward(M, N, y.stride(0), dy.stride(0), N, dtype, True, 132)[0].kwargs
     assert kw["DEFER_Y"] and not kw["RELOAD"] and kw["PACK"] == (dtype != "float32" and pad % 2 == 0)
+    assert kw["BITS"] == (not kw["PEEL"])  # bfloat16 words by bit operations (the others ignore it)
     y_before, dy_before = y.clone(), dy.clone()
     dx = torch.ops.multisoftmax.softmax_bwd(y, dy, True)
     assert torch.equal(y, y_before) and torch.equal(dy.nan_to_num(), dy_before.nan_to_num())
@@ -266,9 +267,11 @@ def test_coop_forward_pack_rule():
 def test_coop_defer_y_rule():
     # The 16-bit cooperative log_softmax backward defers y where its grid has more than
     # COOP_UNPACKED_PER_SM programs an SM (132 SMs: 396), and then packs dy whenever its rows are
-    # whole words (peeled, or N and the strides even): never RELOAD.
+    # whole words (peeled, or N and the strides even): never RELOAD; unpeeled, it unpacks
+    # bfloat16 words by bit operations (BITS).
     def bwd(M, N, dtype, log=True, strides=None):
         kw = dispatch.plan_backward(M, N, *(strides or (N, N, N)), dtype, log, 132)[0].kwargs
+        assert kw["BITS"] == (kw["DEFER_Y"] and not kw["PEEL"])  # bfloat16 unpacked by bit operations
         return kw["DEFER_Y"], kw["PACK"], kw["RELOAD"]
 
     for dtype in ("bfloat16", "float16"):

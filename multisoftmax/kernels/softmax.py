@@ -141,11 +141,16 @@ def _words(row_start, lo_w, N, stride, row, BLOCK_W: tl.constexpr, PEEL: tl.cons
 
 
 @triton.jit
-def _unpack(w, dtype: tl.constexpr, acc_ty: tl.constexpr):
+def _unpack(w, dtype: tl.constexpr, acc_ty: tl.constexpr, BITS: tl.constexpr):
     """The two 16-bit values of each word of `w` (int32), as acc_ty: (low half, high half),
-    that is (even element, odd element) on a little-endian GPU."""
-    lo = w.to(tl.int16).to(dtype, bitcast=True).to(acc_ty)
-    hi = (w >> 16).to(tl.int16).to(dtype, bitcast=True).to(acc_ty)
+    that is (even element, odd element) on a little-endian GPU. BITS: bfloat16 to float32 by
+    bit operations (a bfloat16 is a float32's high half), not by conversions."""
+    if BITS and dtype == tl.bfloat16 and acc_ty == tl.float32:
+        lo = (w << 16).to(tl.float32, bitcast=True)
+        hi = (w & -65536).to(tl.float32, bitcast=True)
+    else:
+        lo = w.to(tl.int16).to(dtype, bitcast=True).to(acc_ty)
+        hi = (w >> 16).to(tl.int16).to(dtype, bitcast=True).to(acc_ty)
     return lo, hi
 
 
@@ -426,7 +431,7 @@ def softmax_fwd_coop(
         # only the words, not the float32 values, are held in registers.
         ninf = tl.full((), -float("inf"), acc_ty)
         wx = tl.load(x_ptr.to(tl.pointer_type(tl.int32)) + x_offs, mask=mask, other=_pack(ninf, ninf, io_ty))
-        x_lo, x_hi = _unpack(wx, io_ty, acc_ty)
+        x_lo, x_hi = _unpack(wx, io_ty, acc_ty, False)
         m_own = tl.max(tl.maximum(x_lo, x_hi), axis=0)
     else:
         x_offs, mask = _body(xs, chunk * CHUNK_N, N, CHUNK_N, PEEL, VEC)
@@ -441,7 +446,7 @@ def softmax_fwd_coop(
     # The chunk's own max and exp(x - max): an all -inf chunk gets max 0 here, sum 0.
     m_own = tl.where(m_own == -float("inf"), 0.0, m_own)
     if PACK:  # exp(x - m) as 2 ** (x * log2(e) - m * log2(e)): one FFMA and one MUFU a value
-        x_lo, x_hi = _unpack(_fresh(wx, PHASE), io_ty, acc_ty)
+        x_lo, x_hi = _unpack(_fresh(wx, PHASE), io_ty, acc_ty, False)
         m2 = m_own * LOG2E
         s_own = tl.sum(_exp2_ftz(x_lo * LOG2E - m2, PHASE)
                        + _exp2_ftz(x_hi * LOG2E - m2, PHASE), axis=0)
@@ -471,7 +476,7 @@ def softmax_fwd_coop(
         else:  # exp(x - m) / s = exp(x - m_own) * (exp(m_own - m) / s)
             scale = tl.exp(m_own - m_safe) / s
         if PACK:  # unpacked anew from the words held across the wait
-            x_lo, x_hi = _unpack(_fresh(wx, PHASE), io_ty, acc_ty)
+            x_lo, x_hi = _unpack(_fresh(wx, PHASE), io_ty, acc_ty, False)
             if LOG:
                 y_lo, y_hi = x_lo - shift, x_hi - shift
             else:  # exp(x - m) / s = 2 ** (x * log2(e) - (m * log2(e) + log2(s))), computed anew
@@ -648,6 +653,7 @@ def softmax_bwd_coop(
     PEEL: tl.constexpr,
     VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
     RELOAD: tl.constexpr, PACK: tl.constexpr, LATE_LEAVE: tl.constexpr, DEFER_Y: tl.constexpr,
+    BITS: tl.constexpr,
 ):
     """As softmax_fwd_coop, with the partial row sums of dy * y (log_softmax: of dy) in
     part (M, n_chunks). RELOAD: the chunk's y and dy are loaded again after the wait (from
@@ -659,7 +665,8 @@ def softmax_bwd_coop(
     COOP_UNPACKED_PER_SM: where that pays); the log_softmax's exp(y) is then one FFMA and one
     ex2.approx.ftz a value (`_exp2_ftz`). LATE_LEAVE as in softmax_fwd_coop. DEFER_Y
     (log_softmax only, whose row sum is of dy alone): y is first loaded after the wait, so
-    only dy is held across it (dispatch.COOP_DEFER_Y: where that pays)."""
+    only dy is held across it (dispatch.COOP_DEFER_Y: where that pays). BITS (PACK): bfloat16
+    words are unpacked by bit operations (`_unpack`), which took fewer registers there."""
     tl.static_assert(not PACK or PEEL or ALIGN >= 2, "PACK needs whole words: PEEL, or ALIGN >= 2")
     tl.static_assert(not DEFER_Y or LOG, "DEFER_Y: log_softmax only (the softmax's row sum needs y)")
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
@@ -681,11 +688,11 @@ def softmax_bwd_coop(
             wy = tl.load(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, mask=mask, other=0)
         wdy = tl.load(dy_ptr.to(tl.pointer_type(tl.int32)) + dy_offs, mask=mask, other=0)
         if LOG:
-            dy_lo, dy_hi = _unpack(wdy, io_ty, acc_ty)
+            dy_lo, dy_hi = _unpack(wdy, io_ty, acc_ty, BITS)
             dot_own = tl.sum(dy_lo + dy_hi, axis=0)
         else:
-            y_lo, y_hi = _unpack(wy, io_ty, acc_ty)
-            dy_lo, dy_hi = _unpack(wdy, io_ty, acc_ty)
+            y_lo, y_hi = _unpack(wy, io_ty, acc_ty, BITS)
+            dy_lo, dy_hi = _unpack(wdy, io_ty, acc_ty, BITS)
             dot_own = tl.sum(_bwd_terms(y_lo, dy_lo, LOG) + _bwd_terms(y_hi, dy_hi, LOG), axis=0)
     else:
         y_offs, mask = _body(ys, chunk * CHUNK_N, N, CHUNK_N, PEEL, VEC)
@@ -720,8 +727,8 @@ def softmax_bwd_coop(
         if PACK:
             if DEFER_Y:
                 wy = tl.load(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, mask=mask, other=0)
-            y_lo, y_hi = _unpack(_fresh(wy, PHASE), io_ty, acc_ty)
-            dy_lo, dy_hi = _unpack(_fresh(wdy, PHASE), io_ty, acc_ty)
+            y_lo, y_hi = _unpack(_fresh(wy, PHASE), io_ty, acc_ty, BITS)
+            dy_lo, dy_hi = _unpack(_fresh(wdy, PHASE), io_ty, acc_ty, BITS)
             if LOG:  # dy - exp(y) * dot, exp(y) = 2 ** (y * log2(e)): one FFMA and one MUFU a value
                 dx = _pack(dy_lo - _exp2_ftz(y_lo * LOG2E, PHASE) * dot, dy_hi - _exp2_ftz(y_hi * LOG2E, PHASE) * dot,
                            io_ty)
