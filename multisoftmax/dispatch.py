@@ -346,12 +346,15 @@ def _coop_chunks(N: int, itemsize: int, wide: bool = False, narrow: bool = False
     return CHUNK_N, triton.cdiv(N, CHUNK_N)
 
 
-def _coop_narrow(M: int, N: int, itemsize: int, num_sms: int) -> bool:
+# The rules below take `programs`, the grid of `_coop_chunks(N, itemsize)` chunks (M * n_chunks),
+# whatever chunks the plan takes in the end: plan_forward and plan_backward count it once.
+
+
+def _coop_narrow(programs: int, itemsize: int, num_sms: int) -> bool:
     """Whether the cooperative kernels take chunks half as wide (see
-    COOP_NARROW_MIN_SMS_PER_PROGRAM): 16-bit and float32 rows whose grid of
-    `_coop_chunks(N, itemsize)` chunks has at most one program every
-    COOP_NARROW_MIN_SMS_PER_PROGRAM SMs."""
-    return itemsize <= 4 and M * _coop_chunks(N, itemsize)[1] * COOP_NARROW_MIN_SMS_PER_PROGRAM <= num_sms
+    COOP_NARROW_MIN_SMS_PER_PROGRAM): 16-bit and float32 rows whose grid has at most one
+    program every COOP_NARROW_MIN_SMS_PER_PROGRAM SMs."""
+    return itemsize <= 4 and programs * COOP_NARROW_MIN_SMS_PER_PROGRAM <= num_sms
 
 
 def _coop_wide(M: int, N: int, itemsize: int, log: bool, peeled: bool, num_sms: int) -> bool:
@@ -363,43 +366,44 @@ def _coop_wide(M: int, N: int, itemsize: int, log: bool, peeled: bool, num_sms: 
             and M * triton.cdiv(N, chunk) > COOP_WIDE_MIN_PER_SM * num_sms)
 
 
-def _coop_pack(M: int, N: int, itemsize: int, peeled: bool, align: int, num_sms: int) -> bool:
-    """PACK of the cooperative backward (chunks as `_coop_chunks(N, itemsize)`): 16-bit rows
-    of whole 32-bit words (peeled, or N and the strides even: `align` >= 2) of at least
-    COOP_PACK_MIN_CHUNKS chunks; unpeeled ones only in a grid of more than
+def _whole_words(itemsize: int, peeled: bool, align: int) -> bool:
+    """Whether the cooperative kernels can move rows as 32-bit words of two values (PACK):
+    16-bit rows, peeled (the body runs between 16-byte boundaries) or with N and the strides
+    even (`align` >= 2)."""
+    return itemsize == 2 and (peeled or align >= 2)
+
+
+def _coop_pack(programs: int, n_chunks: int, words: bool, peeled: bool, num_sms: int) -> bool:
+    """PACK of the cooperative backward: rows of whole words (`words`, `_whole_words`) of at
+    least COOP_PACK_MIN_CHUNKS chunks; unpeeled ones only in a grid of more than
     COOP_UNPACKED_PER_SM programs an SM."""
-    n_chunks = _coop_chunks(N, itemsize)[1]
-    return (itemsize == 2 and (peeled or align >= 2) and n_chunks >= COOP_PACK_MIN_CHUNKS
-            and (peeled or M * n_chunks > COOP_UNPACKED_PER_SM * num_sms))
+    return (words and n_chunks >= COOP_PACK_MIN_CHUNKS
+            and (peeled or programs > COOP_UNPACKED_PER_SM * num_sms))
 
 
-def _coop_pack_fwd(M: int, N: int, itemsize: int, peeled: bool, align: int, num_sms: int) -> bool:
-    """PACK of the cooperative forward (see COOP_FWD_UNPACKED_PER_SM): 16-bit rows of whole
-    32-bit words (peeled, or `align` >= 2) whose grid of `_coop_chunks(N, itemsize)` chunks
-    has more than COOP_FWD_UNPACKED_PER_SM programs an SM."""
-    n_chunks = _coop_chunks(N, itemsize)[1]
-    return itemsize == 2 and (peeled or align >= 2) and M * n_chunks > COOP_FWD_UNPACKED_PER_SM * num_sms
+def _coop_pack_fwd(programs: int, words: bool, num_sms: int) -> bool:
+    """PACK of the cooperative forward (see COOP_FWD_UNPACKED_PER_SM): rows of whole words
+    (`words`, `_whole_words`) whose grid has more than COOP_FWD_UNPACKED_PER_SM programs an SM."""
+    return words and programs > COOP_FWD_UNPACKED_PER_SM * num_sms
 
 
-def _coop_pack_wide(M: int, N: int, peeled: bool, num_sms: int) -> bool:
+def _coop_pack_wide(programs: int, peeled: bool, num_sms: int) -> bool:
     """Whether the packed (PACK) forward of 16-bit rows takes chunks twice as wide (see
     COOP_PACK_WIDE_MIN_PER_SM): unpeeled rows whose grid of 8192-value chunks has at least
     COOP_PACK_WIDE_MIN_PER_SM programs an SM."""
-    n_chunks = _coop_chunks(N, 2)[1]
-    return not peeled and M * n_chunks >= COOP_PACK_WIDE_MIN_PER_SM * num_sms
+    return not peeled and programs >= COOP_PACK_WIDE_MIN_PER_SM * num_sms
 
 
-def _coop_defer_y(M: int, N: int, itemsize: int, log: bool, num_sms: int) -> bool:
+def _coop_defer_y(programs: int, itemsize: int, log: bool, num_sms: int) -> bool:
     """DEFER_Y of the cooperative backward (see COOP_DEFER_Y): the log_softmax of 16-bit rows
-    whose grid of `_coop_chunks(N, itemsize)` chunks has more than COOP_UNPACKED_PER_SM
-    programs an SM."""
-    return log and itemsize == 2 and M * _coop_chunks(N, itemsize)[1] > COOP_UNPACKED_PER_SM * num_sms
+    whose grid has more than COOP_UNPACKED_PER_SM programs an SM."""
+    return log and itemsize == 2 and programs > COOP_UNPACKED_PER_SM * num_sms
 
 
-def _coop_late_leave(M: int, n_chunks: int, log: bool, num_sms: int) -> bool:
-    """LATE_LEAVE of the cooperative kernels for a grid of M * `n_chunks` programs: see
-    COOP_LATE_LEAVE (`log`: an unpacked log_softmax kernel, which never takes it)."""
-    return not log and M * n_chunks >= COOP_LATE_LEAVE_MIN_PER_SM * num_sms
+def _coop_late_leave(programs: int, log: bool, num_sms: int) -> bool:
+    """LATE_LEAVE of the cooperative kernels for a grid of `programs` (of the chunks taken):
+    see COOP_LATE_LEAVE (`log`: an unpacked log_softmax kernel, which never takes it)."""
+    return not log and programs >= COOP_LATE_LEAVE_MIN_PER_SM * num_sms
 
 
 def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, itemsize: int, num_sms: int,
@@ -495,14 +499,15 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         # grid of the chunks taken, never for the unpacked wide chunks, for log_softmax only
         # packed (COOP_LATE_LEAVE); narrow chunks for grids of a few programs
         # (COOP_NARROW_MIN_SMS_PER_PROGRAM), which take none of the others.
+        programs = M * _coop_chunks(N, itemsize)[1]
         wide = _coop_wide(M, N, itemsize, log, peeled, num_sms)
-        acc["PACK"] = not wide and _coop_pack_fwd(M, N, itemsize, peeled, acc["ALIGN"], num_sms)
-        packed_wide = acc["PACK"] and _coop_pack_wide(M, N, peeled, num_sms)
-        n_chunks = _coop_chunks(N, itemsize, wide or packed_wide)[1]
-        acc["LATE_LEAVE"] = not wide and _coop_late_leave(M, n_chunks, log and not acc["PACK"], num_sms)
+        acc["PACK"] = not wide and _coop_pack_fwd(programs, _whole_words(itemsize, peeled, acc["ALIGN"]), num_sms)
+        packed_wide = acc["PACK"] and _coop_pack_wide(programs, peeled, num_sms)
+        taken = M * _coop_chunks(N, itemsize, wide or packed_wide)[1]
+        acc["LATE_LEAVE"] = not wide and _coop_late_leave(taken, log and not acc["PACK"], num_sms)
         return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,
                               num_sms, acc, 2, "y", wide=wide or packed_wide,
-                              narrow=_coop_narrow(M, N, itemsize, num_sms))
+                              narrow=_coop_narrow(programs, itemsize, num_sms))
     BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))
     num_warps = 8
     if fam == "online":
@@ -551,14 +556,16 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
         # See COOP_PACK_MIN_CHUNKS, COOP_UNPACKED_PER_SM, COOP_DEFER_Y (which packs whole words
         # whatever the chunks, and unpacks unpeeled bfloat16 ones by bit operations: BITS),
         # COOP_RELOAD, COOP_LATE_LEAVE and COOP_NARROW_MIN_SMS_PER_PROGRAM.
-        acc["DEFER_Y"] = _coop_defer_y(M, N, itemsize, log, num_sms)
-        acc["PACK"] = (_coop_pack(M, N, itemsize, peeled, acc["ALIGN"], num_sms)
-                       or (acc["DEFER_Y"] and itemsize == 2 and (peeled or acc["ALIGN"] >= 2)))
+        n_chunks = _coop_chunks(N, itemsize)[1]
+        programs = M * n_chunks
+        words = _whole_words(itemsize, peeled, acc["ALIGN"])
+        acc["DEFER_Y"] = _coop_defer_y(programs, itemsize, log, num_sms)
+        acc["PACK"] = _coop_pack(programs, n_chunks, words, peeled, num_sms) or (acc["DEFER_Y"] and words)
         acc["RELOAD"] = peeled and itemsize == 2 and not acc["PACK"]
-        acc["LATE_LEAVE"] = _coop_late_leave(M, _coop_chunks(N, itemsize)[1], log, num_sms)
+        acc["LATE_LEAVE"] = _coop_late_leave(programs, log, num_sms)
         acc["BITS"] = acc["DEFER_Y"] and not peeled
         return _coop_launches("softmax_bwd_coop", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm), M, N,
-                              itemsize, num_sms, acc, 1, "dx", narrow=_coop_narrow(M, N, itemsize, num_sms))
+                              itemsize, num_sms, acc, 1, "dx", narrow=_coop_narrow(programs, itemsize, num_sms))
     BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))
     num_warps = 8
     if fam == "online":
