@@ -48,6 +48,11 @@ rows; softmax and log_softmax) against x held as packed words across the wait (P
 of 8192 and 16384 values (8 warps; LATE_LEAVE by dispatch's rule, and flipped) and 32768 (16
 warps), twice each, by the benchmark's clock, with registers and the largest error.
 
+    python bench/probe_coop.py --tag > bench/results/h100/probe_tag.log
+
+times dispatch's cooperative plans against the plans dispatch made before tagged partials
+(TAG; COOP_TAG_MAX_CHUNKS set to 0), wherever they differ, twice each, by the benchmark's clock.
+
     python bench/probe_coop.py --defer-y > bench/results/h100/probe_defer_y.log
     python bench/probe_coop.py --wide-few > bench/results/h100/probe_wide_few.log
     python bench/probe_coop.py --few-chunks > bench/results/h100/probe_few_chunks.log
@@ -371,12 +376,41 @@ def bits(sms, shapes=BITS_SHAPES):
                   flush=True)
 
 
+TAG_SHAPES = [(2048, 65536), (1024, 131072), (512, 262144), (2670, 50257), (256, 256000), (64, 256000), (8, 256000),
+              (1, 128256)]
+
+
+def tag(sms, shapes=TAG_SHAPES):
+    """dispatch's cooperative plans against dispatch's plans without TAG (COOP_TAG_MAX_CHUNKS = 0:
+    arrival counters, and the rules as they were before TAG), softmax and log_softmax, forward and
+    backward, bfloat16 and float32 (M halved: the same bytes)."""
+    from multisoftmax import dispatch
+    for dtype in ("bfloat16", "float32"):
+        for M, N in shapes:
+            if dtype == "float32":
+                M = max(1, M // 2)
+            for direction in ("fwd", "bwd"):
+                for log in (False, True):
+                    plan, _ = _dispatch_plan(M, N, dtype, direction, sms, "coop", log)
+                    saved = dispatch.COOP_TAG_MAX_CHUNKS
+                    dispatch.COOP_TAG_MAX_CHUNKS = 0
+                    try:
+                        old, _ = _dispatch_plan(M, N, dtype, direction, sms, "coop", log)
+                    finally:
+                        dispatch.COOP_TAG_MAX_CHUNKS = saved
+                    if plan == old:
+                        continue
+                    print(_head(M, N, dtype, direction, log, plan, sms) + f"tag={plan[0].kwargs['TAG']:d} | "
+                          + _compare(M, N, dtype, direction, log, [("before", old), ("dispatch", plan)], sms),
+                          flush=True)
+
+
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
     modes = {"--wide": wide, "--pack": pack, "--late": late, "--even-m": even_m, "--pack-few": pack_few,
              "--pack-fwd": pack_fwd, "--defer-y": defer_y, "--few-chunks": few_chunks, "--wide-few": wide_few,
-             "--bits": bits}
+             "--bits": bits, "--tag": tag}
     for flag, mode in modes.items():
         if flag in sys.argv[1:]:
             return mode(sms)

@@ -211,6 +211,31 @@ COOP_NARROW_MIN_SMS_PER_PROGRAM = 4
 # x 128256 51.4 -> 51.5 and 71.2 -> 70.6, float32 64 x 256000 forward 50.9 -> 51.3 (the most it
 # lost there); the ~256 MB sweeps above run at 60 programs an SM and more.
 COOP_LATE_LEAVE_MIN_PER_SM = 12
+# COOP_TAG_MAX_CHUNKS: the cooperative kernels wait for a row through tagged partials (TAG,
+# kernels/softmax.py: each partial is a 64-bit slot holding the launch's tag and the value; a
+# program reads its row's slots until all hold the tag) rather than through arrival counters
+# (store the partial, arrive, spin on the counter, load the partials, leave: four round trips
+# to L2 where TAG needs one when the row is complete), for float32 partials (not float64) of rows
+# of at most this many chunks. Every waiting program reads every slot of its row by atomics,
+# n_chunks ** 2 reads a round, which is what limits it. On the H100 (bench/results/h100/
+# probe_tag.log, the benchmark's clock, two runs each) the backward went from 2,664 to 3,033 GB/s
+# at bf16 2048 x 65536 (8 chunks; log_softmax 2,876 to 3,042), 2,655 to 2,965 at 2670 x 50257
+# (peeled), 2,685 to 2,993 at float32 1335 x 50257 (log_softmax), 2,875 to 3,025 at 512 x 262144
+# (32 chunks), 7.2 to 6.3 us at 8 x 256000 and 3.8 to 3.1 us at float32 1 x 128256; the forward
+# from 2,833 to 2,951 at bf16 2048 x 65536 (log_softmax) and 2,870 to 2,963 at float32 1024 x
+# 65536. But rows of 64 and 128 chunks lost (bf16 128 x 1048576 backward 2,777 to 2,158, float32
+# 64 x 1048576 2,819 to 2,183, forward 2,572 to 2,202), and so did spinning on one slot before
+# reading all (one more round trip: 2048 x 65536 backward 2,690) and volatile loads in place of
+# the atomic reads (2,716).
+COOP_TAG_MAX_CHUNKS = 32
+# COOP_TAG_FWD_MIN_PER_SM: the forward takes TAG only on unpeeled rows whose grid has at least this
+# many programs an SM, and there 16-bit rows of whole words are held packed (PACK) in chunks of
+# 16384 values: the softmax went from 2,640 to 2,892 GB/s at bf16 2048 x 65536 (unpacked wide
+# chunks before; with TAG unpacked they took 98 registers a thread, 80 without, and ran at 2,401),
+# 2,656 to 2,862 at 1024 x 131072 and 2,583 to 2,609 at 256 x 256000. Fewer programs lost or tied
+# (bf16 64 x 256000, 7.8 an SM: 30.2 to 32.1 us; 1 x 256000: 4.1 to 4.4; 8 x 256000: 6.6 to 6.3),
+# and so did peeled rows (bf16 2670 x 50257: 2,443 to 2,428; 32 to 40 registers).
+COOP_TAG_FWD_MIN_PER_SM = 32
 # Rows that are not 16-byte aligned (N or a row stride not a multiple of 16 bytes: N = 3001,
 # 16385 or 50257 in 16-bit types) are cut into a head, an aligned body and a tail (PEEL), so
 # the body moves in 16-byte vectors instead of one value a lane. A peeled row of the rows
@@ -251,7 +276,9 @@ class Launch:
     scalars: runtime integer arguments that follow the inputs.
     outputs: (name, shape, dtype) of the buffers written, after the scalars; dtype "io" is
              the tensor's own dtype, "acc" the accumulation dtype (float32, or float64),
-             "zeros" int32 set to 0 before the launch. A name an earlier launch of the plan
+             "zeros" int32 set to 0 before the launch, "sync" int32 zeroed once and then
+             handed from launch to launch as the kernels leave it (TAG's words; a fresh
+             zeroed one will do). A name an earlier launch of the plan
              already made is passed on, not made anew (the cooperative kernel's PHASE 2).
     grid:    launch grid.
     meta:    constexpr parameters plus num_warps and num_stages, as (key, value) pairs.
@@ -406,6 +433,20 @@ def _coop_late_leave(programs: int, log: bool, num_sms: int) -> bool:
     return not log and programs >= COOP_LATE_LEAVE_MIN_PER_SM * num_sms
 
 
+def _coop_tag(n_chunks: int, itemsize: int) -> bool:
+    """TAG of the cooperative kernels (see COOP_TAG_MAX_CHUNKS) for rows of `n_chunks` chunks (of
+    the chunks taken): float32 partials, at most COOP_TAG_MAX_CHUNKS chunks."""
+    return itemsize <= 4 and n_chunks <= COOP_TAG_MAX_CHUNKS
+
+
+def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: int, num_sms: int) -> bool:
+    """TAG of the cooperative forward (see COOP_TAG_FWD_MIN_PER_SM): unpeeled rows in a grid of
+    at least COOP_TAG_FWD_MIN_PER_SM programs an SM, of at most COOP_TAG_MAX_CHUNKS chunks as TAG
+    takes them (16-bit rows of whole words, `words`: wide)."""
+    return (not peeled and programs >= COOP_TAG_FWD_MIN_PER_SM * num_sms
+            and _coop_tag(_coop_chunks(N, itemsize, wide=itemsize == 2 and words)[1], itemsize))
+
+
 def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, itemsize: int, num_sms: int,
                    acc: dict, part_rows: int, out: str, wide: bool = False,
                    narrow: bool = False) -> tuple[Launch, ...]:
@@ -425,7 +466,7 @@ def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, i
     per SM at once, so one more program starts, takes the next item of r, and so on until
     all of r has arrived. This holds whatever the register use, hence n_chunks <= num_sms.
     A grid of at most num_sms programs is held at once whole: there items are program ids
-    (TICKET=False).
+    (TICKET=False). With TAG the same holds: a program publishes its partials before it waits.
     """
     CHUNK_N, n_chunks = _coop_chunks(N, itemsize, wide, narrow)
     if n_chunks > num_sms:
@@ -437,7 +478,11 @@ def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, i
     ticket = M * n_chunks > num_sms
     meta = dict(CHUNK_N=CHUNK_N, BLOCK_C=triton.next_power_of_2(n_chunks), TICKET=ticket, **acc,
                 num_warps=COOP_WARPS, num_stages=1)
-    outputs = (("part", (M, part_rows, n_chunks), "acc"), ("count", (M + 1,), "zeros"), (out, (M, N), "io"))
+    if acc.get("TAG"):  # part is not used; count: the int64 words of TAG, as int32 pairs
+        outputs = (("part", (1,), "acc"), ("count", (2 * (1 + M * part_rows * n_chunks),), "sync"),
+                   (out, (M, N), "io"))
+    else:
+        outputs = (("part", (M, part_rows, n_chunks), "acc"), ("count", (M + 1,), "zeros"), (out, (M, N), "io"))
     phases = (1, 2) if kernels.INTERPRETED else (3,)
     return tuple(Launch(kernel, inputs, (*scalars, n_chunks), outputs, (M * n_chunks,),
                         tuple({**meta, "PHASE": p}.items())) for p in phases)
@@ -494,14 +539,21 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         return (Launch("softmax_fwd_rows", ("x",), (M, N, stride_xm, stride_ym),
                        (("y", (M, N), "io"),), grid, tuple(meta.items())),)
     if fam == "coop":
-        # Unpacked wide chunks (COOP_WIDE_MAX_N), else PACK where it pays (COOP_FWD_UNPACKED_PER_SM),
+        # TAG where it pays (COOP_TAG_FWD_MIN_PER_SM), packed in wide chunks where rows are whole
+        # words. Else: unpacked wide chunks (COOP_WIDE_MAX_N), else PACK where it pays (COOP_FWD_UNPACKED_PER_SM),
         # packed in wide chunks where those pay (COOP_PACK_WIDE_MIN_PER_SM); LATE_LEAVE by the
         # grid of the chunks taken, never for the unpacked wide chunks, for log_softmax only
         # packed (COOP_LATE_LEAVE); narrow chunks for grids of a few programs
         # (COOP_NARROW_MIN_SMS_PER_PROGRAM), which take none of the others.
         programs = M * _coop_chunks(N, itemsize)[1]
+        words = _whole_words(itemsize, peeled, acc["ALIGN"])
+        if _coop_tag_fwd(N, itemsize, words, peeled, programs, num_sms):  # see COOP_TAG_FWD_MIN_PER_SM
+            acc.update(PACK=words, LATE_LEAVE=False, TAG=True)
+            return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,
+                                  num_sms, acc, 2, "y", wide=words)
+        acc["TAG"] = False
         wide = _coop_wide(M, N, itemsize, log, peeled, num_sms)
-        acc["PACK"] = not wide and _coop_pack_fwd(programs, _whole_words(itemsize, peeled, acc["ALIGN"]), num_sms)
+        acc["PACK"] = not wide and _coop_pack_fwd(programs, words, num_sms)
         packed_wide = acc["PACK"] and _coop_pack_wide(programs, peeled, num_sms)
         taken = M * _coop_chunks(N, itemsize, wide or packed_wide)[1]
         acc["LATE_LEAVE"] = not wide and _coop_late_leave(taken, log and not acc["PACK"], num_sms)
@@ -555,7 +607,8 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
     if fam == "coop":
         # See COOP_PACK_MIN_CHUNKS, COOP_UNPACKED_PER_SM, COOP_DEFER_Y (which packs whole words
         # whatever the chunks, and unpacks unpeeled bfloat16 ones by bit operations: BITS),
-        # COOP_RELOAD, COOP_LATE_LEAVE and COOP_NARROW_MIN_SMS_PER_PROGRAM.
+        # COOP_RELOAD, COOP_LATE_LEAVE (not with TAG), COOP_NARROW_MIN_SMS_PER_PROGRAM and
+        # COOP_TAG_MAX_CHUNKS.
         n_chunks = _coop_chunks(N, itemsize)[1]
         programs = M * n_chunks
         words = _whole_words(itemsize, peeled, acc["ALIGN"])
@@ -564,8 +617,11 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
         acc["RELOAD"] = peeled and itemsize == 2 and not acc["PACK"]
         acc["LATE_LEAVE"] = _coop_late_leave(programs, log, num_sms)
         acc["BITS"] = acc["DEFER_Y"] and not peeled
+        narrow = _coop_narrow(programs, itemsize, num_sms)
+        acc["TAG"] = _coop_tag(_coop_chunks(N, itemsize, narrow=narrow)[1], itemsize)
+        acc["LATE_LEAVE"] = acc["LATE_LEAVE"] and not acc["TAG"]
         return _coop_launches("softmax_bwd_coop", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm), M, N,
-                              itemsize, num_sms, acc, 1, "dx", narrow=_coop_narrow(programs, itemsize, num_sms))
+                              itemsize, num_sms, acc, 1, "dx", narrow=narrow)
     BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))
     num_warps = 8
     if fam == "online":

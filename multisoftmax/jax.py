@@ -75,12 +75,12 @@ def _gpu_execute(launches, buffers: dict, io_dtype):
     jt = _jax_triton()
     acc_dtype = jnp.float64 if io_dtype == jnp.float64 else jnp.float32
 
-    dtypes = {"io": io_dtype, "acc": acc_dtype, "zeros": jnp.int32}
+    dtypes = {"io": io_dtype, "acc": acc_dtype, "zeros": jnp.int32, "sync": jnp.int32}
 
     def call(l, inputs, bufs):
         assert not any(name in bufs for name, _, _ in l.outputs), "GPU plans make every buffer once"
         out_shape = [jax.ShapeDtypeStruct(shape, dtypes[kind]) for _, shape, kind in l.outputs]
-        zeroed = tuple(i for i, (_, _, kind) in enumerate(l.outputs) if kind == "zeros")
+        zeroed = tuple(i for i, (_, _, kind) in enumerate(l.outputs) if kind in ("zeros", "sync"))
         return jt.triton_call(*inputs, *l.scalars, kernel=kernels.get(l.kernel), out_shape=out_shape,
                               grid=l.grid, zeroed_outputs=zeroed, **l.kwargs)
 

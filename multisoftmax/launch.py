@@ -23,6 +23,9 @@ _COMPILED: dict = {}
 # (device index, stream) -> [int32 zeros tensors]: the cooperative kernels' counters, which the
 # kernels leave at zero (see softmax_fwd_coop), so they are zeroed once, not on every call.
 _COUNTERS: dict = {}
+# The same for TAG's words ("sync" outputs), which the kernels leave fit for the next launch
+# (kernels/softmax.py, TAG) but not zero: a pool of their own.
+_SYNCS: dict = {}
 
 
 def execute(launches, buffers: dict, call):
@@ -36,15 +39,16 @@ def execute(launches, buffers: dict, call):
     return outs[-1]
 
 
-def _counters(size: int, device):
+def _counters(size: int, device, pools: dict = _COUNTERS):
     """Zeroed int32 counters for the current stream of `device`, at least `size` of them,
-    reused across calls (the kernels leave them zero). Grown by allocating a larger set; the
-    old ones are kept alive, since a captured CUDA graph may still point at them. While a
-    graph is being captured, a set too small is not grown: None (the caller zeroes its own)."""
+    reused across calls (the kernels leave them zero; `pools=_SYNCS`: TAG's words, which they
+    leave fit for the next launch). Grown by allocating a larger set; the old ones are kept
+    alive, since a captured CUDA graph may still point at them. While a graph is being
+    captured, a set too small is not grown: None (the caller zeroes its own)."""
     import torch
 
     stream = torch.cuda.current_stream(device).cuda_stream
-    pool = _COUNTERS.setdefault((device.index, stream), [])
+    pool = pools.setdefault((device.index, stream), [])
     if pool and pool[-1].numel() >= size:
         return pool[-1][:size]
     if torch.cuda.is_current_stream_capturing():
@@ -68,8 +72,8 @@ def torch_call(launch, inputs, buffers, io_dtype, device, out=None):
             outs.append(buffers[name])
         elif out is not None and name in ("y", "dx"):
             outs.append(out)
-        elif kind == "zeros":
-            counters = _counters(shape[0], device) if cuda else None
+        elif kind in ("zeros", "sync"):
+            counters = _counters(shape[0], device, _SYNCS if kind == "sync" else _COUNTERS) if cuda else None
             outs.append(torch.zeros(shape, dtype=torch.int32, device=device) if counters is None else counters)
         else:
             acc_dtype = torch.float64 if io_dtype == torch.float64 else torch.float32

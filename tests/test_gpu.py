@@ -146,6 +146,55 @@ def test_coop_counters_reset_themselves():
     assert all(int(t.abs().sum()) == 0 for t in pools)
 
 
+def test_coop_tagged_partials_across_calls():
+    """TAG (tagged partials): forward and backward calls of several shapes one after another on
+    the same stream share one buffer of words, left as each launch leaves it (not zeroed), and
+    on a second stream another; a backward captured in a CUDA graph replays right. Every launch
+    leaves the ticket at 0 and raises the generation."""
+    from multisoftmax import launch
+
+    g = torch.Generator(device="cuda").manual_seed(5)
+    sms = _sms()
+    shapes = [(2048, 65536), (8, 100_003), (33 * sms // 8 + 1, 65536), (1, 128_256), (2048, 65536)]
+    for M, N in shapes:
+        x = (torch.randn(M, N, device="cuda", generator=g) * 3).to(torch.bfloat16)
+        for log in (False, True):
+            fwd = dispatch.plan_forward(M, N, N, N, "bfloat16", log, sms)[0].kwargs
+            bwd = dispatch.plan_backward(M, N, N, N, N, "bfloat16", log, sms)[0].kwargs
+            assert bwd["TAG"] and fwd["TAG"] == (M * N >= 32 * sms * 8192 and N % 8 == 0), (M, N, log)
+            y = torch.ops.multisoftmax.softmax_fwd(x, log)
+            expected = (torch.log_softmax if log else torch.softmax)(x.double(), -1)
+            ref.assert_close(y.double().cpu(), expected.cpu(), "bfloat16", f"TAG fwd {M}x{N} log={log}")
+            dy = torch.randn(M, N, device="cuda", generator=g).to(torch.bfloat16)
+            dx = torch.ops.multisoftmax.softmax_bwd(y, dy, log)
+            expected = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=log)
+            ref.assert_close(dx.double().cpu(), expected, "bfloat16", f"TAG bwd {M}x{N} log={log}", scale_atol=True)
+    side = torch.cuda.Stream()
+    y = torch.softmax(torch.randn(4, 100_003, device="cuda", generator=g), -1)
+    dy = torch.randn_like(y)
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        dx_side = torch.ops.multisoftmax.softmax_bwd(y, dy, False)
+    dx_main = torch.ops.multisoftmax.softmax_bwd(y, dy, False)
+    torch.cuda.synchronize()
+    expected = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=False)
+    ref.assert_close(dx_side.double().cpu(), expected, "float32", "side stream", scale_atol=True)
+    ref.assert_close(dx_main.double().cpu(), expected, "float32", "main stream", scale_atol=True)
+    with torch.cuda.stream(side):
+        torch.ops.multisoftmax.softmax_bwd(y, dy, True)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=side):
+            dx = torch.ops.multisoftmax.softmax_bwd(y, dy, True)
+    for seed in range(3):
+        dy.copy_(torch.randn(dy.shape, device="cuda", generator=torch.Generator(device="cuda").manual_seed(seed)))
+        graph.replay()
+        torch.cuda.synchronize()
+        expected = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=True)
+        ref.assert_close(dx.double().cpu(), expected, "float32", f"TAG replay {seed}", scale_atol=True)
+    words = [t.view(torch.int64)[0].item() for ts in launch._SYNCS.values() for t in ts]
+    assert len(launch._SYNCS) >= 2 and all(w & 0xFFFFFFFF == 0 for w in words) and max(words) >> 32 >= 10
+
+
 def test_coop_in_a_cuda_graph():
     """A coop call captured in a CUDA graph (after a warm-up on the capture stream) replays
     right, several times, on new inputs."""

@@ -12,7 +12,7 @@ import torch
 
 import reference64 as ref
 import multisoftmax.torch  # noqa: F401  (registers torch.ops.multisoftmax)
-from multisoftmax import dispatch
+from multisoftmax import dispatch, launch
 from multisoftmax.kernels import softmax as kernel_module
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16,
@@ -165,18 +165,21 @@ def test_coop_pack_and_late_leave_rules():
         assert not bwd(16, 256001, dtype, strides=(256001, 256003, 256001))["PACK"]
         assert bwd(16, 256002, dtype, strides=(256002, 256006, 256002))["PACK"]
     assert not bwd(16, 1048576, "float32")["PACK"] and not bwd(16, 524288, "float64")["PACK"]
-    # LATE_LEAVE: the softmax kernels, not log_softmax, nor the wide forward chunks, and only
-    # from COOP_LATE_LEAVE_MIN_PER_SM programs an SM (132 SMs: 1584 programs).
+    # LATE_LEAVE: the softmax kernels, not log_softmax, nor the wide forward chunks, nor TAG, and
+    # only from COOP_LATE_LEAVE_MIN_PER_SM programs an SM (132 SMs: 1584 programs).
     # (The 16-bit forward's, packed: test_coop_forward_pack_rule.)
     fwd = lambda M, N, dtype, log=False: dispatch.plan_forward(M, N, N, N, dtype, log, 132)[0].kwargs  # noqa: E731
     for M, N in ((2670, 50257), (16, 1048576), (128, 1048576)):
         assert fwd(M, N, "float32")["LATE_LEAVE"] and not fwd(M, N, "float32", log=True)["LATE_LEAVE"]
         for dtype in ("bfloat16", "float32"):
-            assert bwd(M, N, dtype)["LATE_LEAVE"] and not bwd(M, N, dtype, log=True)["LATE_LEAVE"]
+            if N == 50257:  # 7 chunks: TAG, which has no second arrival
+                assert bwd(M, N, dtype)["TAG"] and not bwd(M, N, dtype)["LATE_LEAVE"]
+            else:
+                assert bwd(M, N, dtype)["LATE_LEAVE"] and not bwd(M, N, dtype, log=True)["LATE_LEAVE"]
         for M, N in ((1, 128256), (8, 256000), (64, 128256), (4, 1048576)):  # at most 1024 programs
             assert not fwd(M, N, dtype)["LATE_LEAVE"] and not bwd(M, N, dtype)["LATE_LEAVE"]
-    wide = dispatch.plan_forward(2048, 65536, 65536, 65536, "bfloat16", False, 132)[0].kwargs
-    assert wide["CHUNK_N"] == 16384 and not wide["LATE_LEAVE"]
+    wide = dispatch.plan_forward(64, 256000, 256000, 256000, "bfloat16", False, 132)[0].kwargs
+    assert wide["CHUNK_N"] == 16384 and not wide["LATE_LEAVE"] and not wide["PACK"]
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -239,13 +242,13 @@ def test_coop_forward_pack_rule():
         return kw["PACK"], kw["CHUNK_N"], kw["LATE_LEAVE"]
 
     for dtype in ("bfloat16", "float16"):
-        assert fwd(2048, 65536, dtype) == (False, 16384, False)  # unpacked wide chunks
+        assert fwd(2048, 65536, dtype) == (True, 16384, False)  # TAG: packed wide chunks
         assert fwd(64, 256000, dtype) == (False, 16384, False)  # 1024 wide programs > 528
         assert fwd(64, 128256, dtype) == (True, 8192, False)  # 512 wide programs <= 528
         assert fwd(32, 256000, dtype) == (True, 8192, False)
         assert fwd(32, 128256, dtype) == (False, 8192, False)  # 512 programs of 8192 <= 660
-        assert fwd(2048, 65536, dtype, log=True) == (True, 16384, True)
-        assert fwd(512, 151936, dtype, log=True) == (True, 16384, True)  # 9728 >= 4224
+        assert fwd(2048, 65536, dtype, log=True) == (True, 16384, False)  # TAG
+        assert fwd(512, 151936, dtype, log=True) == (True, 16384, False)  # TAG: 9728 >= 4224, 10 chunks
         assert fwd(64, 256000, dtype, log=True) == (True, 8192, True)  # 2048 programs < 4224
         assert fwd(64, 128256, dtype, log=True) == (True, 8192, False)  # 1024 programs < 1584
         assert fwd(8, 256000, dtype, log=True) == (False, 8192, False)  # 256 programs <= 660
@@ -259,7 +262,7 @@ def test_coop_forward_pack_rule():
             assert fwd(2670, 50257, dtype, log=log) == (True, 8192, True)  # peeled: 8192
             # Odd rows with unequal strides: neither peeled nor whole words.
             assert fwd(2670, 50257, dtype, log=log, strides=(50257, 50259))[0] is False
-        assert fwd(2670, 50258, dtype, log=True, strides=(50258, 50262)) == (True, 16384, True)
+        assert fwd(2670, 50258, dtype, log=True, strides=(50258, 50262)) == (True, 16384, False)  # TAG
     assert not fwd(128, 1048576, "float32")[0] and not fwd(2048, 65536, "float32", log=True)[0]
     assert not fwd(128, 524288, "float64")[0]
 
@@ -285,6 +288,90 @@ def test_coop_defer_y_rule():
         assert bwd(128, 1048576, dtype, log=False) == (False, True, False)
     assert bwd(2048, 65536, "float32") == (False, False, False)
     assert bwd(1024, 65536, "float64") == (False, False, False)
+
+
+def test_coop_tag_rule():
+    # TAG (tagged partials in place of arrival counters): the backward of float32 and 16-bit rows
+    # of at most COOP_TAG_MAX_CHUNKS chunks (of the chunks taken); the forward of unpeeled ones in
+    # a grid of at least COOP_TAG_FWD_MIN_PER_SM programs an SM (132 SMs: 4224), 16-bit rows of
+    # whole words then packed in 16384-value chunks. Never float64, never LATE_LEAVE with it.
+    def plan(M, N, dtype, fwd, log=False, strides=None):
+        if fwd:
+            kw = dispatch.plan_forward(M, N, *(strides or (N, N)), dtype, log, 132)[0].kwargs
+        else:
+            kw = dispatch.plan_backward(M, N, *(strides or (N, N, N)), dtype, log, 132)[0].kwargs
+        assert not (kw["TAG"] and kw["LATE_LEAVE"])
+        return kw
+
+    for dtype in ("bfloat16", "float16", "float32"):
+        for log in (False, True):
+            for M, N in ((2048, 65536), (2670, 50257), (512, 262144), (1, 128256), (8, 256000), (1, 40000)):
+                assert plan(M, N, dtype, False, log)["TAG"], (M, N, dtype)  # at most 32 chunks
+            for M, N in ((16, 1048576), (128, 1048576), (1, 256000)):  # 128, 128 and 63 (4096-value) chunks
+                assert not plan(M, N, dtype, False, log)["TAG"], (M, N, dtype)
+            assert plan(2048, 65536, dtype, True, log)["TAG"]
+            assert plan(1024, 131072, dtype, True, log)["TAG"]
+            assert not plan(2670, 50257, dtype, True, log)["TAG"]  # peeled
+            assert not plan(64, 256000, dtype, True, log)["TAG"]  # 2048 programs of 8192
+            assert not plan(1, 128256, dtype, True, log)["TAG"]
+        assert plan(528, 65536, dtype, True)["TAG"] and not plan(527, 65536, dtype, True)["TAG"]  # 4224 programs
+        # 16-bit: 16 chunks of 16384 at 262144 (TAG), 32 at 524288 (TAG), 64 at 1048576 (not); float32:
+        # 32 chunks of 8192 at 262144, 64 at 524288.
+        assert plan(512, 262144, dtype, True)["TAG"]
+        assert plan(256, 524288, dtype, True)["TAG"] == (dtype != "float32")
+        assert not plan(128, 1048576, dtype, True)["TAG"]
+    for fwd in (True, False):
+        kw = plan(2048, 65536, "bfloat16", fwd)  # the backward's PACK: test_coop_pack_and_late_leave_rules
+        assert kw["TAG"] and kw["CHUNK_N"] == (16384 if fwd else 8192) and kw["PACK"] == fwd
+        assert not plan(1024, 65536, "float64", fwd)["TAG"]
+        # Odd N with unequal strides: not whole words, so unpacked 8192-value chunks.
+        kw = plan(2048, 65535, "bfloat16", fwd, strides=(65535, 65537) if fwd else (65535, 65537, 65535))
+        assert kw["TAG"] and not kw["PACK"] and kw["CHUNK_N"] == 8192
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_coop_tagged_partials(forced_family, torch_device, monkeypatch, dtype, log):
+    """TAG: the cooperative forward (16-bit: packed, chunks of 128 values) and backward (peeled
+    and unpeeled rows) waiting on tagged partials, launch after launch on one buffer of words, as
+    the GPU launcher's pool hands it on: a launch of another shape between two of the same, whose
+    slots the next launch must not take for its own (a slot without the launch's tag reads as NaN
+    under the interpreter). The generation word rises by one a launch, its ticket back at 0; a
+    NaN row, a chunk of -inf; no input is modified."""
+    forced_family("coop", peel_min_n=1)
+    monkeypatch.setattr(dispatch, "COOP_TAG_FWD_MIN_PER_SM", 0)
+    sync = torch.zeros(4096, dtype=torch.int32, device=torch_device)
+    launches = 0
+    for M, N in ((3, 200), (5, 136), (3, 200), (4, 131)):
+        x = _random((M, N), dtype, torch_device, seed=M * 43 + N)
+        x[0, :64] = -float("inf")
+        x[M - 1, N // 3] = float("nan")
+        x_before = x.clone()
+        fwd = dispatch.plan_forward(M, N, N, N, dtype, log, 132)
+        bufs = {"x": x, "count": sync}
+        call = lambda l, ins, b: launch.torch_call(l, ins, b, x.dtype, x.device)  # noqa: E731
+        if N % 2 == 0:  # unpeeled: the forward takes TAG
+            assert fwd[0].kwargs["TAG"] and fwd[0].kwargs["PACK"] == (dtype != "float32")
+            y = launch.execute(fwd, bufs, call)
+            launches += 1
+            assert sync.view(torch.int64)[0].item() == launches << 32
+        else:
+            y = torch.ops.multisoftmax.softmax_fwd(x, log)
+        assert torch.equal(x.nan_to_num(), x_before.nan_to_num())
+        expected = ref.softmax(x.double().cpu().numpy(), log=log)
+        assert torch.isnan(y[M - 1]).all() and not torch.isnan(y[:M - 1]).any()
+        ref.assert_close(y.double().cpu(), expected, dtype, "tagged coop fwd")
+        dy = _random((M, N), dtype, torch_device, seed=M * 43 + N + 1)
+        bwd = dispatch.plan_backward(M, N, N, N, N, dtype, log, 132)
+        assert bwd[0].kwargs["TAG"]
+        y_before, dy_before = y.clone(), dy.clone()
+        dx = launch.execute(bwd, {"y": y, "dy": dy, "count": sync}, call)
+        launches += 1
+        assert sync.view(torch.int64)[0].item() == launches << 32
+        assert torch.equal(y.nan_to_num(), y_before.nan_to_num()) and torch.equal(dy, dy_before)
+        expected = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=log)
+        assert torch.isnan(dx[M - 1]).all() and not torch.isnan(dx[:M - 1]).any()
+        ref.assert_close(dx.double().cpu(), expected, dtype, "tagged coop bwd", scale_atol=True)
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -398,8 +485,13 @@ def test_coop_plan(M, N):
         assert n_chunks <= 132 and plan[0].grid == (M * n_chunks,)
         phases = [l.kwargs["PHASE"] for l in plan]
         assert phases == ([1, 2] if dispatch.kernels.INTERPRETED else [3])
-        assert [o[2] for o in plan[0].outputs] == ["acc", "zeros", "io"]
-        assert plan[0].outputs[1][1] == (M + 1,)  # row counters and the ticket counter
+        if kw["TAG"]:  # the ticket and generation, then a slot a partial, as int32 pairs
+            assert [o[2] for o in plan[0].outputs] == ["acc", "sync", "io"]
+            parts = 2 if "fwd" in plan[0].kernel else 1
+            assert plan[0].outputs[1][1] == (2 * (1 + M * parts * n_chunks),)
+        else:
+            assert [o[2] for o in plan[0].outputs] == ["acc", "zeros", "io"]
+            assert plan[0].outputs[1][1] == (M + 1,)  # row counters and the ticket counter
         assert kw["TICKET"] == (M * n_chunks > 132)  # a grid the GPU holds at once: no ticket
     # Wider chunks for the forward of aligned 16-bit rows only: the softmax's unpacked up to
     # COOP_WIDE_MAX_N, packed beyond, and the log_softmax's, from 4224 programs of 8192.

@@ -388,6 +388,89 @@ def _coop_item(count_ptr, M, n_chunks, PHASE: tl.constexpr, TICKET: tl.constexpr
     return (item // n_chunks).to(tl.int64), item % n_chunks
 
 
+# Tagged partials (TAG): the cooperative kernels' other way to wait for a row, without arrival
+# counters. sync (int64, read through count_ptr): sync[0] = generation << 32 | ticket, then one
+# 64-bit slot a partial: the launch's tag (generation + 1) << 32 | the partial's float32 bits.
+# Each launch raises the generation by one (the program that takes its last ticket), so a slot
+# holds this launch's tag only once this launch has written it: a program waits by reading
+# its row's slots until all hold its tag. No counter to reset, no second arrival; the slots
+# carry the data, so no release/acquire order is needed between a partial and a flag either.
+# The buffer starts zeroed (the launchers) and never needs zeroing again.
+
+
+@triton.jit
+def _tag_take(sync_ptr, n_chunks, PHASE: tl.constexpr, TICKET: tl.constexpr):
+    """TAG: this program's (row, chunk) and the ticket word it took (PHASE 3 with TICKET: the
+    item is the ticket, so items go out in the order programs start), else 0 (none taken yet:
+    the item is the program id)."""
+    t = tl.full((), 0, tl.int64)
+    if PHASE == 3 and TICKET:
+        t = tl.atomic_add(sync_ptr, 1, sem="relaxed", scope="gpu")
+        item = (t & 0xFFFFFFFF).to(tl.int32)
+    else:
+        item = tl.program_id(0)
+    return (item // n_chunks).to(tl.int64), item % n_chunks, t
+
+
+@triton.jit
+def _tag_of(sync_ptr, t, total, PHASE: tl.constexpr, TICKET: tl.constexpr):
+    """TAG: this launch's tag. A program that took no ticket (`_tag_take`) takes one now: called
+    between its loads and their first use, so that the atomic's round trip overlaps theirs.
+    The taker of the last of the `total` tickets raises the generation and sets the ticket back
+    to 0 (every ticket of the launch is taken by then). PHASE 2 (interpreted, after PHASE 1):
+    the generation PHASE 1 left, which is PHASE 1's tag."""
+    if PHASE == 2:
+        tag = tl.atomic_add(sync_ptr, 0, sem="relaxed", scope="gpu") >> 32
+    else:
+        if not (PHASE == 3 and TICKET):
+            t = tl.atomic_add(sync_ptr, 1, sem="relaxed", scope="gpu")
+        if (t & 0xFFFFFFFF).to(tl.int32) == total - 1:
+            tl.atomic_add(sync_ptr, (tl.full((), 1, tl.int64) << 32) - total, sem="relaxed", scope="gpu")
+        tag = (t >> 32) + 1
+    return tag
+
+
+@triton.jit
+def _tag_publish(slot_ptr, v, tag):
+    """TAG: write the float32 partial `v` with `tag` into its slot, by an atomic exchange: it goes
+    to L2 at once, where the readers' atomics see it (a plain store measured slower)."""
+    word = (tag << 32) | (v.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF)
+    tl.atomic_xchg(slot_ptr, word, sem="relaxed", scope="gpu")
+
+
+@triton.jit
+def _tag_read(slot_ptr, c, ok, tag):
+    """TAG: the slots slot_ptr[c] where `ok`, by atomic reads (L2, never a stale copy; plain
+    volatile loads measured slower); elsewhere a word holding `tag`."""
+    return tl.where(ok, tl.atomic_add(slot_ptr + c, 0, mask=ok, sem="relaxed", scope="gpu"), tag << 32)
+
+
+@triton.jit
+def _tag_gather(slot_ptr, n_chunks, tag, BLOCK_C: tl.constexpr, PARTS: tl.constexpr, PHASE: tl.constexpr):
+    """TAG: the row's partials (PARTS arrays of n_chunks slots from slot_ptr: the forward's max
+    and sum, the backward's sum) as float32 vectors of BLOCK_C, once every slot holds `tag`
+    (PHASE 3: read again until they do; PHASE 2, interpreted: read once, and a slot without the
+    tag gives NaN). Lanes past n_chunks: -inf (first array of two), else 0."""
+    c = tl.arange(0, BLOCK_C)
+    ok = c < n_chunks
+    a = _tag_read(slot_ptr, c, ok, tag)
+    b = a
+    if PARTS == 2:
+        b = _tag_read(slot_ptr + n_chunks, c, ok, tag)
+    if PHASE == 3:
+        while tl.min((((a >> 32) == tag) & ((b >> 32) == tag)).to(tl.int32), axis=0) == 0:
+            a = _tag_read(slot_ptr, c, ok, tag)
+            if PARTS == 2:
+                b = _tag_read(slot_ptr + n_chunks, c, ok, tag)
+    a_f = tl.where((a >> 32) == tag, (a & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True), float("nan"))
+    b_f = tl.where((b >> 32) == tag, (b & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True), float("nan"))
+    if PARTS == 2:
+        a_f = tl.where(ok, a_f, -float("inf"))
+    else:
+        a_f = tl.where(ok, a_f, 0.0)
+    return a_f, tl.where(ok, b_f, 0.0)
+
+
 @triton.jit
 def _coop_edges(row_start, N, chunk, n_chunks, VEC: tl.constexpr):
     """A PEEL row's edges (`_edges`) as the cooperative kernels share them out: the head to
@@ -402,7 +485,7 @@ def softmax_fwd_coop(
     CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, PHASE: tl.constexpr, TICKET: tl.constexpr,
     PEEL: tl.constexpr,
     VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
-    LATE_LEAVE: tl.constexpr, PACK: tl.constexpr,
+    LATE_LEAVE: tl.constexpr, PACK: tl.constexpr, TAG: tl.constexpr,
 ):
     """One item a program: chunk `item % n_chunks` of row `item // n_chunks`.
 
@@ -414,10 +497,19 @@ def softmax_fwd_coop(
     PACK (16-bit types; PEEL, or N and the strides even): x is loaded as 32-bit words of two
     values and only the words are held; each use unpacks them anew, and the softmax computes
     exp(x - max) again after the wait (dispatch.COOP_FWD_UNPACKED_PER_SM: where that pays).
+    TAG (float32 partials): the row's partials are tagged slots in count_ptr (an int64 buffer
+    of 1 + M * 2 * n_chunks words; part_ptr is not used) and a program waits by reading them
+    (`_tag_gather`), not through the arrival counters (dispatch.COOP_TAG_MAX_CHUNKS: where that
+    pays); LATE_LEAVE does not apply.
     """
     tl.static_assert(not PACK or PEEL or ALIGN >= 2, "PACK needs whole words: PEEL, or ALIGN >= 2")
+    tl.static_assert(not (TAG and ACC_FP64), "TAG: float32 partials only")
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
-    row, chunk = _coop_item(count_ptr, M, n_chunks, PHASE, TICKET)
+    if TAG:
+        sync = count_ptr.to(tl.pointer_type(tl.int64))
+        row, chunk, t = _tag_take(sync, n_chunks, PHASE, TICKET)
+    else:
+        row, chunk = _coop_item(count_ptr, M, n_chunks, PHASE, TICKET)
     if PACK:
         N_w, sx_w, sy_w = N, stride_xm, stride_ym  # _words aligns them itself
     N, stride_xm, stride_ym = _aligned(N, ALIGN), _aligned(stride_xm, ALIGN), _aligned(stride_ym, ALIGN)
@@ -431,18 +523,25 @@ def softmax_fwd_coop(
         # only the words, not the float32 values, are held in registers.
         ninf = tl.full((), -float("inf"), acc_ty)
         wx = tl.load(x_ptr.to(tl.pointer_type(tl.int32)) + x_offs, mask=mask, other=_pack(ninf, ninf, io_ty))
+        if TAG:  # the launch's tag, taken while the loads are in flight
+            tag = _tag_of(sync, t, M * n_chunks, PHASE, TICKET)
         x_lo, x_hi = _unpack(wx, io_ty, acc_ty, False)
         m_own = tl.max(tl.maximum(x_lo, x_hi), axis=0)
     else:
         x_offs, mask = _body(xs, chunk * CHUNK_N, N, CHUNK_N, PEEL, VEC)
         y_offs, _ = _body(ys, chunk * CHUNK_N, N, CHUNK_N, PEEL, VEC)
         x = tl.load(x_ptr + x_offs, mask=mask, other=-float("inf")).to(acc_ty)
+        if TAG:  # the launch's tag, taken while the loads are in flight
+            tag = _tag_of(sync, t, M * n_chunks, PHASE, TICKET)
         m_own = tl.max(x, axis=0)
     if PEEL:
         e_offs, e_mask = _coop_edges(xs, N, chunk, n_chunks, VEC)
         xe = tl.load(x_ptr + e_offs, mask=e_mask, other=-float("inf")).to(acc_ty)
         m_own = tl.maximum(m_own, tl.max(xe, axis=0))
-    part_row = part_ptr + row * 2 * n_chunks
+    if TAG:
+        part_row = sync + 1 + row * 2 * n_chunks
+    else:
+        part_row = part_ptr + row * 2 * n_chunks
     # The chunk's own max and exp(x - max): an all -inf chunk gets max 0 here, sum 0.
     m_own = tl.where(m_own == -float("inf"), 0.0, m_own)
     if PACK:  # exp(x - m) as 2 ** (x * log2(e) - m * log2(e)): one FFMA and one MUFU a value
@@ -457,17 +556,24 @@ def softmax_fwd_coop(
         ee = tl.exp(xe - m_own)
         s_own += tl.sum(ee, axis=0)
     if PHASE % 2 == 1:
-        tl.store(part_row + chunk, m_own)
-        tl.store(part_row + n_chunks + chunk, s_own)
-        if PHASE == 3:
-            _wait_for_row(count_ptr, row, n_chunks)
+        if TAG:
+            _tag_publish(part_row + chunk, m_own, tag)
+            _tag_publish(part_row + n_chunks + chunk, s_own, tag)
+        else:
+            tl.store(part_row + chunk, m_own)
+            tl.store(part_row + n_chunks + chunk, s_own)
+            if PHASE == 3:
+                _wait_for_row(count_ptr, row, n_chunks)
     if PHASE >= 2:
         # Combine the row's partials: max of maxes, sums rescaled to it.
-        c = tl.arange(0, BLOCK_C)
-        m_c = tl.load(part_row + c, mask=c < n_chunks, other=-float("inf"), volatile=True)
-        s_c = tl.load(part_row + n_chunks + c, mask=c < n_chunks, other=0.0, volatile=True)
-        if PHASE == 3 and not LATE_LEAVE:
-            _leave_row(count_ptr, row, n_chunks)
+        if TAG:
+            m_c, s_c = _tag_gather(part_row, n_chunks, tag, BLOCK_C, 2, PHASE)
+        else:
+            c = tl.arange(0, BLOCK_C)
+            m_c = tl.load(part_row + c, mask=c < n_chunks, other=-float("inf"), volatile=True)
+            s_c = tl.load(part_row + n_chunks + c, mask=c < n_chunks, other=0.0, volatile=True)
+            if PHASE == 3 and not LATE_LEAVE:
+                _leave_row(count_ptr, row, n_chunks)
         m = tl.max(m_c, axis=0)
         m_safe = tl.where(m == -float("inf"), 0.0, m)
         s = tl.sum(s_c * tl.exp(m_c - m_safe), axis=0)
@@ -496,7 +602,7 @@ def softmax_fwd_coop(
             else:
                 ye = ee * scale
             tl.store(y_ptr + e_offs, ye.to(y_ptr.dtype.element_ty), mask=e_mask)
-        if PHASE == 3 and LATE_LEAVE:
+        if PHASE == 3 and LATE_LEAVE and not TAG:
             _leave_row(count_ptr, row, n_chunks)
 
 
@@ -653,7 +759,7 @@ def softmax_bwd_coop(
     PEEL: tl.constexpr,
     VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
     RELOAD: tl.constexpr, PACK: tl.constexpr, LATE_LEAVE: tl.constexpr, DEFER_Y: tl.constexpr,
-    BITS: tl.constexpr,
+    BITS: tl.constexpr, TAG: tl.constexpr,
 ):
     """As softmax_fwd_coop, with the partial row sums of dy * y (log_softmax: of dy) in
     part (M, n_chunks). RELOAD: the chunk's y and dy are loaded again after the wait (from
@@ -666,12 +772,18 @@ def softmax_bwd_coop(
     ex2.approx.ftz a value (`_exp2_ftz`). LATE_LEAVE as in softmax_fwd_coop. DEFER_Y
     (log_softmax only, whose row sum is of dy alone): y is first loaded after the wait, so
     only dy is held across it (dispatch.COOP_DEFER_Y: where that pays). BITS (PACK): bfloat16
-    words are unpacked by bit operations (`_unpack`), which took fewer registers there."""
+    words are unpacked by bit operations (`_unpack`), which took fewer registers there. TAG as
+    in softmax_fwd_coop (count_ptr: 1 + M * n_chunks words)."""
     tl.static_assert(not PACK or PEEL or ALIGN >= 2, "PACK needs whole words: PEEL, or ALIGN >= 2")
     tl.static_assert(not DEFER_Y or LOG, "DEFER_Y: log_softmax only (the softmax's row sum needs y)")
+    tl.static_assert(not (TAG and ACC_FP64), "TAG: float32 partials only")
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     other_y = -float("inf") if LOG else 0.0
-    row, chunk = _coop_item(count_ptr, M, n_chunks, PHASE, TICKET)
+    if TAG:
+        sync = count_ptr.to(tl.pointer_type(tl.int64))
+        row, chunk, t = _tag_take(sync, n_chunks, PHASE, TICKET)
+    else:
+        row, chunk = _coop_item(count_ptr, M, n_chunks, PHASE, TICKET)
     if PACK:
         N_w, sy_w, sdy_w, sdx_w = N, stride_ym, stride_dym, stride_dxm  # _words aligns them itself
     N, stride_ym, stride_dym, stride_dxm = (
@@ -687,6 +799,8 @@ def softmax_bwd_coop(
         if not DEFER_Y:
             wy = tl.load(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, mask=mask, other=0)
         wdy = tl.load(dy_ptr.to(tl.pointer_type(tl.int32)) + dy_offs, mask=mask, other=0)
+        if TAG:  # the launch's tag, taken while the loads are in flight
+            tag = _tag_of(sync, t, M * n_chunks, PHASE, TICKET)
         if LOG:
             dy_lo, dy_hi = _unpack(wdy, io_ty, acc_ty, BITS)
             dot_own = tl.sum(dy_lo + dy_hi, axis=0)
@@ -701,6 +815,8 @@ def softmax_bwd_coop(
         if not DEFER_Y:
             y = tl.load(y_ptr + y_offs, mask=mask, other=other_y).to(acc_ty)
         dy = tl.load(dy_ptr + dy_offs, mask=mask, other=0.0).to(acc_ty)
+        if TAG:  # the launch's tag, taken while the loads are in flight
+            tag = _tag_of(sync, t, M * n_chunks, PHASE, TICKET)
         if LOG:
             dot_own = tl.sum(dy, axis=0)
         else:
@@ -714,16 +830,26 @@ def softmax_bwd_coop(
             dot_own += tl.sum(dye, axis=0)
         else:
             dot_own += tl.sum(dye * ye, axis=0)
-    part_row = part_ptr + row * n_chunks
+    if TAG:
+        part_row = sync + 1 + row * n_chunks
+    else:
+        part_row = part_ptr + row * n_chunks
     if PHASE % 2 == 1:
-        tl.store(part_row + chunk, dot_own)
-        if PHASE == 3:
-            _wait_for_row(count_ptr, row, n_chunks)
+        if TAG:
+            _tag_publish(part_row + chunk, dot_own, tag)
+        else:
+            tl.store(part_row + chunk, dot_own)
+            if PHASE == 3:
+                _wait_for_row(count_ptr, row, n_chunks)
     if PHASE >= 2:
-        c = tl.arange(0, BLOCK_C)
-        dot = tl.sum(tl.load(part_row + c, mask=c < n_chunks, other=0.0, volatile=True), axis=0)
-        if PHASE == 3 and not LATE_LEAVE:
-            _leave_row(count_ptr, row, n_chunks)
+        if TAG:
+            dot_c, _ = _tag_gather(part_row, n_chunks, tag, BLOCK_C, 1, PHASE)
+            dot = tl.sum(dot_c, axis=0)
+        else:
+            c = tl.arange(0, BLOCK_C)
+            dot = tl.sum(tl.load(part_row + c, mask=c < n_chunks, other=0.0, volatile=True), axis=0)
+            if PHASE == 3 and not LATE_LEAVE:
+                _leave_row(count_ptr, row, n_chunks)
         if PACK:
             if DEFER_Y:
                 wy = tl.load(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, mask=mask, other=0)
@@ -745,5 +871,5 @@ def softmax_bwd_coop(
             if DEFER_Y:
                 ye = tl.load(y_ptr + e_offs, mask=e_mask, other=other_y).to(acc_ty)
             tl.store(dx_ptr + e_offs, _bwd_apply(ye, dye, dot, LOG).to(dx_ptr.dtype.element_ty), mask=e_mask)
-        if PHASE == 3 and LATE_LEAVE:
+        if PHASE == 3 and LATE_LEAVE and not TAG:
             _leave_row(count_ptr, row, n_chunks)
