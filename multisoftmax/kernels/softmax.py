@@ -460,6 +460,7 @@ def _tag_gather(slot_ptr, n_chunks, tag, BLOCK_C: tl.constexpr, PARTS: tl.conste
     if PHASE == 3:
         while tl.min((((a >> 32) == tag) & ((b >> 32) == tag)).to(tl.int32), axis=0) == 0:
             a = _tag_read(slot_ptr, c, ok, tag)
+            b = a
             if PARTS == 2:
                 b = _tag_read(slot_ptr + n_chunks, c, ok, tag)
     a_f = tl.where((a >> 32) == tag, (a & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True), float("nan"))
