@@ -454,15 +454,17 @@ def _tag_gather(slot_ptr, n_chunks, tag, BLOCK_C: tl.constexpr, PARTS: tl.conste
     c = tl.arange(0, BLOCK_C)
     ok = c < n_chunks
     a = _tag_read(slot_ptr, c, ok, tag)
-    b = a
     if PARTS == 2:
         b = _tag_read(slot_ptr + n_chunks, c, ok, tag)
-    if PHASE == 3:
-        while tl.min((((a >> 32) == tag) & ((b >> 32) == tag)).to(tl.int32), axis=0) == 0:
-            a = _tag_read(slot_ptr, c, ok, tag)
-            b = a
-            if PARTS == 2:
+        if PHASE == 3:
+            while tl.min((((a >> 32) == tag) & ((b >> 32) == tag)).to(tl.int32), axis=0) == 0:
+                a = _tag_read(slot_ptr, c, ok, tag)
                 b = _tag_read(slot_ptr + n_chunks, c, ok, tag)
+    else:  # (one loop-carried value: the same value carried twice crashed Triton 3.6's compiler)
+        if PHASE == 3:
+            while tl.min(((a >> 32) == tag).to(tl.int32), axis=0) == 0:
+                a = _tag_read(slot_ptr, c, ok, tag)
+        b = a
     a_f = tl.where((a >> 32) == tag, (a & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True), float("nan"))
     b_f = tl.where((b >> 32) == tag, (b & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True), float("nan"))
     if PARTS == 2:
