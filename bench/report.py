@@ -224,13 +224,16 @@ def markdown(data) -> str:
     if meta.get("merged_runs"):
         md += ["", f"**Merged from {len(meta['merged_runs'])} runs; a later run's record of a shape and impl "
                "replaces an earlier one** (`python bench/report.py run1.json run2.json ...`). A later run "
-               "re-measures, with every peer, the shapes that a change of the code since the first run moves; "
-               "every other shape runs the same kernels and plans as when it was measured:"]
+               "re-measures the shapes that a change of the code since the first run moves, with every peer "
+               "unless its line names the impls it ran; every other shape runs the same kernels and plans as "
+               "when it was measured:"]
         for i, r in enumerate(meta["merged_runs"], 1):
             rb = r.get("budget") or {}
             cut = (f", its time budget cut {rb['skipped_measurements']} measurements from `{rb['hit_at']}` on"
                    if rb.get("hit_at") else "")
-            md += [f"{i}. {r['date']}: {r['records']} records, copy {r['copy_GBps']:.0f} GB/s{cut}"]
+            few = r.get("impls") and len(r["impls"]) <= 2
+            only = f", {' and '.join(r['impls'])} only" if few else ""
+            md += [f"{i}. {r['date']}: {r['records']} records, copy {r['copy_GBps']:.0f} GB/s{only}{cut}"]
     elif b.get("hit_at"):
         md += ["", f"**Time budget ({b['max_seconds']:.0f} s) reached at `{b['hit_at']}`: "
                f"{b['skipped_measurements']} measurements not run.**"]
@@ -409,7 +412,7 @@ def merge(runs: list) -> dict:
         data["meta"] = {**data["meta"], "merged_runs": [
             m for r in runs for m in r["meta"].get("merged_runs") or [
                 {"date": r["meta"].get("date"), "copy_GBps": r.get("copy_GBps"), "records": len(r["results"]),
-                 "budget": r["meta"].get("budget")}]]}
+                 "budget": r["meta"].get("budget"), "impls": sorted({x["impl"] for x in r["results"]})}]]}
     return data
 
 

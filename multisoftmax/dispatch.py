@@ -218,7 +218,8 @@ COOP_LATE_LEAVE_MIN_PER_SM = 12
 # to L2 where TAG needs one when the row is complete), for float32 partials (not float64) of rows
 # of at most this many chunks. Every waiting program reads every slot of its row by atomics,
 # n_chunks ** 2 reads a round, which is what limits it. On the H100 (bench/results/h100/
-# probe_tag.log, the benchmark's clock, two runs each) the backward went from 2,664 to 3,033 GB/s
+# probe_tag_variants.log, runs 3 and 4, scratch copies of the kernels, the benchmark's clock, two
+# runs each; the benchmark: run_rerun_tag_*.log) the backward went from 2,664 to 3,033 GB/s
 # at bf16 2048 x 65536 (8 chunks; log_softmax 2,876 to 3,042), 2,655 to 2,965 at 2670 x 50257
 # (peeled), 2,685 to 2,993 at float32 1335 x 50257 (log_softmax), 2,875 to 3,025 at 512 x 262144
 # (32 chunks), 7.2 to 6.3 us at 8 x 256000 and 3.8 to 3.1 us at float32 1 x 128256; the forward
@@ -230,11 +231,12 @@ COOP_LATE_LEAVE_MIN_PER_SM = 12
 COOP_TAG_MAX_CHUNKS = 32
 # COOP_TAG_FWD_MIN_PER_SM: the forward takes TAG only on unpeeled rows whose grid has at least this
 # many programs an SM, and there 16-bit rows of whole words are held packed (PACK) in chunks of
-# 16384 values: the softmax went from 2,640 to 2,892 GB/s at bf16 2048 x 65536 (unpacked wide
+# 16384 values: the softmax went from 2,640 to 2,892 GB/s at bf16 2048 x 65536 (probe_tag.log,
+# dispatch's plans: 2,645 to 2,890; the log_softmax 2,833 to 2,955) (unpacked wide
 # chunks before; with TAG unpacked they took 98 registers a thread, 80 without, and ran at 2,401),
 # 2,656 to 2,862 at 1024 x 131072 and 2,583 to 2,609 at 256 x 256000. Fewer programs lost or tied
 # (bf16 64 x 256000, 7.8 an SM: 30.2 to 32.1 us; 1 x 256000: 4.1 to 4.4; 8 x 256000: 6.6 to 6.3),
-# and so did peeled rows (bf16 2670 x 50257: 2,443 to 2,428; 32 to 40 registers).
+# and so did peeled rows (bf16 2670 x 50257: 2,443 to 2,428; 32 to 44 registers).
 COOP_TAG_FWD_MIN_PER_SM = 32
 # Rows that are not 16-byte aligned (N or a row stride not a multiple of 16 bytes: N = 3001,
 # 16385 or 50257 in 16-bit types) are cut into a head, an aligned body and a tail (PEEL), so
