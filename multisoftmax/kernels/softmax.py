@@ -35,6 +35,8 @@ Four families, each for softmax (LOG=False) and log_softmax (LOG=True):
   reload, write); PHASE=3 is the one-launch GPU form. Both directions may hold a 16-bit
   chunk as packed 32-bit words of two values across the wait (PACK), half the registers;
   the log_softmax backward, whose row sum needs dy alone, may load y after it (DEFER_Y).
+  Rows of few chunks wait without a counter (TAG): each partial carries the launch's tag,
+  and a program reads its row's partials until all do (see "Tagged partials" below).
 
 Arithmetic: float16/bfloat16/float32 inputs are computed in float32, float64 in float64
 (ACC_FP64), and the result is stored in the output pointer's dtype.
