@@ -446,7 +446,7 @@ def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: in
     at least COOP_TAG_FWD_MIN_PER_SM programs an SM, of at most COOP_TAG_MAX_CHUNKS chunks as TAG
     takes them (16-bit rows of whole words, `words`: wide)."""
     return (not peeled and programs >= COOP_TAG_FWD_MIN_PER_SM * num_sms
-            and _coop_tag(_coop_chunks(N, itemsize, wide=itemsize == 2 and words)[1], itemsize))
+            and _coop_tag(_coop_chunks(N, itemsize, wide=words)[1], itemsize))
 
 
 def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, itemsize: int, num_sms: int,
@@ -616,12 +616,12 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
         words = _whole_words(itemsize, peeled, acc["ALIGN"])
         acc["DEFER_Y"] = _coop_defer_y(programs, itemsize, log, num_sms)
         acc["PACK"] = _coop_pack(programs, n_chunks, words, peeled, num_sms) or (acc["DEFER_Y"] and words)
-        acc["RELOAD"] = peeled and itemsize == 2 and not acc["PACK"]
-        acc["LATE_LEAVE"] = _coop_late_leave(programs, log, num_sms)
-        acc["BITS"] = acc["DEFER_Y"] and not peeled
         narrow = _coop_narrow(programs, itemsize, num_sms)
-        acc["TAG"] = _coop_tag(_coop_chunks(N, itemsize, narrow=narrow)[1], itemsize)
-        acc["LATE_LEAVE"] = acc["LATE_LEAVE"] and not acc["TAG"]
+        tag = _coop_tag(_coop_chunks(N, itemsize, narrow=narrow)[1], itemsize)
+        acc["RELOAD"] = peeled and itemsize == 2 and not acc["PACK"]
+        acc["LATE_LEAVE"] = not tag and _coop_late_leave(programs, log, num_sms)
+        acc["BITS"] = acc["DEFER_Y"] and not peeled
+        acc["TAG"] = tag
         return _coop_launches("softmax_bwd_coop", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm), M, N,
                               itemsize, num_sms, acc, 1, "dx", narrow=narrow)
     BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))

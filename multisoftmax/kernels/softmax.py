@@ -505,10 +505,11 @@ def softmax_fwd_coop(
     TAG (float32 partials): the row's partials are tagged slots in count_ptr (an int64 buffer
     of 1 + M * 2 * n_chunks words; part_ptr is not used) and a program waits by reading them
     (`_tag_gather`), not through the arrival counters (dispatch.COOP_TAG_MAX_CHUNKS: where that
-    pays); LATE_LEAVE does not apply.
+    pays); there is no second arrival, so LATE_LEAVE must be off.
     """
     tl.static_assert(not PACK or PEEL or ALIGN >= 2, "PACK needs whole words: PEEL, or ALIGN >= 2")
     tl.static_assert(not (TAG and ACC_FP64), "TAG: float32 partials only")
+    tl.static_assert(not (TAG and LATE_LEAVE), "TAG has no second arrival: LATE_LEAVE must be off")
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     if TAG:
         sync = count_ptr.to(tl.pointer_type(tl.int64))
@@ -607,7 +608,7 @@ def softmax_fwd_coop(
             else:
                 ye = ee * scale
             tl.store(y_ptr + e_offs, ye.to(y_ptr.dtype.element_ty), mask=e_mask)
-        if PHASE == 3 and LATE_LEAVE and not TAG:
+        if PHASE == 3 and LATE_LEAVE:
             _leave_row(count_ptr, row, n_chunks)
 
 
@@ -782,6 +783,7 @@ def softmax_bwd_coop(
     tl.static_assert(not PACK or PEEL or ALIGN >= 2, "PACK needs whole words: PEEL, or ALIGN >= 2")
     tl.static_assert(not DEFER_Y or LOG, "DEFER_Y: log_softmax only (the softmax's row sum needs y)")
     tl.static_assert(not (TAG and ACC_FP64), "TAG: float32 partials only")
+    tl.static_assert(not (TAG and LATE_LEAVE), "TAG has no second arrival: LATE_LEAVE must be off")
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     other_y = -float("inf") if LOG else 0.0
     if TAG:
@@ -876,5 +878,5 @@ def softmax_bwd_coop(
             if DEFER_Y:
                 ye = tl.load(y_ptr + e_offs, mask=e_mask, other=other_y).to(acc_ty)
             tl.store(dx_ptr + e_offs, _bwd_apply(ye, dye, dot, LOG).to(dx_ptr.dtype.element_ty), mask=e_mask)
-        if PHASE == 3 and LATE_LEAVE and not TAG:
+        if PHASE == 3 and LATE_LEAVE:
             _leave_row(count_ptr, row, n_chunks)
