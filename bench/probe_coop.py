@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import os
 import sys
+from unittest import mock
 
 import torch
 import triton.testing
@@ -392,12 +393,8 @@ def tag(sms, shapes=TAG_SHAPES):
             for direction in ("fwd", "bwd"):
                 for log in (False, True):
                     plan, _ = _dispatch_plan(M, N, dtype, direction, sms, "coop", log)
-                    saved = dispatch.COOP_TAG_MAX_CHUNKS
-                    dispatch.COOP_TAG_MAX_CHUNKS = 0
-                    try:
+                    with mock.patch.object(dispatch, "COOP_TAG_MAX_CHUNKS", 0):
                         old, _ = _dispatch_plan(M, N, dtype, direction, sms, "coop", log)
-                    finally:
-                        dispatch.COOP_TAG_MAX_CHUNKS = saved
                     if plan == old:
                         continue
                     print(_head(M, N, dtype, direction, log, plan, sms) + f"tag={plan[0].kwargs['TAG']:d} | "
