@@ -402,12 +402,55 @@ def tag(sms, shapes=TAG_SHAPES):
                           flush=True)
 
 
+TAG32_SHAPES = [(1, 128256), (2, 128256), (4, 128256), (8, 128256), (16, 128256), (32, 128256), (64, 128256),
+                (4, 256000), (8, 256000), (16, 256000), (32, 256000), (64, 256000), (1, 50257), (8, 50257),
+                (64, 50257), (256, 50257), (1335, 50257), (64, 65536), (256, 65536)]
+
+
+def tag32(sms, shapes=TAG32_SHAPES):
+    """float32's cooperative forward with tagged partials (TAG; COOP_TAG_FWD32_MIN_PER_SM set to 0)
+    against arrival counters (COOP_TAG_MAX_CHUNKS set to 0: the plans before TAG), softmax and
+    log_softmax, twice each, by the benchmark's clock: from how many programs an SM TAG pays."""
+    from multisoftmax import dispatch
+    for M, N in shapes:
+        for log in (False, True):
+            with mock.patch.object(dispatch, "COOP_TAG_FWD32_MIN_PER_SM", 0):
+                tagged, _ = _dispatch_plan(M, N, "float32", "fwd", sms, "coop", log)
+            with mock.patch.object(dispatch, "COOP_TAG_MAX_CHUNKS", 0):
+                counters, _ = _dispatch_plan(M, N, "float32", "fwd", sms, "coop", log)
+            if not tagged[0].kwargs["TAG"]:
+                continue
+            print(_head(M, N, "float32", "fwd", log, counters, sms)
+                  + _compare(M, N, "float32", "fwd", log, [("counters", counters), ("tag", tagged)], sms), flush=True)
+
+
+ROWS_COOP_SHAPES = [(4559, 29440), (4096, 32000), (4096, 32768), (8191, 16385), (6000, 22000)]
+ROWS_COOP_FEW_SHAPES = [(1, 32768), (8, 32768), (64, 32768), (264, 32768), (1, 20000), (32, 29440)]
+
+
+def rows_coop(sms, shapes=ROWS_COOP_SHAPES, dtypes=("bfloat16", "float32")):
+    """dispatch's rows plans (a row in registers, one program a row) against its cooperative plans
+    (rows cut into chunks) on rows up to MAX_ROWS_BLOCK_N, softmax and log_softmax, forward and
+    backward, twice each, by the benchmark's clock (float32: M halved, the same bytes)."""
+    for dtype in dtypes:
+        for M, N in shapes:
+            if dtype == "float32":
+                M = max(1, M // 2)
+            for direction in ("fwd", "bwd"):
+                for log in (False, True):
+                    rows, _ = _dispatch_plan(M, N, dtype, direction, sms, "rows", log)
+                    coop, _ = _dispatch_plan(M, N, dtype, direction, sms, "coop", log)
+                    print(_head(M, N, dtype, direction, log, coop, sms) + f"tag={coop[0].kwargs['TAG']:d} | "
+                          + _compare(M, N, dtype, direction, log, [("rows", rows), ("coop", coop)], sms), flush=True)
+
+
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
     modes = {"--wide": wide, "--pack": pack, "--late": late, "--even-m": even_m, "--pack-few": pack_few,
              "--pack-fwd": pack_fwd, "--defer-y": defer_y, "--few-chunks": few_chunks, "--wide-few": wide_few,
-             "--bits": bits, "--tag": tag}
+             "--bits": bits, "--tag": tag, "--tag32": tag32, "--rows-coop": rows_coop,
+             "--rows-coop-few": lambda sms: rows_coop(sms, ROWS_COOP_FEW_SHAPES, ("bfloat16", "float32", "float16"))}
     for flag, mode in modes.items():
         if flag in sys.argv[1:]:
             return mode(sms)

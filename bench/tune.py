@@ -57,7 +57,7 @@ def variants(M, N, dtype, direction, sms):
         (lambda force=None: dispatch.plan_backward(M, N, N, N, N, dtype, False, sms, force))
     current = make()
     yield "current:" + "+".join(l.kernel.split("_", 2)[-1] for l in current), current
-    fam = dispatch.family(M, N, dispatch.ITEMSIZE[dtype], sms)
+    fam = current[0].kernel.split("_")[2]  # the family dispatch took: softmax_fwd_<family>...
     if fam == "rows":
         lanes = sum(dispatch.row_segments(N))
         for ept in (8, 16, 32):

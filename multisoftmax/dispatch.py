@@ -22,6 +22,20 @@ ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 # the H100 that beat the looped kernel at N = 16385 ... 32768 (fp32 29440: 2875 vs 2158 GB/s
 # forward, 2808 vs 2740 backward; tune_2.json). float64 needs two registers a value: half.
 MAX_ROWS_BLOCK_N = {2: 32768, 4: 32768, 8: 8192}
+# ...but rows that start 16-byte aligned (no PEEL) and would take more lanes than this (N past
+# 16384 + a short tail, row_segments) are cut into chunks instead (the cooperative kernels, which
+# came later and wait through TAG there): on the H100 (bench/results/h100/probe_rows_coop.log,
+# rows -> coop, the benchmark's clock, two runs) bf16 4559 x 29440 went from 2,636 to 2,835 GB/s
+# forward (log_softmax 2,649 to 2,956) and 2,992 to 3,021 backward, 6000 x 22000 from 2,261 to
+# 2,462 forward (2,279 to 2,757; backward 2,834 to 3,022), 4096 x 32768 from 2,822 to 2,903;
+# float32 2279 x 29440 from 2,925 to 2,962 forward and 2,836 to 3,039 backward. Peeled rows lost
+# (bf16 8191 x 16385 forward: 2,789 to 2,176; float32 4095 x 16385: 2,929 to 2,892): they stay.
+# Few rows (probe_rows_coop_few.log): chunks won from 1 to 32 rows (bf16 1 x 32768: 4.70 to 3.08 us
+# forward, 3.89 to 2.42 backward; float32 32 x 32768: 7.18 to 5.68 and 7.54 to 5.82), but lost
+# in between, where the rule rests on nothing finer: the 16-bit forward of 64 x 32768 (1.94
+# programs an SM, counters: 6.15 to 6.5 us, float16 5.87 to 6.5) and float32's backward of
+# 132 x 32768 (4 an SM: 20.9 to 22.0 us, log_softmax 20.0 to 22.3).
+MAX_ROWS_ALIGNED_BLOCK_N = 16384
 # Rows kernel: 16 values a thread, at least 4 warps (short rows share a program: BLOCK_M
 # rows of BLOCK_N), at most 16, one tile a program. On the H100 this rule is within 1.5% of
 # the best of 9 (values a thread x warps) variants on the fp32/bf16 shapes from N = 128 to
@@ -238,6 +252,15 @@ COOP_TAG_MAX_CHUNKS = 32
 # (bf16 64 x 256000, 7.8 an SM: 30.2 to 32.1 us; 1 x 256000: 4.1 to 4.4; 8 x 256000: 6.6 to 6.3),
 # and so did peeled rows (bf16 2670 x 50257: 2,443 to 2,428; 32 to 44 registers).
 COOP_TAG_FWD_MIN_PER_SM = 32
+# COOP_TAG_FWD32_MIN_PER_SM: float32 rows (unpacked chunks) take TAG in the forward, peeled or not,
+# from this many programs an SM. On the H100 (bench/results/h100/probe_tag32.log, counters -> TAG,
+# the benchmark's clock, two runs) the forward went from 2,707 to 2,938 GB/s at 1335 x 50257
+# (peeled, 70.8 programs an SM; log_softmax 2,779 to 2,937), 2,403 to 2,590 at 256 x 50257, 2,543
+# to 2,671 at 64 x 256000 (15.5), 14.0 to 13.4 us at 32 x 128256 (3.9), 6.2 to 5.85 us at 4 x 256000
+# (0.97; 8 x 128256: even, log_softmax 6.08 to 5.83); at 0.48 an SM and fewer it lost 1-4% (1 x
+# 128256: 3.94 to 4.09 us; 4 x 128256: 5.27 to 5.38, log_softmax 5.37 to 5.22; 1 x 50257: 4.05 to
+# 4.21). (16-bit rows: COOP_TAG_FWD_MIN_PER_SM above.)
+COOP_TAG_FWD32_MIN_PER_SM = 0.75
 # Rows that are not 16-byte aligned (N or a row stride not a multiple of 16 bytes: N = 3001,
 # 16385 or 50257 in 16-bit types) are cut into a head, an aligned body and a tail (PEEL), so
 # the body moves in 16-byte vectors instead of one value a lane. A peeled row of the rows
@@ -444,7 +467,11 @@ def _coop_tag(n_chunks: int, itemsize: int) -> bool:
 def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: int, num_sms: int) -> bool:
     """TAG of the cooperative forward (see COOP_TAG_FWD_MIN_PER_SM): unpeeled rows in a grid of
     at least COOP_TAG_FWD_MIN_PER_SM programs an SM, of at most COOP_TAG_MAX_CHUNKS chunks as TAG
-    takes them (16-bit rows of whole words, `words`: wide)."""
+    takes them (16-bit rows of whole words, `words`: wide); float32 rows, peeled or not, from
+    COOP_TAG_FWD32_MIN_PER_SM programs an SM (float64: never, as every TAG)."""
+    if itemsize == 4:  # see COOP_TAG_FWD32_MIN_PER_SM; chunks as taken (narrow for the fewest programs)
+        n_chunks = _coop_chunks(N, itemsize, narrow=_coop_narrow(programs, itemsize, num_sms))[1]
+        return programs >= COOP_TAG_FWD32_MIN_PER_SM * num_sms and _coop_tag(n_chunks, itemsize)
     return (not peeled and programs >= COOP_TAG_FWD_MIN_PER_SM * num_sms
             and _coop_tag(_coop_chunks(N, itemsize, wide=words)[1], itemsize))
 
@@ -503,13 +530,17 @@ def alignment(*values: int) -> int:
     return align
 
 
-def family(M: int, N: int, itemsize: int, num_sms: int) -> str:
-    """'rows', 'coop', 'online' or 'split' for an M x N problem (one choice both directions).
+def family(M: int, N: int, itemsize: int, num_sms: int, aligned: bool) -> str:
+    """'rows', 'coop', 'online' or 'split' for an M x N problem (one choice both directions
+    where their tensors are aligned alike).
 
-    Rows that fit in registers: 'rows'. Longer rows: 'coop' (one read) while a row has at
-    most one chunk per SM; beyond (N > ~1M at 132 SMs) the looped kernels.
+    Rows that fit in registers: 'rows', but for rows past MAX_ROWS_ALIGNED_BLOCK_N lanes that
+    start 16-byte aligned (`aligned`: N and every stride a multiple of 16 bytes). Longer rows,
+    and those: 'coop' (one read) while a row has at most one chunk per SM; beyond (N > ~1M at
+    132 SMs) the looped kernels.
     """
-    if sum(row_segments(N)) <= MAX_ROWS_BLOCK_N[itemsize]:
+    if sum(row_segments(N)) <= MAX_ROWS_BLOCK_N[itemsize] and not (
+            aligned and row_segments(N)[0] > MAX_ROWS_ALIGNED_BLOCK_N):
         return "rows"
     if _coop_chunks(N, itemsize)[1] <= num_sms:
         return "coop"
@@ -528,8 +559,8 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
     benchmark. M and N must be >= 1.
     """
     itemsize = ITEMSIZE[dtype]
-    fam = force or family(M, N, itemsize, num_sms)
     acc = dict(LOG=log, ALIGN=alignment(N, stride_xm, stride_ym), ACC_FP64=dtype == "float64")
+    fam = force or family(M, N, itemsize, num_sms, acc["ALIGN"] * itemsize >= 16)
     vec = 16 // itemsize
     if fam in ("rows", "coop"):
         peeled = peel(N, itemsize, acc["ALIGN"], stride_xm == stride_ym, force_peel)
@@ -552,7 +583,7 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         if _coop_tag_fwd(N, itemsize, words, peeled, programs, num_sms):  # see COOP_TAG_FWD_MIN_PER_SM
             acc.update(PACK=words, LATE_LEAVE=False, TAG=True)
             return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,
-                                  num_sms, acc, 2, "y", wide=words)
+                                  num_sms, acc, 2, "y", wide=words, narrow=_coop_narrow(programs, itemsize, num_sms))
         acc["TAG"] = False
         wide = _coop_wide(M, N, itemsize, log, peeled, num_sms)
         acc["PACK"] = not wide and _coop_pack_fwd(programs, words, num_sms)
@@ -593,8 +624,8 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
                   force_peel: bool | None = None) -> tuple[Launch, ...]:
     """Launches computing dx from y and dy over rows of an M x N view (see plan_forward)."""
     itemsize = ITEMSIZE[dtype]
-    fam = force or family(M, N, itemsize, num_sms)
     acc = dict(LOG=log, ALIGN=alignment(N, stride_ym, stride_dym, stride_dxm), ACC_FP64=dtype == "float64")
+    fam = force or family(M, N, itemsize, num_sms, acc["ALIGN"] * itemsize >= 16)
     vec = 16 // itemsize
     if fam in ("rows", "coop"):
         peeled = peel(N, itemsize, acc["ALIGN"], stride_ym == stride_dym == stride_dxm, force_peel)

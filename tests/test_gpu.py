@@ -35,7 +35,7 @@ def _sms():
 ])
 def test_past_2_pow_31_elements(M, N, family):
     assert M * N > 2**31
-    assert dispatch.family(M, N, 2, _sms()) == family
+    assert dispatch.family(M, N, 2, _sms(), True) == family
     g = torch.Generator(device="cuda").manual_seed(0)
     x = torch.randn(M, N, device="cuda", dtype=torch.bfloat16, generator=g)
     y = mt.softmax(x)
@@ -69,8 +69,8 @@ def test_jax_then_torch_in_one_process():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
-@pytest.mark.parametrize("M,N", [(65536, 128), (4096, 781), (2048, 3000), (1024, 16385), (256, 65536),
-                                 (512, 50257), (3, 50257), (4, 262144), (1, 1048576), (64, 128256)])
+@pytest.mark.parametrize("M,N", [(65536, 128), (4096, 781), (2048, 3000), (1024, 16385), (300, 29440), (1, 32768),
+                                 (256, 65536), (512, 50257), (3, 50257), (4, 262144), (1, 1048576), (64, 128256)])
 def test_dispatched_plans_at_real_sizes(dtype, M, N):
     """Whatever plan dispatch picks for a benchmark shape, its output is right everywhere."""
     g = torch.Generator(device="cuda").manual_seed(M + N)
@@ -96,8 +96,8 @@ def test_coop_one_chunk_per_sm_many_rows(dtype):
     itemsize = torch.empty((), dtype=dtype).element_size()
     N = dispatch.COOP_CHUNK_N[itemsize] * _sms()
     M = max(8, 2**27 // (N * itemsize))
-    assert dispatch.family(M, N, itemsize, _sms()) == "coop"
-    assert dispatch.family(M, N + 1, itemsize, _sms()) != "coop"
+    assert dispatch.family(M, N, itemsize, _sms(), True) == "coop"
+    assert dispatch.family(M, N + 1, itemsize, _sms(), False) != "coop"
     g = torch.Generator(device="cuda").manual_seed(1)
     x = (torch.randn(M, N, device="cuda", generator=g) * 3).to(dtype)
     name = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float64: "float64"}[dtype]
@@ -125,7 +125,7 @@ def test_coop_counters_reset_themselves():
     N = 100_003  # coop, unaligned (PEEL)
     for M in (1, 64, 8, 300, 2):
         x = torch.randn(M, N, device="cuda", generator=g, dtype=torch.bfloat16)
-        assert dispatch.family(M, N, 2, _sms()) == "coop"
+        assert dispatch.family(M, N, 2, _sms(), False) == "coop"
         _check_softmax(mt.softmax(x), x, "bfloat16", f"M={M}")
         dy = torch.randn_like(x)
         dx = torch.ops.multisoftmax.softmax_bwd(mt.softmax(x), dy, False)
@@ -133,14 +133,15 @@ def test_coop_counters_reset_themselves():
         expected = y64 * (dy.double() - (dy.double() * y64).sum(-1, keepdim=True))
         ref.assert_close(dx.double().cpu(), expected.cpu(), "bfloat16", f"bwd M={M}", scale_atol=True)
     side = torch.cuda.Stream()
-    x = torch.randn(16, N, device="cuda", generator=g)
+    x = torch.randn(16, N, device="cuda", generator=g, dtype=torch.bfloat16)  # peeled 16-bit: counters
+    assert not dispatch.plan_forward(16, N, N, N, "bfloat16", False, _sms())[0].kwargs["TAG"]
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
         y_side = mt.softmax(x)
     y_main = mt.softmax(x)
     torch.cuda.synchronize()
-    _check_softmax(y_side, x, "float32", "side stream")
-    _check_softmax(y_main, x, "float32", "main stream")
+    _check_softmax(y_side, x, "bfloat16", "side stream")
+    _check_softmax(y_main, x, "bfloat16", "main stream")
     pools = [t for (dev, _), ts in launch._COUNTERS.items() for t in ts]
     assert len({key for key in launch._COUNTERS}) >= 2
     assert all(int(t.abs().sum()) == 0 for t in pools)

@@ -170,7 +170,10 @@ def test_coop_pack_and_late_leave_rules():
     # (The 16-bit forward's, packed: test_coop_forward_pack_rule.)
     fwd = lambda M, N, dtype, log=False: dispatch.plan_forward(M, N, N, N, dtype, log, 132)[0].kwargs  # noqa: E731
     for M, N in ((2670, 50257), (16, 1048576), (128, 1048576)):
-        assert fwd(M, N, "float32")["LATE_LEAVE"] and not fwd(M, N, "float32", log=True)["LATE_LEAVE"]
+        if N == 50257:  # float32 forward: TAG (COOP_TAG_FWD32_MIN_PER_SM)
+            assert fwd(M, N, "float32")["TAG"] and not fwd(M, N, "float32")["LATE_LEAVE"]
+        else:
+            assert fwd(M, N, "float32")["LATE_LEAVE"] and not fwd(M, N, "float32", log=True)["LATE_LEAVE"]
         for dtype in ("bfloat16", "float32"):
             if N == 50257:  # 7 chunks: TAG, which has no second arrival
                 assert bwd(M, N, dtype)["TAG"] and not bwd(M, N, dtype)["LATE_LEAVE"]
@@ -311,10 +314,15 @@ def test_coop_tag_rule():
                 assert not plan(M, N, dtype, False, log)["TAG"], (M, N, dtype)
             assert plan(2048, 65536, dtype, True, log)["TAG"]
             assert plan(1024, 131072, dtype, True, log)["TAG"]
-            assert not plan(2670, 50257, dtype, True, log)["TAG"]  # peeled
-            assert not plan(64, 256000, dtype, True, log)["TAG"]  # 2048 programs of 8192
+            # 16-bit: peeled, and a grid of 2048 programs of 8192; float32 from 99 programs (0.75 an SM)
+            assert plan(2670, 50257, dtype, True, log)["TAG"] == (dtype == "float32")
+            assert plan(64, 256000, dtype, True, log)["TAG"] == (dtype == "float32")
             assert not plan(1, 128256, dtype, True, log)["TAG"]
-        assert plan(528, 65536, dtype, True)["TAG"] and not plan(527, 65536, dtype, True)["TAG"]  # 4224 programs
+        if dtype == "float32":
+            assert plan(13, 65536, dtype, True)["TAG"] and not plan(12, 65536, dtype, True)["TAG"]  # 104, 96
+            assert plan(4, 256000, dtype, True)["TAG"] and not plan(1, 50257, dtype, True)["TAG"]
+        else:
+            assert plan(528, 65536, dtype, True)["TAG"] and not plan(527, 65536, dtype, True)["TAG"]  # 4224
         # 16-bit: 16 chunks of 16384 at 262144 (TAG), 32 at 524288 (TAG), 64 at 1048576 (not); float32:
         # 32 chunks of 8192 at 262144, 64 at 524288.
         assert plan(512, 262144, dtype, True)["TAG"]
@@ -340,6 +348,7 @@ def test_coop_tagged_partials(forced_family, torch_device, monkeypatch, dtype, l
     NaN row, a chunk of -inf; no input is modified."""
     forced_family("coop", peel_min_n=1)
     monkeypatch.setattr(dispatch, "COOP_TAG_FWD_MIN_PER_SM", 0)
+    monkeypatch.setattr(dispatch, "COOP_TAG_FWD32_MIN_PER_SM", 0)
     sync = torch.zeros(4096, dtype=torch.int32, device=torch_device)
     launches = 0
     for M, N in ((3, 200), (5, 136), (3, 200), (4, 131)):
@@ -416,19 +425,41 @@ def test_family_special_values(forced_family, torch_device, fam):
 
 def test_family_choice():
     sms = 132
-    assert dispatch.family(65536, 128, 2, sms) == "rows"
-    assert dispatch.family(4096, 16384, 4, sms) == "rows"
-    assert dispatch.family(4095, 16385, 4, sms) == "rows"
-    assert dispatch.family(2048, 32768, 4, sms) == "rows"
-    assert dispatch.family(2047, 32769, 4, sms) == "coop"
-    assert dispatch.family(64, 256000, 2, sms) == "coop"
-    assert dispatch.family(1, 40000, 4, sms) == "coop"
-    assert dispatch.family(16, 1048576, 4, sms) == "coop"
-    assert dispatch.family(8, 8192, 8, sms) == "rows"
-    assert dispatch.family(8, 16384, 8, sms) == "coop"
-    # Rows of more than one 8192-value chunk per SM (> 132 chunks): the looped kernels.
-    assert dispatch.family(64, 4 * 1048576, 4, sms) == "split"
-    assert dispatch.family(4096, 4 * 1048576, 4, sms) == "online"
+    for aligned in (False, True):
+        assert dispatch.family(65536, 128, 2, sms, aligned) == "rows"
+        assert dispatch.family(4096, 16384, 4, sms, aligned) == "rows"
+        assert dispatch.family(4095, 16392, 4, sms, aligned) == "rows"  # 16384 lanes and a tail of 8
+        assert dispatch.family(2047, 32769, 4, sms, aligned) == "coop"
+        assert dispatch.family(64, 256000, 2, sms, aligned) == "coop"
+        assert dispatch.family(1, 40000, 4, sms, aligned) == "coop"
+        assert dispatch.family(16, 1048576, 4, sms, aligned) == "coop"
+        assert dispatch.family(8, 8192, 8, sms, aligned) == "rows"
+        assert dispatch.family(8, 16384, 8, sms, aligned) == "coop"
+        # Rows of more than one 8192-value chunk per SM (> 132 chunks): the looped kernels.
+        assert dispatch.family(64, 4 * 1048576, 4, sms, aligned) == "split"
+        assert dispatch.family(4096, 4 * 1048576, 4, sms, aligned) == "online"
+    # Rows past 16384 lanes (and a short tail) in registers only where they start unaligned
+    # (MAX_ROWS_ALIGNED_BLOCK_N); float64 rows never reach it.
+    for N in (17416, 22000, 29440, 32768):
+        for itemsize in (2, 4):
+            assert dispatch.family(2048, N, itemsize, sms, False) == "rows"
+            assert dispatch.family(2048, N, itemsize, sms, True) == "coop"
+    assert dispatch.family(8, 8192, 8, sms, True) == "rows"
+
+
+def test_aligned_long_rows_are_chunked():
+    # plan_*: "aligned" is N and every stride a multiple of 16 bytes.
+    def kernel(N, dtype, strides):
+        fwd = dispatch.plan_forward(64, N, *strides[:2], dtype, False, 132)[0].kernel
+        bwd = dispatch.plan_backward(64, N, *strides, dtype, False, 132)[0].kernel
+        assert fwd.split("_")[-1] == bwd.split("_")[-1]
+        return fwd.split("_")[-1]
+
+    assert kernel(29440, "bfloat16", (29440, 29440, 29440)) == "coop"
+    assert kernel(29440, "float32", (29440, 29440, 29440)) == "coop"
+    assert kernel(29441, "bfloat16", (29441, 29441, 29441)) == "rows"  # peeled
+    assert kernel(29440, "bfloat16", (29440, 29444, 29440)) == "rows"  # a stride 8 bytes off
+    assert kernel(29440, "bfloat16", (29440, 29448, 29440)) == "coop"
 
 
 def _all_plans():
