@@ -444,12 +444,36 @@ def rows_coop(sms, shapes=ROWS_COOP_SHAPES, dtypes=("bfloat16", "float32")):
                           + _compare(M, N, dtype, direction, log, [("rows", rows), ("coop", coop)], sms), flush=True)
 
 
+PEELED_FWD_SHAPES = [(2670, 50257), (4096, 50257), (512, 151936), (256, 256000)]
+
+
+def fwd16(sms, shapes=PEELED_FWD_SHAPES, dtypes=("bfloat16",)):
+    """dispatch's 16-bit cooperative forward plans against packed (PACK) chunks of 4096, 8192
+    and 16384 values at 4, 8 and 16 warps, waiting through counters (LATE_LEAVE by dispatch's
+    rule) or tagged partials (TAG), twice each, by the benchmark's clock."""
+    from multisoftmax import dispatch
+    for dtype in dtypes:
+        for M, N in shapes:
+            for log in (False, True):
+                plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
+                variants = [("dispatch", plan)]
+                for chunk, warps in ((4096, 4), (4096, 8), (8192, 8), (16384, 16)):
+                    p = tune.coop_plan(M, N, dtype, "fwd", sms, chunk, warps, log)
+                    variants.append((f"{chunk}x{warps}P", tune.with_meta(p, PACK=True)))
+                    with mock.patch.object(dispatch, "_coop_tag_fwd", lambda *a: True):
+                        t = tune.coop_plan(M, N, dtype, "fwd", sms, chunk // 2, warps, log)  # TAG: wide
+                    assert t[0].kwargs["TAG"] and t[0].kwargs["CHUNK_N"] == chunk
+                    variants.append((f"{chunk}x{warps}PT", t))
+                print(_head(M, N, dtype, "fwd", log, plan, sms) + _compare(M, N, dtype, "fwd", log, variants, sms),
+                      flush=True)
+
+
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
     modes = {"--wide": wide, "--pack": pack, "--late": late, "--even-m": even_m, "--pack-few": pack_few,
              "--pack-fwd": pack_fwd, "--defer-y": defer_y, "--few-chunks": few_chunks, "--wide-few": wide_few,
-             "--bits": bits, "--tag": tag, "--tag32": tag32, "--rows-coop": rows_coop,
+             "--bits": bits, "--tag": tag, "--tag32": tag32, "--rows-coop": rows_coop, "--fwd16": fwd16,
              "--rows-coop-few": lambda sms: rows_coop(sms, ROWS_COOP_FEW_SHAPES, ("bfloat16", "float32", "float16"))}
     for flag, mode in modes.items():
         if flag in sys.argv[1:]:

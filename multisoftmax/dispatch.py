@@ -243,14 +243,14 @@ COOP_LATE_LEAVE_MIN_PER_SM = 12
 # reading all (one more round trip: 2048 x 65536 backward 2,690) and volatile loads in place of
 # the atomic reads (2,716).
 COOP_TAG_MAX_CHUNKS = 32
-# COOP_TAG_FWD_MIN_PER_SM: the forward takes TAG only on unpeeled rows whose grid has at least this
-# many programs an SM, and there 16-bit rows of whole words are held packed (PACK) in chunks of
-# 16384 values: the softmax went from 2,640 to 2,892 GB/s at bf16 2048 x 65536 (probe_tag.log,
+# COOP_TAG_FWD_MIN_PER_SM: the forward of 16-bit rows takes TAG only where its grid has at least
+# this many programs an SM, and there unpeeled rows of whole words are held packed (PACK) in chunks
+# of 16384 values (peeled rows: COOP_TAG_FWD_PEELED_WARPS; float32: COOP_TAG_FWD32_MIN_PER_SM): the softmax went from 2,640 to 2,892 GB/s at bf16 2048 x 65536 (probe_tag.log,
 # dispatch's plans: 2,645 to 2,890; the log_softmax 2,833 to 2,955) (unpacked wide
 # chunks before; with TAG unpacked they took 98 registers a thread, 80 without, and ran at 2,401),
 # 2,656 to 2,862 at 1024 x 131072 and 2,583 to 2,609 at 256 x 256000. Fewer programs lost or tied
 # (bf16 64 x 256000, 7.8 an SM: 30.2 to 32.1 us; 1 x 256000: 4.1 to 4.4; 8 x 256000: 6.6 to 6.3),
-# and so did peeled rows (bf16 2670 x 50257: 2,443 to 2,428; 32 to 44 registers).
+# and so did peeled rows in 8192-value chunks (bf16 2670 x 50257: 2,443 to 2,428; 32 to 44 registers).
 COOP_TAG_FWD_MIN_PER_SM = 32
 # COOP_TAG_FWD32_MIN_PER_SM: float32 rows (unpacked chunks) take TAG in the forward, peeled or not,
 # from this many programs an SM. On the H100 (bench/results/h100/probe_tag32.log, counters -> TAG,
@@ -261,6 +261,14 @@ COOP_TAG_FWD_MIN_PER_SM = 32
 # 128256: 3.94 to 4.09 us; 4 x 128256: 5.27 to 5.38, log_softmax 5.37 to 5.22; 1 x 50257: 4.05 to
 # 4.21). (16-bit rows: COOP_TAG_FWD_MIN_PER_SM above.)
 COOP_TAG_FWD32_MIN_PER_SM = 0.75
+# COOP_TAG_FWD_PEELED_WARPS: peeled 16-bit rows take TAG in the forward too, by
+# COOP_TAG_FWD_MIN_PER_SM, packed (PACK) in chunks of 4096 values at this many warps. On the H100
+# (bench/results/h100/probe_fwd16.log, packed chunk x warps, counters or TAG, the benchmark's
+# clock, two runs) the bf16 softmax forward went from 2,446 GB/s (dispatch's plan then: 8192
+# values, 8 warps, counters, LATE_LEAVE) to 2,616 at 2670 x 50257 and 2,480 to 2,634 at 4096 x
+# 50257, the log_softmax from 2,654 to 2,747 and 2,687 to 2,755 (8192 x 8 with TAG: 2,786 and
+# 2,812, softmax 2,392 and 2,430; 4096 x 8 with TAG: 2,195 and 2,368; 16384 x 16: 2,178 and 2,444).
+COOP_TAG_FWD_PEELED_WARPS = 4
 # Rows that are not 16-byte aligned (N or a row stride not a multiple of 16 bytes: N = 3001,
 # 16385 or 50257 in 16-bit types) are cut into a head, an aligned body and a tail (PEEL), so
 # the body moves in 16-byte vectors instead of one value a lane. A peeled row of the rows
@@ -465,23 +473,25 @@ def _coop_tag(n_chunks: int, itemsize: int) -> bool:
 
 
 def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: int, num_sms: int) -> bool:
-    """TAG of the cooperative forward (see COOP_TAG_FWD_MIN_PER_SM): unpeeled rows in a grid of
+    """TAG of the cooperative forward (see COOP_TAG_FWD_MIN_PER_SM): 16-bit rows in a grid of
     at least COOP_TAG_FWD_MIN_PER_SM programs an SM, of at most COOP_TAG_MAX_CHUNKS chunks as TAG
-    takes them (16-bit rows of whole words, `words`: wide); float32 rows, peeled or not, from
-    COOP_TAG_FWD32_MIN_PER_SM programs an SM (float64: never, as every TAG)."""
+    takes them (16-bit rows of whole words, `words`: wide; peeled 16-bit rows: narrow, see
+    COOP_TAG_FWD_PEELED_WARPS); float32 rows, peeled or not, from COOP_TAG_FWD32_MIN_PER_SM
+    programs an SM (float64: never, as every TAG)."""
     if itemsize == 4:  # see COOP_TAG_FWD32_MIN_PER_SM; chunks as taken (narrow for the fewest programs)
         n_chunks = _coop_chunks(N, itemsize, narrow=_coop_narrow(programs, itemsize, num_sms))[1]
         return programs >= COOP_TAG_FWD32_MIN_PER_SM * num_sms and _coop_tag(n_chunks, itemsize)
-    return (not peeled and programs >= COOP_TAG_FWD_MIN_PER_SM * num_sms
-            and _coop_tag(_coop_chunks(N, itemsize, wide=words)[1], itemsize))
+    # 16-bit: peeled rows in narrow chunks (COOP_TAG_FWD_PEELED_WARPS), rows of whole words wide
+    n_chunks = _coop_chunks(N, itemsize, wide=words and not peeled, narrow=peeled)[1]
+    return programs >= COOP_TAG_FWD_MIN_PER_SM * num_sms and _coop_tag(n_chunks, itemsize)
 
 
 def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, itemsize: int, num_sms: int,
                    acc: dict, part_rows: int, out: str, wide: bool = False,
-                   narrow: bool = False) -> tuple[Launch, ...]:
+                   narrow: bool = False, warps: int = COOP_WARPS) -> tuple[Launch, ...]:
     """The cooperative kernel: one program per chunk (grid M * n_chunks), n_chunks appended
     to `scalars`, `part_rows` partials a chunk, chunks as `_coop_chunks(N, itemsize, wide,
-    narrow)`.
+    narrow)`, `warps` warps a program.
     One launch (PHASE 3) or, under Triton's interpreter, where programs run one by one and
     could never wait for each other, two (PHASE 1 writes the partials, PHASE 2 combines them
     and writes `out`).
@@ -506,7 +516,7 @@ def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, i
     # long rows, where that latency is a good part of the time).
     ticket = M * n_chunks > num_sms
     meta = dict(CHUNK_N=CHUNK_N, BLOCK_C=triton.next_power_of_2(n_chunks), TICKET=ticket, **acc,
-                num_warps=COOP_WARPS, num_stages=1)
+                num_warps=warps, num_stages=1)
     if acc.get("TAG"):  # part is not used; count: the int64 words of TAG, as int32 pairs
         outputs = (("part", (1,), "acc"), ("count", (2 * (1 + M * part_rows * n_chunks),), "sync"),
                    (out, (M, N), "io"))
@@ -582,8 +592,11 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         words = _whole_words(itemsize, peeled, acc["ALIGN"])
         if _coop_tag_fwd(N, itemsize, words, peeled, programs, num_sms):  # see COOP_TAG_FWD_MIN_PER_SM
             acc.update(PACK=words, LATE_LEAVE=False, TAG=True)
+            narrow_peeled = peeled and itemsize == 2  # see COOP_TAG_FWD_PEELED_WARPS
             return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,
-                                  num_sms, acc, 2, "y", wide=words, narrow=_coop_narrow(programs, itemsize, num_sms))
+                                  num_sms, acc, 2, "y", wide=words and not peeled,
+                                  narrow=narrow_peeled or _coop_narrow(programs, itemsize, num_sms),
+                                  warps=COOP_TAG_FWD_PEELED_WARPS if narrow_peeled else COOP_WARPS)
         acc["TAG"] = False
         wide = _coop_wide(M, N, itemsize, log, peeled, num_sms)
         acc["PACK"] = not wide and _coop_pack_fwd(programs, words, num_sms)

@@ -262,7 +262,8 @@ def test_coop_forward_pack_rule():
             assert fwd(32, 1048576, dtype, log=log) == (True, 8192, True)
             assert fwd(33, 1048576, dtype, log=log) == (True, 16384, True)  # 4224 programs of 8192
             assert fwd(128, 1048576, dtype, log=log) == (True, 16384, True)
-            assert fwd(2670, 50257, dtype, log=log) == (True, 8192, True)  # peeled: 8192
+            assert fwd(2670, 50257, dtype, log=log) == (True, 4096, False)  # peeled: TAG in 4096
+            assert fwd(256, 50257, dtype, log=log) == (True, 8192, True)  # 1792 programs < 4224
             # Odd rows with unequal strides: neither peeled nor whole words.
             assert fwd(2670, 50257, dtype, log=log, strides=(50257, 50259))[0] is False
         assert fwd(2670, 50258, dtype, log=True, strides=(50258, 50262)) == (True, 16384, False)  # TAG
@@ -314,9 +315,12 @@ def test_coop_tag_rule():
                 assert not plan(M, N, dtype, False, log)["TAG"], (M, N, dtype)
             assert plan(2048, 65536, dtype, True, log)["TAG"]
             assert plan(1024, 131072, dtype, True, log)["TAG"]
-            # 16-bit: peeled, and a grid of 2048 programs of 8192; float32 from 99 programs (0.75 an SM)
-            assert plan(2670, 50257, dtype, True, log)["TAG"] == (dtype == "float32")
+            # 16-bit: a grid of 2048 programs of 8192; float32 from 99 programs (0.75 an SM)
             assert plan(64, 256000, dtype, True, log)["TAG"] == (dtype == "float32")
+            kw = plan(2670, 50257, dtype, True, log)  # peeled
+            assert kw["TAG"] and (kw["CHUNK_N"], kw["num_warps"]) == ((4096, 4) if dtype != "float32" else (8192, 8))
+            assert plan(604, 50257, dtype, True, log)["TAG"] and (plan(603, 50257, dtype, True, log)["TAG"]
+                                                                  == (dtype == "float32"))  # 4228, 4221
             assert not plan(1, 128256, dtype, True, log)["TAG"]
         if dtype == "float32":
             assert plan(13, 65536, dtype, True)["TAG"] and not plan(12, 65536, dtype, True)["TAG"]  # 104, 96
