@@ -53,6 +53,16 @@ warps), twice each, by the benchmark's clock, with registers and the largest err
 times dispatch's cooperative plans against the plans dispatch made before tagged partials
 (TAG; COOP_TAG_MAX_CHUNKS set to 0), wherever they differ, twice each, by the benchmark's clock.
 
+    python bench/probe_coop.py --tag32 > bench/results/h100/probe_tag32.log
+    python bench/probe_coop.py --rows-coop > bench/results/h100/probe_rows_coop.log
+    python bench/probe_coop.py --rows-coop-few > bench/results/h100/probe_rows_coop_few.log
+    python bench/probe_coop.py --fwd16 > bench/results/h100/probe_fwd16.log
+
+the same way: float32's cooperative forward with TAG against counters (dispatch.py's
+COOP_TAG_FWD32_MIN_PER_SM); the rows kernel against the cooperative plan on rows up to 32768,
+~256 MB and few rows (MAX_ROWS_ALIGNED_BLOCK_N); the 16-bit cooperative forward packed in
+chunks of 4096 to 16384 values at 4 to 16 warps, with counters or TAG (COOP_TAG_FWD_PEELED_WARPS).
+
     python bench/probe_coop.py --defer-y > bench/results/h100/probe_defer_y.log
     python bench/probe_coop.py --wide-few > bench/results/h100/probe_wide_few.log
     python bench/probe_coop.py --few-chunks > bench/results/h100/probe_few_chunks.log
