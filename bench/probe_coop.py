@@ -396,20 +396,25 @@ def tag(sms, shapes=TAG_SHAPES):
     arrival counters, and the rules as they were before TAG), softmax and log_softmax, forward and
     backward, bfloat16 and float32 (M halved: the same bytes)."""
     from multisoftmax import dispatch
-    for dtype in ("bfloat16", "float32"):
+    for dtype, M, N, direction, log in _cases(shapes, ("bfloat16", "float32")):
+        plan, _ = _dispatch_plan(M, N, dtype, direction, sms, "coop", log)
+        with mock.patch.object(dispatch, "COOP_TAG_MAX_CHUNKS", 0):
+            old, _ = _dispatch_plan(M, N, dtype, direction, sms, "coop", log)
+        if plan == old:
+            continue
+        print(_head(M, N, dtype, direction, log, plan, sms) + f"tag={plan[0].kwargs['TAG']:d} | "
+              + _compare(M, N, dtype, direction, log, [("before", old), ("dispatch", plan)], sms), flush=True)
+
+
+def _cases(shapes, dtypes):
+    """(dtype, M, N, direction, log) for every shape, dtype, direction and op; float32 with M
+    halved (the same bytes as 16-bit)."""
+    for dtype in dtypes:
         for M, N in shapes:
-            if dtype == "float32":
-                M = max(1, M // 2)
+            M = max(1, M // 2) if dtype == "float32" else M
             for direction in ("fwd", "bwd"):
                 for log in (False, True):
-                    plan, _ = _dispatch_plan(M, N, dtype, direction, sms, "coop", log)
-                    with mock.patch.object(dispatch, "COOP_TAG_MAX_CHUNKS", 0):
-                        old, _ = _dispatch_plan(M, N, dtype, direction, sms, "coop", log)
-                    if plan == old:
-                        continue
-                    print(_head(M, N, dtype, direction, log, plan, sms) + f"tag={plan[0].kwargs['TAG']:d} | "
-                          + _compare(M, N, dtype, direction, log, [("before", old), ("dispatch", plan)], sms),
-                          flush=True)
+                    yield dtype, M, N, direction, log
 
 
 TAG32_SHAPES = [(1, 128256), (2, 128256), (4, 128256), (8, 128256), (16, 128256), (32, 128256), (64, 128256),
@@ -442,16 +447,11 @@ def rows_coop(sms, shapes=ROWS_COOP_SHAPES, dtypes=("bfloat16", "float32")):
     """dispatch's rows plans (a row in registers, one program a row) against its cooperative plans
     (rows cut into chunks) on rows up to MAX_ROWS_BLOCK_N, softmax and log_softmax, forward and
     backward, twice each, by the benchmark's clock (float32: M halved, the same bytes)."""
-    for dtype in dtypes:
-        for M, N in shapes:
-            if dtype == "float32":
-                M = max(1, M // 2)
-            for direction in ("fwd", "bwd"):
-                for log in (False, True):
-                    rows, _ = _dispatch_plan(M, N, dtype, direction, sms, "rows", log)
-                    coop, _ = _dispatch_plan(M, N, dtype, direction, sms, "coop", log)
-                    print(_head(M, N, dtype, direction, log, coop, sms) + f"tag={coop[0].kwargs['TAG']:d} | "
-                          + _compare(M, N, dtype, direction, log, [("rows", rows), ("coop", coop)], sms), flush=True)
+    for dtype, M, N, direction, log in _cases(shapes, dtypes):
+        rows, _ = _dispatch_plan(M, N, dtype, direction, sms, "rows", log)
+        coop, _ = _dispatch_plan(M, N, dtype, direction, sms, "coop", log)
+        print(_head(M, N, dtype, direction, log, coop, sms) + f"tag={coop[0].kwargs['TAG']:d} | "
+              + _compare(M, N, dtype, direction, log, [("rows", rows), ("coop", coop)], sms), flush=True)
 
 
 PEELED_FWD_SHAPES = [(2670, 50257), (4096, 50257), (512, 151936), (256, 256000)]
