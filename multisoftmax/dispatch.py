@@ -481,9 +481,10 @@ def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: in
     if itemsize == 4:  # see COOP_TAG_FWD32_MIN_PER_SM; chunks as taken (narrow for the fewest programs)
         n_chunks = _coop_chunks(N, itemsize, narrow=_coop_narrow(programs, itemsize, num_sms))[1]
         return programs >= COOP_TAG_FWD32_MIN_PER_SM * num_sms and _coop_tag(n_chunks, itemsize)
-    # 16-bit: peeled rows in narrow chunks (COOP_TAG_FWD_PEELED_WARPS), rows of whole words wide
+    # 16-bit: peeled rows in narrow chunks (COOP_TAG_FWD_PEELED_WARPS), at most one an SM as every
+    # cooperative launch (_coop_launches); rows of whole words wide
     n_chunks = _coop_chunks(N, itemsize, wide=words and not peeled, narrow=peeled)[1]
-    return programs >= COOP_TAG_FWD_MIN_PER_SM * num_sms and _coop_tag(n_chunks, itemsize)
+    return programs >= COOP_TAG_FWD_MIN_PER_SM * num_sms and n_chunks <= num_sms and _coop_tag(n_chunks, itemsize)
 
 
 def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, itemsize: int, num_sms: int,

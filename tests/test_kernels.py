@@ -332,6 +332,10 @@ def test_coop_tag_rule():
         assert plan(512, 262144, dtype, True)["TAG"]
         assert plan(256, 524288, dtype, True)["TAG"] == (dtype != "float32")
         assert not plan(128, 1048576, dtype, True)["TAG"]
+    # Peeled 16-bit rows under TAG take 4096-value chunks, at most one an SM like every cooperative
+    # launch: 25 chunks at N = 100003, so not on a GPU of 20 SMs (which takes counters instead).
+    kw20 = dispatch.plan_forward(4096, 100003, 100003, 100003, "bfloat16", False, 20)[0].kwargs
+    assert plan(4096, 100003, "bfloat16", True)["CHUNK_N"] == 4096 and not kw20["TAG"] and kw20["CHUNK_N"] == 8192
     for fwd in (True, False):
         kw = plan(2048, 65536, "bfloat16", fwd)  # the backward's PACK: test_coop_pack_and_late_leave_rules
         assert kw["TAG"] and kw["CHUNK_N"] == (16384 if fwd else 8192) and kw["PACK"] == fwd
@@ -355,7 +359,7 @@ def test_coop_tagged_partials(forced_family, torch_device, monkeypatch, dtype, l
     monkeypatch.setattr(dispatch, "COOP_TAG_FWD32_MIN_PER_SM", 0)
     sync = torch.zeros(4096, dtype=torch.int32, device=torch_device)
     launches = 0
-    for M, N in ((3, 200), (5, 136), (3, 200), (4, 131)):
+    for M, N in ((3, 200), (5, 136), (3, 200), (4, 131), (3, 121)):
         x = _random((M, N), dtype, torch_device, seed=M * 43 + N)
         x[0, :64] = -float("inf")
         x[M - 1, N // 3] = float("nan")
@@ -368,7 +372,10 @@ def test_coop_tagged_partials(forced_family, torch_device, monkeypatch, dtype, l
             y = launch.execute(fwd, bufs, call)
             launches += 1
             assert sync.view(torch.int64)[0].item() == launches << 32
-        else:
+        else:  # peeled: TAG too, 16-bit rows in chunks half as wide while they are at most one an SM
+            sms = multisoftmax.torch._num_programs_hint(x)  # the op's: 4 under the interpreter
+            tag = dispatch.plan_forward(M, N, N, N, dtype, log, sms)[0].kwargs["TAG"]
+            assert tag == (dtype == "float32" or N <= 32 * sms), (N, dtype, sms)  # chunks of 64 / 2
             y = torch.ops.multisoftmax.softmax_fwd(x, log)
         assert torch.equal(x.nan_to_num(), x_before.nan_to_num())
         expected = ref.softmax(x.double().cpu().numpy(), log=log)
