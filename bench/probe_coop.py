@@ -470,7 +470,7 @@ def fwd16(sms, shapes=PEELED_FWD_SHAPES, dtypes=("bfloat16",)):
                 for chunk, warps in ((4096, 4), (4096, 8), (8192, 8), (16384, 16)):
                     p = tune.coop_plan(M, N, dtype, "fwd", sms, chunk, warps, log)
                     variants.append((f"{chunk}x{warps}P", tune.with_meta(p, PACK=True)))
-                    with mock.patch.object(dispatch, "_coop_tag_fwd", lambda *a: True):
+                    with mock.patch.object(dispatch, "_coop_tag_fwd", lambda *a: dict(wide=True)):
                         t = tune.coop_plan(M, N, dtype, "fwd", sms, chunk // 2, warps, log)  # TAG: wide
                     assert t[0].kwargs["TAG"] and t[0].kwargs["CHUNK_N"] == chunk
                     variants.append((f"{chunk}x{warps}PT", t))

@@ -472,27 +472,32 @@ def _coop_tag(n_chunks: int, itemsize: int) -> bool:
     return itemsize <= 4 and n_chunks <= COOP_TAG_MAX_CHUNKS
 
 
-def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: int, num_sms: int) -> bool:
-    """TAG of the cooperative forward (see COOP_TAG_FWD_MIN_PER_SM): 16-bit rows in a grid of
-    at least COOP_TAG_FWD_MIN_PER_SM programs an SM, of at most COOP_TAG_MAX_CHUNKS chunks as TAG
-    takes them (16-bit rows of whole words, `words`: wide; peeled 16-bit rows: narrow, see
-    COOP_TAG_FWD_PEELED_WARPS); float32 rows, peeled or not, from COOP_TAG_FWD32_MIN_PER_SM
-    programs an SM (float64: never, as every TAG)."""
-    if itemsize == 4:  # see COOP_TAG_FWD32_MIN_PER_SM; chunks as taken (narrow for the fewest programs)
-        n_chunks = _coop_chunks(N, itemsize, narrow=_coop_narrow(programs, itemsize, num_sms))[1]
-        return programs >= COOP_TAG_FWD32_MIN_PER_SM * num_sms and _coop_tag(n_chunks, itemsize)
-    # 16-bit: peeled rows in narrow chunks (COOP_TAG_FWD_PEELED_WARPS), at most one an SM as every
-    # cooperative launch (_coop_launches); rows of whole words wide
-    n_chunks = _coop_chunks(N, itemsize, wide=words and not peeled, narrow=peeled)[1]
-    return programs >= COOP_TAG_FWD_MIN_PER_SM * num_sms and n_chunks <= num_sms and _coop_tag(n_chunks, itemsize)
+def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: int, num_sms: int) -> dict | None:
+    """TAG of the cooperative forward: the chunks it takes, as `_coop_launches`' keyword
+    arguments (wide, narrow, warps), or None where the forward waits on counters instead.
+    float32 rows, peeled or not, from COOP_TAG_FWD32_MIN_PER_SM programs an SM (narrow chunks for
+    the fewest programs, COOP_NARROW_MIN_SMS_PER_PROGRAM); 16-bit rows from COOP_TAG_FWD_MIN_PER_SM,
+    peeled ones in narrow chunks at COOP_TAG_FWD_PEELED_WARPS warps, rows of whole words
+    (`words`) in wide ones; float64 never (as every TAG). Rows of at most COOP_TAG_MAX_CHUNKS
+    chunks as TAG takes them, at most one an SM as every cooperative launch (_coop_launches)."""
+    if itemsize == 4:
+        take, min_per_sm = dict(narrow=_coop_narrow(programs, itemsize, num_sms)), COOP_TAG_FWD32_MIN_PER_SM
+    elif peeled:
+        take, min_per_sm = dict(narrow=True, warps=COOP_TAG_FWD_PEELED_WARPS), COOP_TAG_FWD_MIN_PER_SM
+    else:
+        take, min_per_sm = dict(wide=words), COOP_TAG_FWD_MIN_PER_SM
+    n_chunks = _coop_chunks(N, itemsize, take.get("wide", False), take.get("narrow", False))[1]
+    if programs >= min_per_sm * num_sms and n_chunks <= num_sms and _coop_tag(n_chunks, itemsize):
+        return take
+    return None
 
 
 def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, itemsize: int, num_sms: int,
                    acc: dict, part_rows: int, out: str, wide: bool = False,
-                   narrow: bool = False, warps: int = COOP_WARPS) -> tuple[Launch, ...]:
+                   narrow: bool = False, warps: int | None = None) -> tuple[Launch, ...]:
     """The cooperative kernel: one program per chunk (grid M * n_chunks), n_chunks appended
     to `scalars`, `part_rows` partials a chunk, chunks as `_coop_chunks(N, itemsize, wide,
-    narrow)`, `warps` warps a program.
+    narrow)`, `warps` warps a program (default COOP_WARPS, read at the call).
     One launch (PHASE 3) or, under Triton's interpreter, where programs run one by one and
     could never wait for each other, two (PHASE 1 writes the partials, PHASE 2 combines them
     and writes `out`).
@@ -517,7 +522,7 @@ def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, i
     # long rows, where that latency is a good part of the time).
     ticket = M * n_chunks > num_sms
     meta = dict(CHUNK_N=CHUNK_N, BLOCK_C=triton.next_power_of_2(n_chunks), TICKET=ticket, **acc,
-                num_warps=warps, num_stages=1)
+                num_warps=warps or COOP_WARPS, num_stages=1)
     if acc.get("TAG"):  # part is not used; count: the int64 words of TAG, as int32 pairs
         outputs = (("part", (1,), "acc"), ("count", (2 * (1 + M * part_rows * n_chunks),), "sync"),
                    (out, (M, N), "io"))
@@ -591,13 +596,11 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         # (COOP_NARROW_MIN_SMS_PER_PROGRAM), which take none of the others.
         programs = M * _coop_chunks(N, itemsize)[1]
         words = _whole_words(itemsize, peeled, acc["ALIGN"])
-        if _coop_tag_fwd(N, itemsize, words, peeled, programs, num_sms):  # see COOP_TAG_FWD_MIN_PER_SM
+        tag = _coop_tag_fwd(N, itemsize, words, peeled, programs, num_sms)  # the chunks TAG takes, if it does
+        if tag is not None:
             acc.update(PACK=words, LATE_LEAVE=False, TAG=True)
-            narrow_peeled = peeled and itemsize == 2  # see COOP_TAG_FWD_PEELED_WARPS
             return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,
-                                  num_sms, acc, 2, "y", wide=words and not peeled,
-                                  narrow=narrow_peeled or _coop_narrow(programs, itemsize, num_sms),
-                                  warps=COOP_TAG_FWD_PEELED_WARPS if narrow_peeled else COOP_WARPS)
+                                  num_sms, acc, 2, "y", **tag)
         acc["TAG"] = False
         wide = _coop_wide(M, N, itemsize, log, peeled, num_sms)
         acc["PACK"] = not wide and _coop_pack_fwd(programs, words, num_sms)
