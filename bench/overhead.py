@@ -4,7 +4,11 @@ Times N back-to-back calls with one synchronize at the end (wall clock), for: to
 multisoftmax.torch.softmax (no grad / with grad), the raw custom op, the plan executed
 directly, the cached compiled kernel launched alone, and torch.empty alone, so the cost of
 each layer (argument checks, custom-op dispatch, planning, Triton's launcher, allocation)
-can be read off as differences.
+can be read off as differences. Where JAX has a GPU backend (and jax-triton is installed) the
+same rounds also time jitted calls of jax.nn.softmax, multisoftmax.jax.softmax, the plan's
+jax_triton.triton_call alone and `2 * x` (what XLA's dispatch of a one-kernel executable
+costs), with one block_until_ready at the end: the issue's target is the jitted adapter
+within 1.1x of the jitted jax.nn.softmax.
 
     python bench/overhead.py [--calls 2000] [--rounds 7] [--out overhead.json]
 """
@@ -12,6 +16,7 @@ can be read off as differences.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -24,14 +29,36 @@ import multisoftmax.torch as mt  # noqa: E402
 from multisoftmax import dispatch, launch  # noqa: E402
 
 
-def per_call_us(fn, calls: int) -> float:
-    """Wall-clock microseconds a call over `calls` back-to-back calls, one synchronize at the end."""
-    torch.cuda.synchronize()
+def per_call_us(fn, calls: int, wait) -> float:
+    """Wall-clock microseconds a call over `calls` back-to-back calls, one `wait(result)` (for
+    the GPU's work) before and after."""
+    wait(fn())
     t0 = time.perf_counter()
     for _ in range(calls):
-        fn()
-    torch.cuda.synchronize()
+        r = fn()
+    wait(r)
     return (time.perf_counter() - t0) / calls * 1e6
+
+
+def jax_rows(x, sms) -> dict:
+    """{name: jitted call of the JAX rows} (module docstring), or {} without a JAX GPU backend."""
+    try:
+        import jax
+        if jax.default_backend() != "gpu":
+            return {}
+        import multisoftmax.jax as mj
+        from multisoftmax.jax import _gpu_execute
+    except ImportError:
+        return {}
+    xj = jax.numpy.asarray(x.cpu().numpy())
+    plan = dispatch.plan_forward(32, 1024, 1024, 1024, "float32", False, sms)
+    jitted = {
+        "jax.jit(jax.nn.softmax)": jax.jit(jax.nn.softmax),
+        "jax.jit(multisoftmax.jax.softmax)": jax.jit(mj.softmax),
+        "jax.jit(the plan's triton_call alone)": jax.jit(lambda a: _gpu_execute(plan, {"x": a}, a.dtype)),
+        "jax.jit(2 * x)": jax.jit(lambda a: 2 * a),
+    }
+    return {name: functools.partial(f, xj) for name, f in jitted.items()}
 
 
 def main():
@@ -59,13 +86,20 @@ def main():
             lambda: launch.launch_compiled(plan[0], (x,), (y,), torch.float32, x.get_device()),
         "torch.empty (allocating y)": lambda: torch.empty(x.shape, dtype=x.dtype, device=x.device),
     }
+    waits = dict.fromkeys(rows, lambda r: torch.cuda.synchronize())
+    jax_calls = jax_rows(x, sms)
+    if jax_calls:
+        import jax
+        rows.update(jax_calls)
+        waits.update(dict.fromkeys(jax_calls, jax.block_until_ready))
     direct()  # compiles and caches the kernel that launch_compiled reuses
     for fn in rows.values():  # warm-up
         for _ in range(20):
             fn()
     # Rounds that visit every row in turn, so that a busy spell of the host touches all rows
     # alike; each row's figure is its best round.
-    rounds = [{name: per_call_us(fn, args.calls) for name, fn in rows.items()} for _ in range(args.rounds)]
+    rounds = [{name: per_call_us(fn, args.calls, waits[name]) for name, fn in rows.items()}
+              for _ in range(args.rounds)]
     out = {name: min(r[name] for r in rounds) for name in rows}
     for name, us in out.items():
         print(f"{us:8.1f} us  {name}")

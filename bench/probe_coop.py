@@ -72,6 +72,14 @@ the same way: dispatch's log_softmax backward plans against y loaded only after 
 tens of long rows in unpacked wide, unpacked, packed and packed wide chunks
 (COOP_WIDE_MIN_PER_SM, COOP_PACK_WIDE_MIN_PER_SM); single and 8 long rows in chunks of 4096,
 2048 and 1024 values (COOP_NARROW_MIN_SMS_PER_PROGRAM).
+
+    python bench/probe_coop.py --rows16 > bench/results/h100/probe_rows16.log
+    python bench/probe_coop.py --rows-odd > bench/results/h100/probe_rows_odd.log
+
+the rows kernels the same way: the 16-bit forward at N = 1152 and 128 against other warps and
+rows a program (and, at 1152, a 1024-lane block with a 128-lane tail); bfloat16 and float32 rows
+that fill few of their lanes (N = 1152, 1280, 300, 600, 2500), forward and backward, against
+twice the rows a program (dispatch.py's SPARSE_ROWS_FILL).
 """
 
 from __future__ import annotations
@@ -81,6 +89,7 @@ import sys
 from unittest import mock
 
 import torch
+import triton
 import triton.testing
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -478,13 +487,51 @@ def fwd16(sms, shapes=PEELED_FWD_SHAPES, dtypes=("bfloat16",)):
                       flush=True)
 
 
+ROWS16_N = (1152, 128)
+ROWS_ODD_N = (1152, 1280, 300, 600, 2500)
+
+
+def rows16(sms, Ns=ROWS16_N, dtypes=("bfloat16", "float16"), directions=("fwd",), only_double=False):
+    """dispatch's rows plans (~256 MB, softmax and log_softmax) against other tilings: wN = N
+    warps, bmB = B rows a program, tail = a 1024-lane block and a 128-lane tail (N = 1152), by
+    the benchmark's clock, twice each. `only_double`: against twice the rows a program alone."""
+    from multisoftmax import dispatch
+    for dtype in dtypes:
+        for N in Ns:
+            M = min(65536, 256 * 2**20 // (N * getattr(torch, dtype).itemsize))
+            for direction in directions:
+                for log in (False, True):
+                    plan, _ = _dispatch_plan(M, N, dtype, direction, sms, None, log)
+                    kw = plan[0].kwargs
+                    bm, w = kw["BLOCK_M"], kw["num_warps"]
+                    shapes = {"w2": (bm, 2), f"bm{2 * bm}": (2 * bm, w), f"bm{2 * bm}w{2 * w}": (2 * bm, 2 * w)}
+                    if bm > 1:
+                        shapes[f"bm{bm // 2}w{w // 2}"] = (bm // 2, w // 2)
+                    if only_double:
+                        shapes = {f"bm{2 * bm}": (2 * bm, w)}
+                    variants = [("dispatch", plan)]
+                    for name, (B, W) in shapes.items():
+                        if W < 2:
+                            continue
+                        variants.append((name, tune.with_meta(plan, grid=(triton.cdiv(M, B),), BLOCK_M=B, num_warps=W,
+                                                              **dispatch._rows_m(M, B, getattr(torch, dtype).itemsize,
+                                                                                 log, direction == "fwd"))))
+                    if N == 1152 and not only_double:
+                        variants.append(("tail", tune.with_meta(plan, BLOCK_N=1024, TAIL_N=128)))
+                    print(f"{dtype} {M}x{N} {'log' if log else 'sm'} {direction} | dispatch: block_m={bm},"
+                          f"block_n={kw['BLOCK_N']},tail_n={kw['TAIL_N']},warps={w},even_m={kw['EVEN_M']:d} | "
+                          + _compare(M, N, dtype, direction, log, variants, sms), flush=True)
+
+
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
     modes = {"--wide": wide, "--pack": pack, "--late": late, "--even-m": even_m, "--pack-few": pack_few,
              "--pack-fwd": pack_fwd, "--defer-y": defer_y, "--few-chunks": few_chunks, "--wide-few": wide_few,
              "--bits": bits, "--tag": tag, "--tag32": tag32, "--rows-coop": rows_coop, "--fwd16": fwd16,
-             "--rows-coop-few": lambda sms: rows_coop(sms, ROWS_COOP_FEW_SHAPES, ("bfloat16", "float32", "float16"))}
+             "--rows-coop-few": lambda sms: rows_coop(sms, ROWS_COOP_FEW_SHAPES, ("bfloat16", "float32", "float16")),
+             "--rows16": rows16,
+             "--rows-odd": lambda sms: rows16(sms, ROWS_ODD_N, ("bfloat16", "float32"), ("fwd", "bwd"), True)}
     for flag, mode in modes.items():
         if flag in sys.argv[1:]:
             return mode(sms)
