@@ -158,8 +158,8 @@ def pct(a):
     return " ".join(f"{v:6.2f}" for v in (a.mean(), *np.percentile(a, (10, 50, 90))))
 
 
-def analyse(tr, nbytes_chunk, sms):
-    """Lines of text from the stamps of one traced launch."""
+def analyse(tr, nbytes_chunk, sms, n_chunks):
+    """Lines of text from the stamps of one traced launch of `n_chunks` chunks a row."""
     g = tr[:, 0:6].astype(np.float64) / 1e3  # us
     c = tr[:, 6:12].astype(np.float64)
     sm = tr[:, 12]
@@ -200,7 +200,26 @@ def analyse(tr, nbytes_chunk, sms):
         phases.append(f"{live.sum() / sms:4.1f}:" + "/".join(f"{s / sms:.1f}" for s in states))
     lines.append("  programs an SM at every other 5% of the span, all:ticket/load/sum/wait/combine+store")
     lines.append("    " + " ".join(phases))
-    return lines
+    return lines + rows(tr, n_chunks)
+
+
+def rows(tr, n_chunks):
+    """What a program waits for: across each row's chunks, the spread of their item stamps (when
+    they knew their chunk) and of their summed stamps, whether the row's last summed chunk was a
+    late start or a slow one, and how long after the row's last summed stamp a program had the
+    row's partials (its gathered stamp): the notification's latency."""
+    g = tr[:, 0:6].astype(np.float64) / 1e3
+    order = np.argsort(tr[:, 13], kind="stable")  # by item: row-major chunks
+    g = g[order].reshape(-1, n_chunks, 6)
+    item, summed = g[:, :, 1], g[:, :, 3]
+    last = np.argmax(summed, axis=1)
+    rank = lambda a: np.argsort(np.argsort(a, axis=1), axis=1)[np.arange(len(a)), last].mean()  # noqa: E731
+    seen = g[:, :, 4] - summed.max(axis=1, keepdims=True)
+    return [f"  a row's chunks: item stamps spread {pct(item.max(1) - item.min(1))}, summed stamps spread "
+            f"{pct(summed.max(1) - summed.min(1))} (us, mean/p10/p50/p90)",
+            f"  the row's last summed chunk: rank {rank(item):.1f} of 0..{n_chunks - 1} by item stamp, "
+            f"{rank(summed - item):.1f} by its load+sum time",
+            f"  gathered - the row's last summed stamp (notification) us mean/p10/p50/p90 {pct(seen)}"]
 
 
 SHAPES = [("bfloat16", 2048, 65536), ("bfloat16", 512, 262144), ("bfloat16", 128, 1048576),
@@ -262,7 +281,7 @@ def run(name, plan, x, log, plain, traced, sms):
                        + f" us {nbytes / min(us for us, _ in r) / 1e3:.0f} GB/s" for which, r in res.items())
     lines = [f"{x.dtype} {M}x{N} {'log' if log else 'sm'} {name}: chunk={kw['CHUNK_N']} warps={kw['num_warps']} "
              f"{flags} programs/SM={n_items / sms:.1f} | {times}; max err {err:.1e}"]
-    lines += analyse(tr, kw["CHUNK_N"] * x.element_size(), sms)
+    lines += analyse(tr, kw["CHUNK_N"] * x.element_size(), sms, l.scalars[-1])
     return lines, tr
 
 
@@ -273,7 +292,11 @@ def main():
     p.add_argument("--variants", default=None, help="CHUNKxWARPS,... (default: VARIANTS; 'none': dispatch's only)")
     p.add_argument("--kernels", default=",".join(KERNEL_VARIANTS),
                    help="kernel variants to try beside the kernel (KERNEL_VARIANTS; '' for none)")
+    p.add_argument("--from", dest="saved", default=None,
+                   help="a traces.npz of an earlier run: analyse it again (no GPU; dispatch's plans at 132 SMs)")
     args = p.parse_args()
+    if args.saved:
+        return reanalyse(args.saved)
     shapes = SHAPES if not args.shapes else [
         (s.split(":")[0], *map(int, s.split(":")[1].split("x"))) for s in args.shapes.split(",")]
     variants = VARIANTS if args.variants is None else [
@@ -302,6 +325,21 @@ def main():
                         np.savez_compressed(os.path.join(args.out, "traces.npz"), **traces)
         del x
         torch.cuda.empty_cache()
+
+
+def reanalyse(path, sms=132):
+    """The analysis of every trace in a saved traces.npz (keys dtype_MxN_op_variant), the chunks
+    a row recomputed from dispatch's plans for `sms` SMs (the run's code must plan alike)."""
+    saved = np.load(path)
+    for key in saved.files:
+        dtype, shape, op, name = key.split("_", 3)
+        M, N = map(int, shape.split("x"))
+        variants = [tuple(map(int, v[:-1].split("x"))) for v in [name.split("+")[0]] if v != "dispatch"]
+        (_, plan), = [(n, p) for n, p in plans(M, N, dtype, op == "log", sms, variants) if n == name.split("+")[0]]
+        (l,) = plan
+        itemsize = 2 if dtype in ("bfloat16", "float16") else 4
+        print(f"{key}: chunk={l.kwargs['CHUNK_N']} warps={l.kwargs['num_warps']} n_chunks={l.scalars[-1]}")
+        print("\n".join(analyse(saved[key], l.kwargs["CHUNK_N"] * itemsize, sms, l.scalars[-1])), flush=True)
 
 
 if __name__ == "__main__":
