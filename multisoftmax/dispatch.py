@@ -42,6 +42,20 @@ MAX_ROWS_ALIGNED_BLOCK_N = 16384
 # 16384 but one (bf16 N = 3000 backward: 5%), and a persistent grid (a few programs per SM
 # looping over tiles) lost 2-8%: bench/results/h100/tune.json, made by `python bench/tune.py`.
 VALUES_PER_THREAD = 16
+# ...but the 16-bit forward of unpeeled rows that fill less than SPARSE_ROWS_FILL of their lanes
+# (N just past a power of two: 1152 in 2048 lanes), of SPARSE_ROWS_LANES lanes (those measured),
+# holds twice the rows a program: 16 lanes a thread carried only ~9 values there. On the H100
+# (bench/results/h100/probe_rows16.log, probe_rows_odd.log, the benchmark's clock, two runs, GB/s
+# at ~256 MB, dispatch -> twice the rows) bf16 65536 x 1152 went from 2,898-2,901 to 2,980-2,985
+# forward (log_softmax 2,854-2,857 to 2,939-2,940; XLA ran it at 2,965 in results.md), 65536 x 600
+# from 2,775 to 2,919 (2,620 to 2,780), 65536 x 300 from 2,450 to 2,555 (2,149 to 2,229); float16
+# 1152 from 2,962 to 2,981 (2,924 to 2,976; float16 300 and 600 not measured). Not taken where
+# nothing gained: 1280 (62.5% full: 3,001 to 2,988), float32 (1152, 1280, 300, 600, 2500: -0.3%
+# to +0.2%), the backward (within 0.3%, but bf16 300: 2,812 to 2,728, log_softmax 2,908 to 2,707),
+# peeled rows (bf16 2500: 2,829 to 2,325 forward, twice the registers; log_softmax backward 3,071
+# to 2,945). Rows of fewer lanes than 512 were not measured.
+SPARSE_ROWS_FILL = 0.6
+SPARSE_ROWS_LANES = (512, 2048)
 # EVEN_M (M a multiple of BLOCK_M: no row mask) and ALIGN_M (below) are passed to the rows
 # kernels so that their code does not hang on whether the launcher tells the compiler that M is
 # a multiple of 16: Triton's own launcher (torch) does, jax_triton's does not. Compiled for sm_90
@@ -359,10 +373,11 @@ def peel(N: int, itemsize: int, align: int, strides_equal: bool, force: bool | N
     return itemsize >= 4 or N >= PEEL_MIN_N or row_segments(N)[1] > 0
 
 
-def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool = False):
+def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool = False, itemsize: int = 4):
     """BLOCK_M, BLOCK_N, TAIL_N, num_warps and grid for the rows family; `vec` > 0: PEEL rows
     of VEC = `vec` values a 16-byte vector (a body of at most N // vec * vec, 2 * vec edges);
-    `log`: log_softmax (its backward keeps more warps, see PEEL_MIN_N)."""
+    `log`: log_softmax (its backward keeps more warps, see PEEL_MIN_N); `itemsize`: bytes a
+    value (16-bit forward rows that fill few of their lanes hold more rows, SPARSE_ROWS_FILL)."""
     BLOCK_N, TAIL_N = row_segments(N) if not vec else (triton.next_power_of_2(max(1, N // vec * vec)), 2 * vec)
     # The edges of PEEL rows are not counted: 16 more lanes must not double the warps or
     # halve the rows a program (bf16 N = 781 measured 1494 vs 2616 GB/s when they did).
@@ -372,6 +387,9 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool =
     num_warps = max(4, min(max_warps, triton.next_power_of_2(triton.cdiv(lanes, VALUES_PER_THREAD * 32))))
     BLOCK_M = max(1, min(VALUES_PER_THREAD * 32 * num_warps // lanes, triton.next_power_of_2(M)))
     BLOCK_M = triton.next_power_of_2(BLOCK_M + 1) // 2  # a power of two, rounded down
+    sparse = N < SPARSE_ROWS_FILL * lanes and SPARSE_ROWS_LANES[0] <= lanes <= SPARSE_ROWS_LANES[1]
+    if forward and itemsize == 2 and not vec and sparse:
+        BLOCK_M = min(2 * BLOCK_M, triton.next_power_of_2(M))
     # A peeled row: half the warps, the same rows (measured; see PEEL_MIN_N).
     if (vec >= 8 or (vec == 4 and num_warps >= 16)) and not (log and not forward and BLOCK_N > 8192):
         num_warps //= 2
@@ -582,7 +600,8 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         peeled = peel(N, itemsize, acc["ALIGN"], stride_xm == stride_ym, force_peel)
         acc = dict(PEEL=peeled, VEC=vec, **acc)
     if fam == "rows":
-        BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, vec=vec if peeled else 0, log=log)
+        BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, vec=vec if peeled else 0, log=log,
+                                                              itemsize=itemsize)
         meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, **_rows_m(M, BLOCK_M, itemsize, log, True),
                     num_warps=num_warps, num_stages=1)
         return (Launch("softmax_fwd_rows", ("x",), (M, N, stride_xm, stride_ym),

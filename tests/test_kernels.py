@@ -632,3 +632,36 @@ def test_even_m_rule():
     kw = dispatch.plan_backward(8192, 16384, 16384, 16384, 16384, "float16", False, 132)[0].kwargs
     assert kw["BLOCK_M"] == 1 and not kw["EVEN_M"]  # one row a program: no EVEN_M (probe_even_m.log)
 
+
+
+def test_sparse_rows_rule():
+    """16-bit forward rows that fill less than 60% of their 512-2048 lanes hold twice the rows a
+    program (dispatch.SPARSE_ROWS_FILL); float32, the backward, fuller rows and peeled rows do not."""
+    def block_m(N, dtype="bfloat16", log=False, direction="fwd", M=65536):
+        if direction == "fwd":
+            return dispatch.plan_forward(M, N, N, N, dtype, log, 132)[0].kwargs["BLOCK_M"]
+        return dispatch.plan_backward(M, N, N, N, N, dtype, log, 132)[0].kwargs["BLOCK_M"]
+
+    assert [block_m(N) for N in (1152, 1100, 600, 300)] == [2, 2, 4, 8]
+    assert block_m(1152, "float16", True) == 2 and block_m(1152, log=True) == 2
+    assert [block_m(N) for N in (1280, 2048, 1024, 781, 128, 9)] == [1, 1, 2, 2, 16, 128]  # 9: 16 lanes
+    assert block_m(1152, "float32") == 1 and block_m(1152, direction="bwd") == 1
+    assert block_m(2500) == 1  # peeled (N >= PEEL_MIN_N and not 16-byte aligned)
+    assert block_m(1152, M=1) == 1 and block_m(1152, M=3) == 2
+    kw = dispatch.plan_forward(65536, 1152, 1152, 1152, "bfloat16", False, 132)[0].kwargs
+    assert (kw["num_warps"], kw["BLOCK_N"], kw["EVEN_M"]) == (4, 2048, True)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+@pytest.mark.parametrize("M,N", [(16, 300), (5, 600)])
+def test_sparse_rows_forward(torch_device, dtype, log, M, N):
+    """The 16-bit forward of rows that fill few of their lanes, at dispatch's own plan (several
+    rows a program: 8 of 512 lanes at N = 300, every row there; 4 of 1024 at N = 600, a
+    program's last row past M)."""
+    plan = dispatch.plan_forward(M, N, N, N, dtype, log, 132)
+    assert plan[0].kernel == "softmax_fwd_rows" and plan[0].kwargs["BLOCK_M"] == {300: 8, 600: 4}[N]
+    x = _random((M, N), dtype, torch_device, seed=M + N)
+    x[1, : N // 2] = -float("inf")
+    y = torch.ops.multisoftmax.softmax_fwd(x, log)
+    ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), log=log), dtype, f"{dtype} fwd")
