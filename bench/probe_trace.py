@@ -175,12 +175,12 @@ def analyse(tr, nbytes_chunk, sms, n_chunks):
     lines.append(f"  lifetime       us mean/p10/p50/p90 {pct((c[:, 5] - c[:, 0]) / cyc_per_us)}")
     resident = ((c[:, 5] - c[:, 0]) / cyc_per_us).sum() / (sms * span)
     lines.append(f"  programs resident an SM on average {resident:.2f}; SMs used {len(np.unique(sm))}")
-    # Bytes moved per tenth of the span: a chunk's loads spread over [item, loaded], its stores
+    # Bytes moved in each 1/B of the span: a chunk's loads spread over [item, loaded], its stores
     # over [gathered, end].
     B = 20
     edges = np.linspace(t0, t0 + span, B + 1)
     moved = np.zeros(B)
-    for a, b, k in ((g[:, 1], g[:, 2], 1), (g[:, 4], g[:, 5], 1)):
+    for a, b in ((g[:, 1], g[:, 2]), (g[:, 4], g[:, 5])):
         for i in range(B):
             lo, hi = edges[i], edges[i + 1]
             overlap = np.clip(np.minimum(b, hi) - np.maximum(a, lo), 0, None)
@@ -334,9 +334,9 @@ def reanalyse(path, sms=132):
     for key in saved.files:
         dtype, shape, op, name = key.split("_", 3)
         M, N = map(int, shape.split("x"))
-        variants = [tuple(map(int, v[:-1].split("x"))) for v in [name.split("+")[0]] if v != "dispatch"]
-        (_, plan), = [(n, p) for n, p in plans(M, N, dtype, op == "log", sms, variants) if n == name.split("+")[0]]
-        (l,) = plan
+        base = name.split("+")[0]  # the plan's name: dispatch or CHUNKxWARPST, then +kernel variant
+        variants = [] if base == "dispatch" else [tuple(map(int, base[:-1].split("x")))]
+        ((l,),) = [p for n, p in plans(M, N, dtype, op == "log", sms, variants) if n == base]
         itemsize = 2 if dtype in ("bfloat16", "float16") else 4
         print(f"{key}: chunk={l.kwargs['CHUNK_N']} warps={l.kwargs['num_warps']} n_chunks={l.scalars[-1]}")
         print("\n".join(analyse(saved[key], l.kwargs["CHUNK_N"] * itemsize, sms, l.scalars[-1])), flush=True)
