@@ -80,6 +80,11 @@ the rows kernels the same way: the 16-bit forward at N = 1152 and 128 against ot
 rows a program (and, at 1152, a 1024-lane block with a 128-lane tail); bfloat16 and float32 rows
 that fill few of their lanes (N = 1152, 1280, 300, 600, 2500), forward and backward, against
 twice the rows a program (dispatch.py's SPARSE_ROWS_FILL).
+
+    python bench/probe_coop.py --rows781 > bench/results/h100/probe_rows781.log
+
+the same tilings as --rows16 for 16-bit rows of N = 781 (1,562 bytes: not 16-byte aligned, too
+short to peel), forward and backward.
 """
 
 from __future__ import annotations
@@ -531,7 +536,8 @@ def main():
              "--bits": bits, "--tag": tag, "--tag32": tag32, "--rows-coop": rows_coop, "--fwd16": fwd16,
              "--rows-coop-few": lambda sms: rows_coop(sms, ROWS_COOP_FEW_SHAPES, ("bfloat16", "float32", "float16")),
              "--rows16": rows16,
-             "--rows-odd": lambda sms: rows16(sms, ROWS_ODD_N, ("bfloat16", "float32"), ("fwd", "bwd"), True)}
+             "--rows-odd": lambda sms: rows16(sms, ROWS_ODD_N, ("bfloat16", "float32"), ("fwd", "bwd"), True),
+             "--rows781": lambda sms: rows16(sms, (781,), ("bfloat16", "float16"), ("fwd", "bwd"))}
     for flag, mode in modes.items():
         if flag in sys.argv[1:]:
             return mode(sms)
