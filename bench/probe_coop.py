@@ -233,7 +233,8 @@ def even_m(sms):
     """dispatch's rows plans with EVEN_M off and on (softmax and log_softmax)."""
     for dtype in ("float16", "bfloat16", "float32"):
         for N in (64, 128, 256, 512, 781, 4096, 16384, 32768):
-            M = min(65536, 256 * 2**20 // (N * getattr(torch, dtype).itemsize))
+            itemsize = getattr(torch, dtype).itemsize
+            M = min(65536, 256 * 2**20 // (N * itemsize))
             for log in (False, True):
                 for direction in ("fwd", "bwd"):
                     plan, nbytes, times = _off_on(M, N, dtype, direction, sms, "EVEN_M", log=log)
@@ -503,7 +504,8 @@ def rows16(sms, Ns=ROWS16_N, dtypes=("bfloat16", "float16"), directions=("fwd",)
     from multisoftmax import dispatch
     for dtype in dtypes:
         for N in Ns:
-            M = min(65536, 256 * 2**20 // (N * getattr(torch, dtype).itemsize))
+            itemsize = getattr(torch, dtype).itemsize
+            M = min(65536, 256 * 2**20 // (N * itemsize))
             for direction in directions:
                 for log in (False, True):
                     plan, _ = _dispatch_plan(M, N, dtype, direction, sms, None, log)
@@ -519,8 +521,7 @@ def rows16(sms, Ns=ROWS16_N, dtypes=("bfloat16", "float16"), directions=("fwd",)
                         if W < 2:
                             continue
                         variants.append((name, tune.with_meta(plan, grid=(triton.cdiv(M, B),), BLOCK_M=B, num_warps=W,
-                                                              **dispatch._rows_m(M, B, getattr(torch, dtype).itemsize,
-                                                                                 log, direction == "fwd"))))
+                                                              **dispatch._rows_m(M, B, itemsize, log, direction == "fwd"))))
                     if N == 1152 and not only_double:
                         variants.append(("tail", tune.with_meta(plan, BLOCK_N=1024, TAIL_N=128)))
                     print(f"{dtype} {M}x{N} {'log' if log else 'sm'} {direction} | dispatch: block_m={bm},"

@@ -633,7 +633,6 @@ def test_even_m_rule():
     assert kw["BLOCK_M"] == 1 and not kw["EVEN_M"]  # one row a program: no EVEN_M (probe_even_m.log)
 
 
-
 def test_sparse_rows_rule():
     """16-bit forward rows that fill less than 60% of their 512-2048 lanes hold twice the rows a
     program (dispatch.SPARSE_ROWS_FILL); float32, the backward, fuller rows and peeled rows do not."""
