@@ -278,14 +278,15 @@ def _compare(M, N, dtype, direction, log, variants, sms):
         launch._COMPILED.clear()
         got = tune.run_plan(p, bufs, out)
         err = ((got.double() - ref).abs() / ref.abs().clamp(min=1)).max().item()
-        info[name] = (max(c[1].n_regs for c in launch._COMPILED.values()), err)
+        info[name] = (max(c[1].n_regs for c in launch._COMPILED.values()), err,
+                      max(c[1].n_spills for c in launch._COMPILED.values()))
     res = {name: [] for name, _ in variants}
     for _ in range(2):
         for name, p in variants:
             res[name].append(_bench_clock(p, bufs, names, out, nbytes, l2))
     del x, y, dy, out, bufs, ref
     torch.cuda.empty_cache()
-    return " | ".join(f"{name} r{info[name][0]} " + "/".join(f"{us:.2f}" for us in res[name])
+    return " | ".join(f"{name} r{info[name][0]}" + (f"s{info[name][2]}" if info[name][2] else "") + " " + "/".join(f"{us:.2f}" for us in res[name])
                       + f" us {nbytes / min(res[name]) / 1e3:.0f} GB/s"
                       + (f" ERR {info[name][1]:.0e}" if info[name][1] > 2e-2 else "") for name, _ in variants)
 
@@ -529,6 +530,101 @@ def rows16(sms, Ns=ROWS16_N, dtypes=("bfloat16", "float16"), directions=("fwd",)
                           + _compare(M, N, dtype, direction, log, variants, sms), flush=True)
 
 
+MAXNREG_SHAPES = [(512, 262144), (128, 1048576), (256, 256000), (512, 151936), (2670, 50257), (2048, 65536),
+                  (64, 1048576)]
+
+
+def maxnreg(sms, shapes=MAXNREG_SHAPES, dtypes=("bfloat16", "float32", "float16")):
+    """dispatch's cooperative plans against the same plans compiled under a register cap
+    (Triton's `maxnreg` option: more programs an SM, at the price of spills) and, for the 16-bit
+    forward, packed tagged chunks of 8192 values at 4 warps (96 registers uncapped, 64 capped:
+    8 programs an SM), twice each, by the benchmark's clock."""
+    from multisoftmax import dispatch
+    for dtype in dtypes:
+        for M, N in shapes:
+            itemsize = getattr(torch, dtype).itemsize
+            if dtype == "float32":
+                M = M // 2
+            if dtype == "float16" and (M, N) not in ((512, 262144), (2670, 50257)):
+                continue
+            for direction in ("fwd", "bwd"):
+                for log in (False, True):
+                    plan, _ = _dispatch_plan(M, N, dtype, direction, sms, None, log)
+                    if not plan[0].kernel.endswith("_coop"):
+                        continue
+                    variants = [("dispatch", plan)]
+                    caps = {("fwd", 2): (), ("fwd", 4): (48,), ("bwd", 2): (48,), ("bwd", 4): (64,)}
+                    for cap in caps[direction, itemsize]:
+                        variants.append((f"cap{cap}", tune.with_meta(plan, maxnreg=cap)))
+                    if direction == "fwd" and itemsize == 2:
+                        with mock.patch.object(dispatch, "_coop_tag_fwd", lambda *a: dict(wide=True)):
+                            t = tune.with_meta(tune.coop_plan(M, N, dtype, "fwd", sms, 4096, 4, log), PACK=True)
+                        assert t[0].kwargs["TAG"] and t[0].kwargs["CHUNK_N"] == 8192
+                        variants += [("8192x4PT", t), ("8192x4PT-cap64", tune.with_meta(t, maxnreg=64))]
+                    print(_head(M, N, dtype, direction, log, plan, sms)
+                          + _compare(M, N, dtype, direction, log, variants, sms), flush=True)
+
+
+FWD16_4W_SHAPES = [(512, 262144), (2048, 65536), (1024, 131072), (256, 256000), (512, 151936), (1024, 128256),
+                   (2670, 50257), (4096, 50257), (4096, 32000), (8192, 29440), (2048, 29440), (128, 1048576)]
+
+
+def fwd16_4w(sms, shapes=FWD16_4W_SHAPES, dtypes=("bfloat16", "float16")):
+    """dispatch's 16-bit cooperative forward plans with TAG (packed 8192-value chunks at
+    COOP_FWD16_WARPS warps, summed in halves: SPLIT_SUM) against the plans dispatch made before
+    (packed 16384-value chunks at 8 warps, peeled rows 4096 at 4, one sum), twice each, by the
+    benchmark's clock."""
+    from multisoftmax import dispatch
+    for dtype in dtypes:
+        for M, N in shapes:
+            if dtype == "float16" and (M, N) not in ((512, 262144), (2670, 50257), (1024, 131072)):
+                continue
+            for log in (False, True):
+                plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
+                kw = plan[0].kwargs
+                if not (plan[0].kernel.endswith("_coop") and kw["TAG"] and kw["SPLIT_SUM"]):
+                    print(_head(M, N, dtype, "fwd", log, plan, sms) + "unchanged: skipped", flush=True)
+                    continue
+                before = dict(narrow=True, warps=4) if kw["PEEL"] else dict(wide=True)
+                with mock.patch.object(dispatch, "_coop_tag_fwd", lambda *a: before):
+                    old = dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, sms, None)
+                old = tune.with_meta(old, SPLIT_SUM=False)
+                assert old[0].kwargs["TAG"] and old[0].kwargs["PACK"]
+                print(_head(M, N, dtype, "fwd", log, plan, sms)
+                      + _compare(M, N, dtype, "fwd", log, [("dispatch", plan), ("before", old)], sms), flush=True)
+
+
+FEW16_4W_SHAPES = [(6, 1048576), (16, 1048576), (32, 1048576), (64, 128256), (128, 128256), (32, 256000),
+                   (64, 256000), (256, 50257), (512, 50257), (16, 262144)]
+
+
+def few16_4w(sms, shapes=FEW16_4W_SHAPES, dtypes=("bfloat16", "float16")):
+    """dispatch's 16-bit cooperative forward plans that wait on counters (grids too small for
+    TAG) against the same plans at 4 warps, their sums in halves or not (SPLIT_SUM), or (plans
+    unpacked or in wide chunks) against packed 8192-value chunks at 4 warps summed in halves,
+    twice each, by the benchmark's clock."""
+    for dtype in dtypes:
+        for M, N in shapes:
+            if dtype == "float16" and (M, N) not in ((16, 1048576), (64, 256000)):
+                continue
+            for log in (False, True):
+                plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
+                kw = plan[0].kwargs
+                if not plan[0].kernel.endswith("_coop") or kw["TAG"]:
+                    print(_head(M, N, dtype, "fwd", log, plan, sms) + f"tag={kw['TAG']:d}: skipped", flush=True)
+                    continue
+                variants = [("dispatch", plan)]
+                if kw["PACK"] and kw["CHUNK_N"] == 8192:
+                    variants += [("split", tune.with_meta(plan, SPLIT_SUM=True)),
+                                 ("w4", tune.with_meta(plan, num_warps=4)),
+                                 ("w4split", tune.with_meta(plan, num_warps=4, SPLIT_SUM=True))]
+                else:  # unpacked or wide: against packed 8192-value chunks at 4 warps, summed in halves
+                    p = tune.coop_plan(M, N, dtype, "fwd", sms, 8192, 4, log)
+                    variants.append(("8192x4PS", tune.with_meta(p, PACK=True, SPLIT_SUM=True)))
+                print(_head(M, N, dtype, "fwd", log, plan, sms) + _compare(M, N, dtype, "fwd", log, variants, sms),
+                      flush=True)
+
+
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
@@ -536,7 +632,9 @@ def main():
              "--pack-fwd": pack_fwd, "--defer-y": defer_y, "--few-chunks": few_chunks, "--wide-few": wide_few,
              "--bits": bits, "--tag": tag, "--tag32": tag32, "--rows-coop": rows_coop, "--fwd16": fwd16,
              "--rows-coop-few": lambda sms: rows_coop(sms, ROWS_COOP_FEW_SHAPES, ("bfloat16", "float32", "float16")),
-             "--rows16": rows16,
+             "--rows16": rows16, "--maxnreg": maxnreg, "--fwd16-4w": fwd16_4w, "--few16-4w": few16_4w,
+             "--maxnreg16": lambda sms: maxnreg(sms, dtypes=("bfloat16", "float16")),
+             "--maxnreg32": lambda sms: maxnreg(sms, dtypes=("float32",)),
              "--rows-odd": lambda sms: rows16(sms, ROWS_ODD_N, ("bfloat16", "float32"), ("fwd", "bwd"), True),
              "--rows781": lambda sms: rows16(sms, (781,), ("bfloat16", "float16"), ("fwd", "bwd"))}
     for flag, mode in modes.items():

@@ -258,8 +258,9 @@ COOP_LATE_LEAVE_MIN_PER_SM = 12
 # the atomic reads (2,716).
 COOP_TAG_MAX_CHUNKS = 32
 # COOP_TAG_FWD_MIN_PER_SM: the forward of 16-bit rows takes TAG only where its grid has at least
-# this many programs an SM, and there unpeeled rows of whole words are held packed (PACK) in chunks
-# of 16384 values (peeled rows: COOP_TAG_FWD_PEELED_WARPS; float32: COOP_TAG_FWD32_MIN_PER_SM): the softmax went from 2,640 to 2,892 GB/s at bf16 2048 x 65536 (probe_tag.log,
+# this many programs an SM, and there rows of whole words are held packed (PACK; the chunks:
+# COOP_FWD16_WARPS; float32: COOP_TAG_FWD32_MIN_PER_SM). When TAG came, in packed chunks of 16384
+# values at 8 warps, the softmax went from 2,640 to 2,892 GB/s at bf16 2048 x 65536 (probe_tag.log,
 # dispatch's plans: 2,645 to 2,890; the log_softmax 2,833 to 2,955) (unpacked wide
 # chunks before; with TAG unpacked they took 98 registers a thread, 80 without, and ran at 2,401),
 # 2,656 to 2,862 at 1024 x 131072 and 2,583 to 2,609 at 256 x 256000. Fewer programs lost or tied
@@ -275,14 +276,24 @@ COOP_TAG_FWD_MIN_PER_SM = 32
 # 128256: 3.94 to 4.09 us; 4 x 128256: 5.27 to 5.38, log_softmax 5.37 to 5.22; 1 x 50257: 4.05 to
 # 4.21). (16-bit rows: COOP_TAG_FWD_MIN_PER_SM above.)
 COOP_TAG_FWD32_MIN_PER_SM = 0.75
-# COOP_TAG_FWD_PEELED_WARPS: peeled 16-bit rows take TAG in the forward too, by
-# COOP_TAG_FWD_MIN_PER_SM, packed (PACK) in chunks of 4096 values at this many warps. On the H100
-# (bench/results/h100/probe_fwd16.log, packed chunk x warps, counters or TAG, the benchmark's
-# clock, two runs) the bf16 softmax forward went from 2,446 GB/s (dispatch's plan then: 8192
-# values, 8 warps, counters, LATE_LEAVE) to 2,616 at 2670 x 50257 and 2,480 to 2,634 at 4096 x
-# 50257, the log_softmax from 2,654 to 2,747 and 2,687 to 2,755 (8192 x 8 with TAG: 2,786 and
-# 2,812, softmax 2,392 and 2,430; 4096 x 8 with TAG: 2,195 and 2,368; 16384 x 16: 2,178 and 2,444).
-COOP_TAG_FWD_PEELED_WARPS = 4
+# COOP_FWD16_WARPS: with TAG, 16-bit rows of whole words (peeled or not) are held packed (PACK) in
+# chunks of 8192 values at this many warps, their sum taken in two halves (the kernel's SPLIT_SUM:
+# 56-64 registers a thread, 8-9 programs an SM, where one sum over both halves took 90-96 and
+# held 5; the 16384-value chunks at 8 warps took 63-74, 3-4 an SM). On the H100
+# (bench/results/h100/probe_fwd16_4w.log, the benchmark's clock, two runs; dispatch's plan then:
+# 16384 values at 8 warps, peeled rows 4096 at 4) the bf16 softmax forward went from 2,606 to
+# 2,853 GB/s at 2670 x 50257 (peeled), 2,704 to 2,904 at 1024 x 131072, 2,687 to 2,887 at 1024 x
+# 128256, 2,655 to 2,785 at 512 x 151936, 2,599 to 2,679 at 256 x 256000, 2,764 to 2,814 at 512 x
+# 262144 and 2,899 to 2,916 at 2048 x 65536; the log_softmax from 2,738 to 2,925, 2,859 to 2,932,
+# 2,834 to 2,935, 2,685 to 2,882, 2,663 to 2,822, 2,787 to 2,923 and 2,885 to 2,934; float16
+# alike (2670 x 50257: 2,601 to 2,856, log_softmax 2,749 to 2,915). 4096 values at 2 warps lost
+# to both (2,236-2,825), and so did 8192 at 4 warps where a row has more than COOP_TAG_MAX_CHUNKS
+# of them (128 x 1048576 with TAG: 1,954 against 2,570): rows of 33 to 64 such chunks keep
+# 16384-value chunks at 8 warps with TAG. (Before, probe_fwd16.log: peeled rows in 4096-value
+# chunks at 4 warps, 2,616 against 2,446 for 8192 at 8 with counters; probe_maxnreg16.log: the
+# 8192 x 4 chunks summed at once, capped at 64 registers by Triton's maxnreg, spilled and lost
+# on unpeeled rows.)
+COOP_FWD16_WARPS = 4
 # Rows that are not 16-byte aligned (N or a row stride not a multiple of 16 bytes: N = 3001,
 # 16385 or 50257 in 16-bit types) are cut into a head, an aligned body and a tail (PEEL), so
 # the body moves in 16-byte vectors instead of one value a lane. A peeled row of the rows
@@ -495,15 +506,18 @@ def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: in
     arguments (wide, narrow, warps), or None where the forward waits on counters instead.
     float32 rows, peeled or not, from COOP_TAG_FWD32_MIN_PER_SM programs an SM (narrow chunks for
     the fewest programs, COOP_NARROW_MIN_SMS_PER_PROGRAM); 16-bit rows from COOP_TAG_FWD_MIN_PER_SM,
-    peeled ones in narrow chunks at COOP_TAG_FWD_PEELED_WARPS warps, rows of whole words
-    (`words`) in wide ones; float64 never (as every TAG). Rows of at most COOP_TAG_MAX_CHUNKS
-    chunks as TAG takes them, at most one an SM as every cooperative launch (_coop_launches)."""
+    rows of whole words (`words`, peeled or not) at COOP_FWD16_WARPS warps, but unpeeled ones of
+    more than COOP_TAG_MAX_CHUNKS such chunks in wide ones; float64 never (as every TAG). Rows of
+    at most COOP_TAG_MAX_CHUNKS chunks as TAG takes them, at most one an SM as every cooperative
+    launch (_coop_launches)."""
     if itemsize == 4:
         take, min_per_sm = dict(narrow=_coop_narrow(programs, itemsize, num_sms)), COOP_TAG_FWD32_MIN_PER_SM
-    elif peeled:
-        take, min_per_sm = dict(narrow=True, warps=COOP_TAG_FWD_PEELED_WARPS), COOP_TAG_FWD_MIN_PER_SM
+    elif not words:
+        take, min_per_sm = {}, COOP_TAG_FWD_MIN_PER_SM
+    elif peeled or _coop_chunks(N, itemsize)[1] <= COOP_TAG_MAX_CHUNKS:
+        take, min_per_sm = dict(warps=COOP_FWD16_WARPS), COOP_TAG_FWD_MIN_PER_SM
     else:
-        take, min_per_sm = dict(wide=words), COOP_TAG_FWD_MIN_PER_SM
+        take, min_per_sm = dict(wide=True), COOP_TAG_FWD_MIN_PER_SM
     n_chunks = _coop_chunks(N, itemsize, take.get("wide", False), take.get("narrow", False))[1]
     if programs >= min_per_sm * num_sms and n_chunks <= num_sms and _coop_tag(n_chunks, itemsize):
         return take
@@ -616,11 +630,11 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         programs = M * _coop_chunks(N, itemsize)[1]
         words = _whole_words(itemsize, peeled, acc["ALIGN"])
         tag = _coop_tag_fwd(N, itemsize, words, peeled, programs, num_sms)  # the chunks TAG takes, if it does
-        if tag is not None:
-            acc.update(PACK=words, LATE_LEAVE=False, TAG=True)
+        if tag is not None:  # SPLIT_SUM: see COOP_FWD16_WARPS
+            acc.update(PACK=words, LATE_LEAVE=False, TAG=True, SPLIT_SUM=tag.get("warps") == COOP_FWD16_WARPS)
             return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,
                                   num_sms, acc, 2, "y", **tag)
-        acc["TAG"] = False
+        acc.update(TAG=False, SPLIT_SUM=False)
         wide = _coop_wide(M, N, itemsize, log, peeled, num_sms)
         acc["PACK"] = not wide and _coop_pack_fwd(programs, words, num_sms)
         packed_wide = acc["PACK"] and _coop_pack_wide(programs, peeled, num_sms)

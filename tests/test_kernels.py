@@ -245,13 +245,13 @@ def test_coop_forward_pack_rule():
         return kw["PACK"], kw["CHUNK_N"], kw["LATE_LEAVE"]
 
     for dtype in ("bfloat16", "float16"):
-        assert fwd(2048, 65536, dtype) == (True, 16384, False)  # TAG: packed wide chunks
+        assert fwd(2048, 65536, dtype) == (True, 8192, False)  # TAG: packed, 4 warps (test_coop_tag_rule)
         assert fwd(64, 256000, dtype) == (False, 16384, False)  # 1024 wide programs > 528
         assert fwd(64, 128256, dtype) == (True, 8192, False)  # 512 wide programs <= 528
         assert fwd(32, 256000, dtype) == (True, 8192, False)
         assert fwd(32, 128256, dtype) == (False, 8192, False)  # 512 programs of 8192 <= 660
-        assert fwd(2048, 65536, dtype, log=True) == (True, 16384, False)  # TAG
-        assert fwd(512, 151936, dtype, log=True) == (True, 16384, False)  # TAG: 9728 >= 4224, 10 chunks
+        assert fwd(2048, 65536, dtype, log=True) == (True, 8192, False)  # TAG
+        assert fwd(512, 151936, dtype, log=True) == (True, 8192, False)  # TAG: 9728 >= 4224, 19 chunks
         assert fwd(64, 256000, dtype, log=True) == (True, 8192, True)  # 2048 programs < 4224
         assert fwd(64, 128256, dtype, log=True) == (True, 8192, False)  # 1024 programs < 1584
         assert fwd(8, 256000, dtype, log=True) == (False, 8192, False)  # 256 programs <= 660
@@ -262,11 +262,11 @@ def test_coop_forward_pack_rule():
             assert fwd(32, 1048576, dtype, log=log) == (True, 8192, True)
             assert fwd(33, 1048576, dtype, log=log) == (True, 16384, True)  # 4224 programs of 8192
             assert fwd(128, 1048576, dtype, log=log) == (True, 16384, True)
-            assert fwd(2670, 50257, dtype, log=log) == (True, 4096, False)  # peeled: TAG in 4096
+            assert fwd(2670, 50257, dtype, log=log) == (True, 8192, False)  # peeled: TAG, 4 warps
             assert fwd(256, 50257, dtype, log=log) == (True, 8192, True)  # 1792 programs < 4224
             # Odd rows with unequal strides: neither peeled nor whole words.
             assert fwd(2670, 50257, dtype, log=log, strides=(50257, 50259))[0] is False
-        assert fwd(2670, 50258, dtype, log=True, strides=(50258, 50262)) == (True, 16384, False)  # TAG
+        assert fwd(2670, 50258, dtype, log=True, strides=(50258, 50262)) == (True, 8192, False)  # TAG
     assert not fwd(128, 1048576, "float32")[0] and not fwd(2048, 65536, "float32", log=True)[0]
     assert not fwd(128, 524288, "float64")[0]
 
@@ -298,7 +298,9 @@ def test_coop_tag_rule():
     # TAG (tagged partials in place of arrival counters): the backward of float32 and 16-bit rows
     # of at most COOP_TAG_MAX_CHUNKS chunks (of the chunks taken); the forward of unpeeled ones in
     # a grid of at least COOP_TAG_FWD_MIN_PER_SM programs an SM (132 SMs: 4224), 16-bit rows of
-    # whole words then packed in 16384-value chunks. Never float64, never LATE_LEAVE with it.
+    # whole words then packed in 8192-value chunks at COOP_FWD16_WARPS warps, summed in halves
+    # (SPLIT_SUM), or in 16384-value chunks at 8 warps where a row has more than
+    # COOP_TAG_MAX_CHUNKS of 8192. Never float64, never LATE_LEAVE with it.
     def plan(M, N, dtype, fwd, log=False, strides=None):
         if fwd:
             kw = dispatch.plan_forward(M, N, *(strides or (N, N)), dtype, log, 132)[0].kwargs
@@ -318,7 +320,8 @@ def test_coop_tag_rule():
             # 16-bit: a grid of 2048 programs of 8192; float32 from 99 programs (0.75 an SM)
             assert plan(64, 256000, dtype, True, log)["TAG"] == (dtype == "float32")
             kw = plan(2670, 50257, dtype, True, log)  # peeled
-            assert kw["TAG"] and (kw["CHUNK_N"], kw["num_warps"]) == ((4096, 4) if dtype != "float32" else (8192, 8))
+            assert kw["TAG"] and (kw["CHUNK_N"], kw["num_warps"]) == ((8192, 4) if dtype != "float32" else (8192, 8))
+            assert kw["SPLIT_SUM"] == (dtype != "float32")
             assert plan(604, 50257, dtype, True, log)["TAG"] and (plan(603, 50257, dtype, True, log)["TAG"]
                                                                   == (dtype == "float32"))  # 4228, 4221
             assert not plan(1, 128256, dtype, True, log)["TAG"]
@@ -327,18 +330,22 @@ def test_coop_tag_rule():
             assert plan(4, 256000, dtype, True)["TAG"] and not plan(1, 50257, dtype, True)["TAG"]
         else:
             assert plan(528, 65536, dtype, True)["TAG"] and not plan(527, 65536, dtype, True)["TAG"]  # 4224
-        # 16-bit: 16 chunks of 16384 at 262144 (TAG), 32 at 524288 (TAG), 64 at 1048576 (not); float32:
-        # 32 chunks of 8192 at 262144, 64 at 524288.
-        assert plan(512, 262144, dtype, True)["TAG"]
-        assert plan(256, 524288, dtype, True)["TAG"] == (dtype != "float32")
+        # 16-bit: 32 chunks of 8192 at 262144 (TAG, 4 warps), 32 of 16384 at 524288 (TAG, 8 warps),
+        # 64 of 16384 at 1048576 (not); float32: 32 chunks of 8192 at 262144, 64 at 524288.
+        kw = plan(512, 262144, dtype, True)
+        assert kw["TAG"] and (kw["CHUNK_N"], kw["num_warps"], kw["SPLIT_SUM"]) == (8192, 8 if dtype == "float32" else 4,
+                                                                                  dtype != "float32")
+        kw = plan(256, 524288, dtype, True)
+        assert kw["TAG"] == (dtype != "float32") and not kw["SPLIT_SUM"]
+        if dtype != "float32":
+            assert (kw["CHUNK_N"], kw["num_warps"]) == (16384, 8)
         assert not plan(128, 1048576, dtype, True)["TAG"]
-    # Peeled 16-bit rows under TAG take 4096-value chunks, at most one an SM like every cooperative
-    # launch: 25 chunks at N = 100003, so not on a GPU of 20 SMs (which takes counters instead).
-    kw20 = dispatch.plan_forward(4096, 100003, 100003, 100003, "bfloat16", False, 20)[0].kwargs
-    assert plan(4096, 100003, "bfloat16", True)["CHUNK_N"] == 4096 and not kw20["TAG"] and kw20["CHUNK_N"] == 8192
+    # Peeled 16-bit rows under TAG take 8192-value chunks at 4 warps, as unpeeled ones do.
+    kw = plan(4096, 200003, "bfloat16", True)
+    assert kw["TAG"] and kw["PEEL"] and kw["SPLIT_SUM"] and (kw["CHUNK_N"], kw["num_warps"]) == (8192, 4)
     for fwd in (True, False):
         kw = plan(2048, 65536, "bfloat16", fwd)  # the backward's PACK: test_coop_pack_and_late_leave_rules
-        assert kw["TAG"] and kw["CHUNK_N"] == (16384 if fwd else 8192) and kw["PACK"] == fwd
+        assert kw["TAG"] and kw["CHUNK_N"] == 8192 and kw["num_warps"] == (4 if fwd else 8) and kw["PACK"] == fwd
         assert not plan(1024, 65536, "float64", fwd)["TAG"]
         # Odd N with unequal strides: not whole words, so unpacked 8192-value chunks.
         kw = plan(2048, 65535, "bfloat16", fwd, strides=(65535, 65537) if fwd else (65535, 65537, 65535))
@@ -372,10 +379,10 @@ def test_coop_tagged_partials(forced_family, torch_device, monkeypatch, dtype, l
             y = launch.execute(fwd, bufs, call)
             launches += 1
             assert sync.view(torch.int64)[0].item() == launches << 32
-        else:  # peeled: TAG too, 16-bit rows in chunks half as wide while they are at most one an SM
+        else:  # peeled: TAG too, while the row's chunks are at most one an SM
             sms = multisoftmax.torch._num_programs_hint(x)  # the op's: 4 under the interpreter
             tag = dispatch.plan_forward(M, N, N, N, dtype, log, sms)[0].kwargs["TAG"]
-            assert tag == (dtype == "float32" or N <= 32 * sms), (N, dtype, sms)  # chunks of 64 / 2
+            assert tag == (N <= 64 * sms), (N, dtype, sms)  # chunks of 64
             y = torch.ops.multisoftmax.softmax_fwd(x, log)
         assert torch.equal(x.nan_to_num(), x_before.nan_to_num())
         expected = ref.softmax(x.double().cpu().numpy(), log=log)
@@ -536,12 +543,12 @@ def test_coop_plan(M, N):
             assert plan[0].outputs[1][1] == (M + 1,)  # row counters and the ticket counter
         assert kw["TICKET"] == (M * n_chunks > 132)  # a grid the GPU holds at once: no ticket
     # Wider chunks for the forward of aligned 16-bit rows only: the softmax's unpacked up to
-    # COOP_WIDE_MAX_N, packed beyond, and the log_softmax's, from 4224 programs of 8192.
+    # COOP_WIDE_MAX_N, packed beyond, and the log_softmax's, from 4224 programs of 8192, but not
+    # with TAG (4224 programs of 8192, at most 32 a row: 8192 values at 4 warps).
     chunk = {(N, dtype, log): dispatch.plan_forward(512, N, N, N, dtype, log, 132)[0].kwargs["CHUNK_N"]
              for N in (65536, 262144, 1048576) for dtype in ("bfloat16", "float32") for log in (False, True)}
     assert {k for k, c in chunk.items() if c == 16384} == {
-        (65536, "bfloat16", False), (262144, "bfloat16", False), (1048576, "bfloat16", False),
-        (262144, "bfloat16", True), (1048576, "bfloat16", True)}
+        (65536, "bfloat16", False), (1048576, "bfloat16", False), (1048576, "bfloat16", True)}
     assert {c for c in chunk.values() if c != 16384} == {8192}
     assert dispatch.plan_forward(512, 50257, 50257, 50257, "float16", False, 132)[0].kwargs["CHUNK_N"] == 8192
     assert dispatch.plan_forward(8, 128256, 128256, 128256, "bfloat16", False, 132)[0].kwargs["CHUNK_N"] == 8192

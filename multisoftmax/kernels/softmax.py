@@ -490,7 +490,7 @@ def softmax_fwd_coop(
     CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, PHASE: tl.constexpr, TICKET: tl.constexpr,
     PEEL: tl.constexpr,
     VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
-    LATE_LEAVE: tl.constexpr, PACK: tl.constexpr, TAG: tl.constexpr,
+    LATE_LEAVE: tl.constexpr, PACK: tl.constexpr, TAG: tl.constexpr, SPLIT_SUM: tl.constexpr,
 ):
     """One item a program: chunk `item % n_chunks` of row `item // n_chunks`.
 
@@ -506,6 +506,10 @@ def softmax_fwd_coop(
     of 1 + M * 2 * n_chunks words; part_ptr is not used) and a program waits by reading them
     (`_tag_gather`), not through the arrival counters (dispatch.COOP_TAG_MAX_CHUNKS: where that
     pays); there is no second arrival, so LATE_LEAVE must be off.
+    SPLIT_SUM (PACK): the chunk's sum of exp is taken over the words' low halves, then over their
+    high halves unpacked anew, not over both at once: the compiler then holds fewer values at a
+    time (packed chunks of 8192 values at 4 warps: 56-64 registers a thread instead of 90-96;
+    dispatch.COOP_FWD16_WARPS: where that pays). The same sum, in another order.
     """
     tl.static_assert(not PACK or PEEL or ALIGN >= 2, "PACK needs whole words: PEEL, or ALIGN >= 2")
     tl.static_assert(not (TAG and ACC_FP64), "TAG: float32 partials only")
@@ -553,8 +557,13 @@ def softmax_fwd_coop(
     if PACK:  # exp(x - m) as 2 ** (x * log2(e) - m * log2(e)): one FFMA and one MUFU a value
         x_lo, x_hi = _unpack(_fresh(wx, PHASE), io_ty, acc_ty, False)
         m2 = m_own * LOG2E
-        s_own = tl.sum(_exp2_ftz(x_lo * LOG2E - m2, PHASE)
-                       + _exp2_ftz(x_hi * LOG2E - m2, PHASE), axis=0)
+        if SPLIT_SUM:  # the low halves, then the high halves unpacked anew: fewer registers at 4 warps
+            s_own = tl.sum(_exp2_ftz(x_lo * LOG2E - m2, PHASE), axis=0)
+            x_hi = _unpack(_fresh(wx, PHASE), io_ty, acc_ty, False)[1]
+            s_own += tl.sum(_exp2_ftz(x_hi * LOG2E - m2, PHASE), axis=0)
+        else:
+            s_own = tl.sum(_exp2_ftz(x_lo * LOG2E - m2, PHASE)
+                           + _exp2_ftz(x_hi * LOG2E - m2, PHASE), axis=0)
     else:
         e = tl.exp(x - m_own)
         s_own = tl.sum(e, axis=0)
