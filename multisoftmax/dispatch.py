@@ -278,22 +278,27 @@ COOP_TAG_FWD_MIN_PER_SM = 32
 COOP_TAG_FWD32_MIN_PER_SM = 0.75
 # COOP_FWD16_WARPS: with TAG, 16-bit rows of whole words (peeled or not) are held packed (PACK) in
 # chunks of 8192 values at this many warps, their sum taken in two halves (the kernel's SPLIT_SUM:
-# 56-64 registers a thread, 8-9 programs an SM, where one sum over both halves took 90-96 and
-# held 5; the 16384-value chunks at 8 warps took 63-74, 3-4 an SM). On the H100
-# (bench/results/h100/probe_fwd16_4w.log, the benchmark's clock, two runs; dispatch's plan then:
-# 16384 values at 8 warps, peeled rows 4096 at 4) the bf16 softmax forward went from 2,606 to
-# 2,853 GB/s at 2670 x 50257 (peeled), 2,704 to 2,904 at 1024 x 131072, 2,687 to 2,887 at 1024 x
-# 128256, 2,655 to 2,785 at 512 x 151936, 2,599 to 2,679 at 256 x 256000, 2,764 to 2,814 at 512 x
-# 262144 and 2,899 to 2,916 at 2048 x 65536; the log_softmax from 2,738 to 2,925, 2,859 to 2,932,
-# 2,834 to 2,935, 2,685 to 2,882, 2,663 to 2,822, 2,787 to 2,923 and 2,885 to 2,934; float16
-# alike (2670 x 50257: 2,601 to 2,856, log_softmax 2,749 to 2,915). 4096 values at 2 warps lost
-# to both (2,236-2,825), and so did 8192 at 4 warps where a row has more than COOP_TAG_MAX_CHUNKS
-# of them (128 x 1048576 with TAG: 1,954 against 2,570): rows of 33 to 64 such chunks keep
-# 16384-value chunks at 8 warps with TAG. (Before, probe_fwd16.log: peeled rows in 4096-value
-# chunks at 4 warps, 2,616 against 2,446 for 8192 at 8 with counters; probe_maxnreg16.log: the
-# 8192 x 4 chunks summed at once, capped at 64 registers by Triton's maxnreg, spilled and lost
-# on unpeeled rows.)
+# 56-64 registers a thread, 8-9 programs an SM; summed at once they took 90-96 registers, 5 an SM,
+# and the 16384-value chunks at 8 warps take 63-64, 4 an SM). On the H100
+# (bench/results/h100/probe_fwd16_4w.log: dispatch's plan against the one it made before, 16384
+# values at 8 warps, peeled rows 4096 at 4; the benchmark's clock, two runs) the bf16 softmax
+# forward went from 2,622 to 2,855 GB/s at 2670 x 50257 (peeled; 4096 x 50257: 2,646 to 2,874),
+# 2,637 to 2,789 at 512 x 151936, 2,597 to 2,684 at 256 x 256000, 2,844 to 2,893 at 1024 x 131072,
+# 2,828 to 2,883 at 1024 x 128256, 2,755 to 2,821 at 512 x 262144, 2,702 to 2,766 at 2048 x 29440
+# and 2,900 to 2,917 at 2048 x 65536; float16 alike (2670 x 50257: 2,610 to 2,854). The
+# log_softmax gained on peeled rows (2,739 to 2,915 at 2670 x 50257) and on grids of up to 74
+# programs an SM (2,787 to 2,828 at 256 x 256000, 2,850 to 2,892 at 512 x 151936, 2,845 to 2,874 at
+# 2048 x 29440), but lost 0.1-1.8% on unpeeled rows at 124 an SM and more (2,958 to 2,942 at 2048
+# x 65536, 2,947 to 2,929 at 4096 x 32000, 2,989 to 2,934 at 8192 x 29440): those keep the wide
+# chunks, from COOP_FWD16_LOG_WIDE_MIN_PER_SM programs of 8192 values an SM (between 74 and 124
+# the threshold rests on nothing measured). 8192 values at 4 warps also lost where a row has more
+# than COOP_TAG_MAX_CHUNKS of them (128 x 1048576 with TAG: 1,954 against 2,570 GB/s), and 4096 at
+# 2 warps lost everywhere (probe_fwd16_4w_split_all.log). Below TAG's grids (counters, 6 to 31
+# programs an SM) 4 warps moved by -13% to +3%, summed in halves or not (probe_few16_4w.log): not
+# taken. (probe_maxnreg16.log: the 8192 x 4 chunks summed at once and capped at 64 registers by
+# Triton's maxnreg option spilled and lost on unpeeled rows.)
 COOP_FWD16_WARPS = 4
+COOP_FWD16_LOG_WIDE_MIN_PER_SM = 96
 # Rows that are not 16-byte aligned (N or a row stride not a multiple of 16 bytes: N = 3001,
 # 16385 or 50257 in 16-bit types) are cut into a head, an aligned body and a tail (PEEL), so
 # the body moves in 16-byte vectors instead of one value a lane. A peeled row of the rows
@@ -501,20 +506,23 @@ def _coop_tag(n_chunks: int, itemsize: int) -> bool:
     return itemsize <= 4 and n_chunks <= COOP_TAG_MAX_CHUNKS
 
 
-def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: int, num_sms: int) -> dict | None:
+def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: int, num_sms: int,
+                  log: bool = False) -> dict | None:
     """TAG of the cooperative forward: the chunks it takes, as `_coop_launches`' keyword
     arguments (wide, narrow, warps), or None where the forward waits on counters instead.
     float32 rows, peeled or not, from COOP_TAG_FWD32_MIN_PER_SM programs an SM (narrow chunks for
     the fewest programs, COOP_NARROW_MIN_SMS_PER_PROGRAM); 16-bit rows from COOP_TAG_FWD_MIN_PER_SM,
     rows of whole words (`words`, peeled or not) at COOP_FWD16_WARPS warps, but unpeeled ones of
-    more than COOP_TAG_MAX_CHUNKS such chunks in wide ones; float64 never (as every TAG). Rows of
+    more than COOP_TAG_MAX_CHUNKS such chunks, and the log_softmax's (`log`) in a grid of at least
+    COOP_FWD16_LOG_WIDE_MIN_PER_SM programs an SM, in wide ones; float64 never (as every TAG). Rows of
     at most COOP_TAG_MAX_CHUNKS chunks as TAG takes them, at most one an SM as every cooperative
     launch (_coop_launches)."""
     if itemsize == 4:
         take, min_per_sm = dict(narrow=_coop_narrow(programs, itemsize, num_sms)), COOP_TAG_FWD32_MIN_PER_SM
     elif not words:
         take, min_per_sm = {}, COOP_TAG_FWD_MIN_PER_SM
-    elif peeled or _coop_chunks(N, itemsize)[1] <= COOP_TAG_MAX_CHUNKS:
+    elif peeled or (_coop_chunks(N, itemsize)[1] <= COOP_TAG_MAX_CHUNKS
+                    and not (log and programs >= COOP_FWD16_LOG_WIDE_MIN_PER_SM * num_sms)):
         take, min_per_sm = dict(warps=COOP_FWD16_WARPS), COOP_TAG_FWD_MIN_PER_SM
     else:
         take, min_per_sm = dict(wide=True), COOP_TAG_FWD_MIN_PER_SM
@@ -629,7 +637,7 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         # (COOP_NARROW_MIN_SMS_PER_PROGRAM), which take none of the others.
         programs = M * _coop_chunks(N, itemsize)[1]
         words = _whole_words(itemsize, peeled, acc["ALIGN"])
-        tag = _coop_tag_fwd(N, itemsize, words, peeled, programs, num_sms)  # the chunks TAG takes, if it does
+        tag = _coop_tag_fwd(N, itemsize, words, peeled, programs, num_sms, log)  # the chunks TAG takes, if it does
         if tag is not None:  # SPLIT_SUM: see COOP_FWD16_WARPS
             acc.update(PACK=words, LATE_LEAVE=False, TAG=True, SPLIT_SUM=tag.get("warps") == COOP_FWD16_WARPS)
             return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,

@@ -250,7 +250,8 @@ def test_coop_forward_pack_rule():
         assert fwd(64, 128256, dtype) == (True, 8192, False)  # 512 wide programs <= 528
         assert fwd(32, 256000, dtype) == (True, 8192, False)
         assert fwd(32, 128256, dtype) == (False, 8192, False)  # 512 programs of 8192 <= 660
-        assert fwd(2048, 65536, dtype, log=True) == (True, 8192, False)  # TAG
+        assert fwd(2048, 65536, dtype, log=True) == (True, 16384, False)  # TAG, 16384 programs of 8192 >= 12672
+        assert fwd(1024, 65536, dtype, log=True) == (True, 8192, False)  # TAG, 8192 programs < 12672
         assert fwd(512, 151936, dtype, log=True) == (True, 8192, False)  # TAG: 9728 >= 4224, 19 chunks
         assert fwd(64, 256000, dtype, log=True) == (True, 8192, True)  # 2048 programs < 4224
         assert fwd(64, 128256, dtype, log=True) == (True, 8192, False)  # 1024 programs < 1584
@@ -266,7 +267,7 @@ def test_coop_forward_pack_rule():
             assert fwd(256, 50257, dtype, log=log) == (True, 8192, True)  # 1792 programs < 4224
             # Odd rows with unequal strides: neither peeled nor whole words.
             assert fwd(2670, 50257, dtype, log=log, strides=(50257, 50259))[0] is False
-        assert fwd(2670, 50258, dtype, log=True, strides=(50258, 50262)) == (True, 8192, False)  # TAG
+        assert fwd(2670, 50258, dtype, log=True, strides=(50258, 50262)) == (True, 16384, False)  # TAG, 18690 programs
     assert not fwd(128, 1048576, "float32")[0] and not fwd(2048, 65536, "float32", log=True)[0]
     assert not fwd(128, 524288, "float64")[0]
 
@@ -543,12 +544,14 @@ def test_coop_plan(M, N):
             assert plan[0].outputs[1][1] == (M + 1,)  # row counters and the ticket counter
         assert kw["TICKET"] == (M * n_chunks > 132)  # a grid the GPU holds at once: no ticket
     # Wider chunks for the forward of aligned 16-bit rows only: the softmax's unpacked up to
-    # COOP_WIDE_MAX_N, packed beyond, and the log_softmax's, from 4224 programs of 8192, but not
-    # with TAG (4224 programs of 8192, at most 32 a row: 8192 values at 4 warps).
+    # COOP_WIDE_MAX_N, packed beyond, and the log_softmax's, from 4224 programs of 8192; with TAG
+    # (4224 programs of 8192, at most 32 a row) 8192 values at 4 warps, but the log_softmax's
+    # from 12672 programs.
     chunk = {(N, dtype, log): dispatch.plan_forward(512, N, N, N, dtype, log, 132)[0].kwargs["CHUNK_N"]
              for N in (65536, 262144, 1048576) for dtype in ("bfloat16", "float32") for log in (False, True)}
     assert {k for k, c in chunk.items() if c == 16384} == {
-        (65536, "bfloat16", False), (1048576, "bfloat16", False), (1048576, "bfloat16", True)}
+        (65536, "bfloat16", False), (262144, "bfloat16", True), (1048576, "bfloat16", False),
+        (1048576, "bfloat16", True)}
     assert {c for c in chunk.values() if c != 16384} == {8192}
     assert dispatch.plan_forward(512, 50257, 50257, 50257, "float16", False, 132)[0].kwargs["CHUNK_N"] == 8192
     assert dispatch.plan_forward(8, 128256, 128256, 128256, "bfloat16", False, 132)[0].kwargs["CHUNK_N"] == 8192
