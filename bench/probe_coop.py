@@ -625,42 +625,6 @@ def few16_4w(sms, shapes=FEW16_4W_SHAPES, dtypes=("bfloat16", "float16")):
                       flush=True)
 
 
-BCAST_SHAPES = [(128, 1048576), (64, 1048576), (32, 1048576), (512, 262144), (2048, 65536), (256, 256000),
-                (2670, 50257)]
-
-
-def bcast(sms, shapes=BCAST_SHAPES, dtypes=("bfloat16", "float32")):
-    """dispatch's cooperative forward plans against BCAST (one combine a row, by the last program
-    to arrive; the others read its 2 words): from 33 chunks a row (rows beyond TAG's) and from 2
-    (in TAG's place), with the 16-bit log_softmax's wide chunks or not, twice each, by the
-    benchmark's clock. Each variant's chunk, warps and flags are in its name."""
-    from multisoftmax import dispatch
-
-    def variant(M, N, dtype, log, **consts):
-        with mock.patch.multiple(dispatch, **consts):
-            p = dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, sms, None)
-        kw = p[0].kwargs
-        name = f"{kw['CHUNK_N']}x{kw['num_warps']}" + "".join(
-            f for f, k in (("P", "PACK"), ("T", "TAG"), ("B", "BCAST"), ("S", "SPLIT_SUM"), ("L", "LATE_LEAVE")) if kw[k])
-        return name, p
-
-    for dtype in dtypes:
-        for M, N in shapes:
-            if dtype == "float32":
-                M //= 2
-            for log in (False, True):
-                plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
-                variants = {"dispatch": plan}
-                for lim in (33, 2):
-                    for wide in (96, 1 << 30):
-                        name, p = variant(M, N, dtype, log, COOP_BCAST_MIN_CHUNKS=lim,
-                                          COOP_FWD16_LOG_WIDE_MIN_PER_SM=wide)
-                        if p[0].kwargs["BCAST"] and name + "@" not in "@".join(variants) + "@":
-                            variants[name] = p
-                print(_head(M, N, dtype, "fwd", log, plan, sms)
-                      + _compare(M, N, dtype, "fwd", log, list(variants.items()), sms), flush=True)
-
-
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
@@ -668,7 +632,7 @@ def main():
              "--pack-fwd": pack_fwd, "--defer-y": defer_y, "--few-chunks": few_chunks, "--wide-few": wide_few,
              "--bits": bits, "--tag": tag, "--tag32": tag32, "--rows-coop": rows_coop, "--fwd16": fwd16,
              "--rows-coop-few": lambda sms: rows_coop(sms, ROWS_COOP_FEW_SHAPES, ("bfloat16", "float32", "float16")),
-             "--rows16": rows16, "--maxnreg": maxnreg, "--fwd16-4w": fwd16_4w, "--few16-4w": few16_4w, "--bcast": bcast,
+             "--rows16": rows16, "--maxnreg": maxnreg, "--fwd16-4w": fwd16_4w, "--few16-4w": few16_4w,
              "--maxnreg16": lambda sms: maxnreg(sms, dtypes=("bfloat16", "float16")),
              "--maxnreg32": lambda sms: maxnreg(sms, dtypes=("float32",)),
              "--rows-odd": lambda sms: rows16(sms, ROWS_ODD_N, ("bfloat16", "float32"), ("fwd", "bwd"), True),

@@ -257,11 +257,6 @@ COOP_LATE_LEAVE_MIN_PER_SM = 12
 # reading all (one more round trip: 2048 x 65536 backward 2,690) and volatile loads in place of
 # the atomic reads (2,716).
 COOP_TAG_MAX_CHUNKS = 32
-# COOP_BCAST_MIN_CHUNKS: the cooperative forward of rows of at least this many chunks waits with TAG
-# too (COOP_TAG_FWD_MIN_PER_SM, COOP_TAG_FWD32_MIN_PER_SM), but through one combine a row (BCAST:
-# the last of the row's programs to arrive at a counter combines the partials and publishes the
-# row's max and sum; the others read those 2 words a round, not the row's n_chunks).
-COOP_BCAST_MIN_CHUNKS = 1 << 30
 # COOP_TAG_FWD_MIN_PER_SM: the forward of 16-bit rows takes TAG only where its grid has at least
 # this many programs an SM, and there rows of whole words are held packed (PACK; the chunks:
 # COOP_FWD16_WARPS; float32: COOP_TAG_FWD32_MIN_PER_SM). When TAG came, in packed chunks of 16384
@@ -526,22 +521,15 @@ def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: in
         take, min_per_sm = dict(narrow=_coop_narrow(programs, itemsize, num_sms)), COOP_TAG_FWD32_MIN_PER_SM
     elif not words:
         take, min_per_sm = {}, COOP_TAG_FWD_MIN_PER_SM
-    elif peeled or (not (log and programs >= COOP_FWD16_LOG_WIDE_MIN_PER_SM * num_sms) and (
-            _coop_chunks(N, itemsize)[1] <= COOP_TAG_MAX_CHUNKS or _coop_bcast(_coop_chunks(N, itemsize)[1], itemsize))):
+    elif peeled or (_coop_chunks(N, itemsize)[1] <= COOP_TAG_MAX_CHUNKS
+                    and not (log and programs >= COOP_FWD16_LOG_WIDE_MIN_PER_SM * num_sms)):
         take, min_per_sm = dict(warps=COOP_FWD16_WARPS), COOP_TAG_FWD_MIN_PER_SM
     else:
         take, min_per_sm = dict(wide=True), COOP_TAG_FWD_MIN_PER_SM
     n_chunks = _coop_chunks(N, itemsize, take.get("wide", False), take.get("narrow", False))[1]
-    if programs >= min_per_sm * num_sms and n_chunks <= num_sms and (
-            _coop_tag(n_chunks, itemsize) or _coop_bcast(n_chunks, itemsize)):
-        return dict(take, bcast=_coop_bcast(n_chunks, itemsize))
+    if programs >= min_per_sm * num_sms and n_chunks <= num_sms and _coop_tag(n_chunks, itemsize):
+        return take
     return None
-
-
-def _coop_bcast(n_chunks: int, itemsize: int) -> bool:
-    """BCAST of the cooperative forward with TAG (see COOP_BCAST_MIN_CHUNKS) for rows of `n_chunks`
-    chunks (of the chunks taken): float32 partials, from COOP_BCAST_MIN_CHUNKS chunks."""
-    return itemsize <= 4 and n_chunks >= COOP_BCAST_MIN_CHUNKS
 
 
 def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, itemsize: int, num_sms: int,
@@ -575,10 +563,7 @@ def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, i
     ticket = M * n_chunks > num_sms
     meta = dict(CHUNK_N=CHUNK_N, BLOCK_C=triton.next_power_of_2(n_chunks), TICKET=ticket, **acc,
                 num_warps=warps or COOP_WARPS, num_stages=1)
-    if acc.get("BCAST"):  # part: the int64 words of TAG and 2 a row, as int32 pairs; count: row counters
-        outputs = (("part", (2 * (1 + M * part_rows * n_chunks + M * part_rows),), "sync"), ("count", (M,), "zeros"),
-                   (out, (M, N), "io"))
-    elif acc.get("TAG"):  # part is not used; count: the int64 words of TAG, as int32 pairs
+    if acc.get("TAG"):  # part is not used; count: the int64 words of TAG, as int32 pairs
         outputs = (("part", (1,), "acc"), ("count", (2 * (1 + M * part_rows * n_chunks),), "sync"),
                    (out, (M, N), "io"))
     else:
@@ -654,11 +639,10 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         words = _whole_words(itemsize, peeled, acc["ALIGN"])
         tag = _coop_tag_fwd(N, itemsize, words, peeled, programs, num_sms, log)  # the chunks TAG takes, if it does
         if tag is not None:  # SPLIT_SUM: see COOP_FWD16_WARPS
-            acc.update(PACK=words, LATE_LEAVE=False, TAG=True, SPLIT_SUM=tag.get("warps") == COOP_FWD16_WARPS,
-                       BCAST=tag.pop("bcast"))
+            acc.update(PACK=words, LATE_LEAVE=False, TAG=True, SPLIT_SUM=tag.get("warps") == COOP_FWD16_WARPS)
             return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,
                                   num_sms, acc, 2, "y", **tag)
-        acc.update(TAG=False, SPLIT_SUM=False, BCAST=False)
+        acc.update(TAG=False, SPLIT_SUM=False)
         wide = _coop_wide(M, N, itemsize, log, peeled, num_sms)
         acc["PACK"] = not wide and _coop_pack_fwd(programs, words, num_sms)
         packed_wide = acc["PACK"] and _coop_pack_wide(programs, peeled, num_sms)

@@ -477,32 +477,6 @@ def _tag_gather(slot_ptr, n_chunks, tag, BLOCK_C: tl.constexpr, PARTS: tl.conste
 
 
 @triton.jit
-def _bcast_row(sync_ptr, count_ptr, part_row, M, row, n_chunks, tag, BLOCK_C: tl.constexpr):
-    """BCAST (PHASE 3, after the program's partials are published with `tag`): the row's max and
-    sum of exp, combined once. A program arrives at its row's counter (count_ptr, int32, zero at
-    launch); the last of the row's n_chunks to arrive sets it back to 0 (every arrival of this
-    launch is in), reads the row's partials (`_tag_gather`: they carry the tag, so no order is
-    needed beyond it), combines them and publishes the max and the sum, tagged, in the row's two
-    slots after the M rows' partials in sync_ptr; the others read those two slots until both
-    hold the tag. A waiting program reads 2 words a round where TAG's read n_chunks."""
-    res = sync_ptr + 1 + M * 2 * n_chunks + row * 2
-    tl.debug_barrier()
-    arrived = tl.atomic_add(count_ptr + row, 1, sem="relaxed", scope="gpu") + 1
-    if arrived == n_chunks:
-        tl.atomic_xchg(count_ptr + row, 0, sem="relaxed", scope="gpu")
-        m_c, s_c = _tag_gather(part_row, n_chunks, tag, BLOCK_C, 2, 3)
-        m = tl.max(m_c, axis=0)
-        s = tl.sum(s_c * tl.exp(m_c - tl.where(m == -float("inf"), 0.0, m)), axis=0)
-        _tag_publish(res, m, tag)
-        _tag_publish(res + 1, s, tag)
-    else:  # (other names: a value must keep its shape across the branches)
-        m_r, s_r = _tag_gather(res, 1, tag, 2, 2, 3)
-        m = tl.max(m_r, axis=0)
-        s = tl.sum(s_r, axis=0)
-    return m, s
-
-
-@triton.jit
 def _coop_edges(row_start, N, chunk, n_chunks, VEC: tl.constexpr):
     """A PEEL row's edges (`_edges`) as the cooperative kernels share them out: the head to
     the row's first chunk, the tail to its last."""
@@ -517,7 +491,6 @@ def softmax_fwd_coop(
     PEEL: tl.constexpr,
     VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
     LATE_LEAVE: tl.constexpr, PACK: tl.constexpr, TAG: tl.constexpr, SPLIT_SUM: tl.constexpr,
-    BCAST: tl.constexpr,
 ):
     """One item a program: chunk `item % n_chunks` of row `item // n_chunks`.
 
@@ -537,19 +510,13 @@ def softmax_fwd_coop(
     high halves unpacked anew, not over both at once: the compiler then holds fewer values at a
     time (packed chunks of 8192 values at 4 warps: 56-64 registers a thread instead of 90-96;
     dispatch.COOP_FWD16_WARPS: where that pays). The same sum, in another order.
-    BCAST (TAG): on the GPU (PHASE 3) the row's partials are combined once, by the last of its
-    programs to arrive at a row counter, which publishes the row's max and sum for the others
-    to read (`_bcast_row`). TAG's words are then read through part_ptr (with 2 more a row) and
-    count_ptr holds the row counters, (M,) int32 zero at launch and left zero; the interpreted
-    phases are TAG's (dispatch.COOP_BCAST_MIN_CHUNKS: where that pays).
     """
-    tl.static_assert(not BCAST or TAG, "BCAST: tagged partials (TAG) only")
     tl.static_assert(not PACK or PEEL or ALIGN >= 2, "PACK needs whole words: PEEL, or ALIGN >= 2")
     tl.static_assert(not (TAG and ACC_FP64), "TAG: float32 partials only")
     tl.static_assert(not (TAG and LATE_LEAVE), "TAG has no second arrival: LATE_LEAVE must be off")
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     if TAG:
-        sync = (part_ptr if BCAST else count_ptr).to(tl.pointer_type(tl.int64))
+        sync = count_ptr.to(tl.pointer_type(tl.int64))
         row, chunk, t = _tag_take(sync, n_chunks, PHASE, TICKET)
     else:
         row, chunk = _coop_item(count_ptr, M, n_chunks, PHASE, TICKET)
@@ -614,20 +581,17 @@ def softmax_fwd_coop(
                 _wait_for_row(count_ptr, row, n_chunks)
     if PHASE >= 2:
         # Combine the row's partials: max of maxes, sums rescaled to it.
-        if BCAST and PHASE == 3:
-            m, s = _bcast_row(sync, count_ptr, part_row, M, row, n_chunks, tag, BLOCK_C)
+        if TAG:
+            m_c, s_c = _tag_gather(part_row, n_chunks, tag, BLOCK_C, 2, PHASE)
         else:
-            if TAG:
-                m_c, s_c = _tag_gather(part_row, n_chunks, tag, BLOCK_C, 2, PHASE)
-            else:
-                c = tl.arange(0, BLOCK_C)
-                m_c = tl.load(part_row + c, mask=c < n_chunks, other=-float("inf"), volatile=True)
-                s_c = tl.load(part_row + n_chunks + c, mask=c < n_chunks, other=0.0, volatile=True)
-                if PHASE == 3 and not LATE_LEAVE:
-                    _leave_row(count_ptr, row, n_chunks)
-            m = tl.max(m_c, axis=0)
-            s = tl.sum(s_c * tl.exp(m_c - tl.where(m == -float("inf"), 0.0, m)), axis=0)
+            c = tl.arange(0, BLOCK_C)
+            m_c = tl.load(part_row + c, mask=c < n_chunks, other=-float("inf"), volatile=True)
+            s_c = tl.load(part_row + n_chunks + c, mask=c < n_chunks, other=0.0, volatile=True)
+            if PHASE == 3 and not LATE_LEAVE:
+                _leave_row(count_ptr, row, n_chunks)
+        m = tl.max(m_c, axis=0)
         m_safe = tl.where(m == -float("inf"), 0.0, m)
+        s = tl.sum(s_c * tl.exp(m_c - m_safe), axis=0)
         if LOG:
             shift = m_safe + tl.log(s)
         else:  # exp(x - m) / s = exp(x - m_own) * (exp(m_own - m) / s)
