@@ -625,6 +625,34 @@ def few16_4w(sms, shapes=FEW16_4W_SHAPES, dtypes=("bfloat16", "float16")):
                       flush=True)
 
 
+LONG_1M_SHAPES = [(128, 1048576), (64, 1048576)]
+
+
+def long_1m(sms, shapes=LONG_1M_SHAPES):
+    """dispatch's cooperative forward plans for rows of 1048576 values (counters: more than
+    COOP_TAG_MAX_CHUNKS chunks a row) against chunks twice as wide at twice the warps: 16-bit
+    rows packed in 32768-value chunks at 16 warps, 32 a row, so with TAG, summed in halves
+    (SPLIT_SUM) or not; float32 rows (M halved) in 16384-value chunks at 16 warps, 64 a row, on
+    counters. Twice each, by the benchmark's clock."""
+    from multisoftmax import dispatch
+    for dtype in ("bfloat16", "float16", "float32"):
+        for M, N in shapes:
+            if dtype == "float32":
+                M //= 2
+            for log in (False, True):
+                plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
+                variants = [("dispatch", plan)]
+                if dtype == "float32":
+                    variants.append(("16384x16", tune.coop_plan(M, N, dtype, "fwd", sms, 16384, 16, log)))
+                else:
+                    with mock.patch.object(dispatch, "_coop_tag_fwd", lambda *a: dict(wide=True)):
+                        t = tune.with_meta(tune.coop_plan(M, N, dtype, "fwd", sms, 16384, 16, log), PACK=True)
+                    assert t[0].kwargs["TAG"] and t[0].kwargs["CHUNK_N"] == 32768
+                    variants += [("32768x16PT", t), ("32768x16PTS", tune.with_meta(t, SPLIT_SUM=True))]
+                print(_head(M, N, dtype, "fwd", log, plan, sms) + _compare(M, N, dtype, "fwd", log, variants, sms),
+                      flush=True)
+
+
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
@@ -632,7 +660,7 @@ def main():
              "--pack-fwd": pack_fwd, "--defer-y": defer_y, "--few-chunks": few_chunks, "--wide-few": wide_few,
              "--bits": bits, "--tag": tag, "--tag32": tag32, "--rows-coop": rows_coop, "--fwd16": fwd16,
              "--rows-coop-few": lambda sms: rows_coop(sms, ROWS_COOP_FEW_SHAPES, ("bfloat16", "float32", "float16")),
-             "--rows16": rows16, "--maxnreg": maxnreg, "--fwd16-4w": fwd16_4w, "--few16-4w": few16_4w,
+             "--rows16": rows16, "--maxnreg": maxnreg, "--fwd16-4w": fwd16_4w, "--few16-4w": few16_4w, "--long-1m": long_1m,
              "--maxnreg16": lambda sms: maxnreg(sms, dtypes=("bfloat16", "float16")),
              "--maxnreg32": lambda sms: maxnreg(sms, dtypes=("float32",)),
              "--rows-odd": lambda sms: rows16(sms, ROWS_ODD_N, ("bfloat16", "float32"), ("fwd", "bwd"), True),
