@@ -85,6 +85,18 @@ twice the rows a program (dispatch.py's SPARSE_ROWS_FILL).
 
 the same tilings as --rows16 for 16-bit rows of N = 781 (1,562 bytes: not 16-byte aligned, too
 short to peel), forward and backward.
+
+    python bench/probe_coop.py --maxnreg16 > bench/results/h100/probe_maxnreg16.log
+    python bench/probe_coop.py --fwd16-4w > bench/results/h100/probe_fwd16_4w.log
+    python bench/probe_coop.py --few16-4w > bench/results/h100/probe_few16_4w.log
+    python bench/probe_coop.py --long-1m > bench/results/h100/probe_long_1m.log
+
+the cooperative plans against the same under Triton's `maxnreg` register cap (--maxnreg: every
+dtype; 16: 16-bit; 32: float32), and the 16-bit forward at 8192 values x 4 warps summed in
+halves (SPLIT_SUM): dispatch's tagged plans against those it made before (dispatch.py's
+COOP_FWD16_WARPS, COOP_FWD16_LOG_WIDE_MIN_PER_SM), its plans on counters against 4 warps, and
+rows of 1M values in chunks twice as wide at 16 warps. Each line gives every variant's registers
+a thread (and spill instructions: sN).
 """
 
 from __future__ import annotations
@@ -286,8 +298,8 @@ def _compare(M, N, dtype, direction, log, variants, sms):
             res[name].append(_bench_clock(p, bufs, names, out, nbytes, l2))
     del x, y, dy, out, bufs, ref
     torch.cuda.empty_cache()
-    return " | ".join(f"{name} r{info[name][0]}" + (f"s{info[name][2]}" if info[name][2] else "") + " " + "/".join(f"{us:.2f}" for us in res[name])
-                      + f" us {nbytes / min(res[name]) / 1e3:.0f} GB/s"
+    return " | ".join(f"{name} r{info[name][0]}" + (f"s{info[name][2]}" if info[name][2] else "") + " "
+                      + "/".join(f"{us:.2f}" for us in res[name]) + f" us {nbytes / min(res[name]) / 1e3:.0f} GB/s"
                       + (f" ERR {info[name][1]:.0e}" if info[name][1] > 2e-2 else "") for name, _ in variants)
 
 
@@ -660,7 +672,8 @@ def main():
              "--pack-fwd": pack_fwd, "--defer-y": defer_y, "--few-chunks": few_chunks, "--wide-few": wide_few,
              "--bits": bits, "--tag": tag, "--tag32": tag32, "--rows-coop": rows_coop, "--fwd16": fwd16,
              "--rows-coop-few": lambda sms: rows_coop(sms, ROWS_COOP_FEW_SHAPES, ("bfloat16", "float32", "float16")),
-             "--rows16": rows16, "--maxnreg": maxnreg, "--fwd16-4w": fwd16_4w, "--few16-4w": few16_4w, "--long-1m": long_1m,
+             "--rows16": rows16, "--maxnreg": maxnreg, "--fwd16-4w": fwd16_4w, "--few16-4w": few16_4w,
+             "--long-1m": long_1m,
              "--maxnreg16": lambda sms: maxnreg(sms, dtypes=("bfloat16", "float16")),
              "--maxnreg32": lambda sms: maxnreg(sms, dtypes=("float32",)),
              "--rows-odd": lambda sms: rows16(sms, ROWS_ODD_N, ("bfloat16", "float32"), ("fwd", "bwd"), True),
