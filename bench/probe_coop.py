@@ -665,37 +665,6 @@ def long_1m(sms, shapes=LONG_1M_SHAPES):
                       flush=True)
 
 
-POLL_SHAPES = [(512, 262144), (2048, 65536), (2670, 50257), (256, 256000), (128, 1048576)]
-
-
-def poll(sms, shapes=POLL_SHAPES, dtypes=("bfloat16", "float32")):
-    """dispatch's cooperative plans waiting through tagged partials (TAG) against the same with
-    a nanosleep of POLL_NS between two reads of the row's partials (fewer reads contending for
-    L2) and, for rows of 1M values (counters), against TAG forced with and without the naps.
-    Twice each, by the benchmark's clock."""
-    from multisoftmax import dispatch
-    for dtype in dtypes:
-        for M, N in shapes:
-            if dtype == "float32":
-                M //= 2
-            for direction in ("fwd", "bwd"):
-                for log in (False, True):
-                    plan, _ = _dispatch_plan(M, N, dtype, direction, sms, None, log)
-                    variants = [("dispatch", plan)]
-                    if not plan[0].kwargs["TAG"]:
-                        force = (mock.patch.object(dispatch, "_coop_tag_fwd", lambda *a: dict(wide=dtype != "float32"))
-                                 if direction == "fwd" else mock.patch.object(dispatch, "_coop_tag", lambda *a: True))
-                        with force:
-                            t = _dispatch_plan(M, N, dtype, direction, sms, None, log)[0]
-                        assert t[0].kwargs["TAG"]
-                        variants.append(("T", t))
-                    base = variants[-1]
-                    for ns in (256, 1024):
-                        variants.append((f"{base[0]}{ns}ns".lstrip("dispatch"), tune.with_meta(base[1], POLL_NS=ns)))
-                    print(_head(M, N, dtype, direction, log, plan, sms)
-                          + _compare(M, N, dtype, direction, log, variants, sms), flush=True)
-
-
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
@@ -703,7 +672,7 @@ def main():
              "--pack-fwd": pack_fwd, "--defer-y": defer_y, "--few-chunks": few_chunks, "--wide-few": wide_few,
              "--bits": bits, "--tag": tag, "--tag32": tag32, "--rows-coop": rows_coop, "--fwd16": fwd16,
              "--rows-coop-few": lambda sms: rows_coop(sms, ROWS_COOP_FEW_SHAPES, ("bfloat16", "float32", "float16")),
-             "--rows16": rows16, "--maxnreg": maxnreg, "--fwd16-4w": fwd16_4w, "--few16-4w": few16_4w, "--poll": poll,
+             "--rows16": rows16, "--maxnreg": maxnreg, "--fwd16-4w": fwd16_4w, "--few16-4w": few16_4w,
              "--long-1m": long_1m,
              "--maxnreg16": lambda sms: maxnreg(sms, dtypes=("bfloat16", "float16")),
              "--maxnreg32": lambda sms: maxnreg(sms, dtypes=("float32",)),

@@ -448,16 +448,7 @@ def _tag_read(slot_ptr, c, ok, tag):
 
 
 @triton.jit
-def _nap(ns):
-    """Sleep about `ns` nanoseconds (int32; PTX nanosleep), then return it: spaces the reads of a
-    wait so that fewer of them contend for L2 (POLL_NS)."""
-    return tl.inline_asm_elementwise("nanosleep.u32 $1;\n\tmov.b32 $0, $1;", "=r,r", [ns], dtype=tl.int32,
-                                     is_pure=False, pack=1)
-
-
-@triton.jit
-def _tag_gather(slot_ptr, n_chunks, tag, BLOCK_C: tl.constexpr, PARTS: tl.constexpr, PHASE: tl.constexpr,
-                POLL_NS: tl.constexpr):
+def _tag_gather(slot_ptr, n_chunks, tag, BLOCK_C: tl.constexpr, PARTS: tl.constexpr, PHASE: tl.constexpr):
     """TAG: the row's partials (PARTS arrays of n_chunks slots from slot_ptr: the forward's max
     and sum, the backward's sum) as float32 vectors of BLOCK_C, once every slot holds `tag`
     (PHASE 3: read again until they do; PHASE 2, interpreted: read once, and a slot without the
@@ -469,15 +460,11 @@ def _tag_gather(slot_ptr, n_chunks, tag, BLOCK_C: tl.constexpr, PARTS: tl.conste
         b = _tag_read(slot_ptr + n_chunks, c, ok, tag)
         if PHASE == 3:
             while tl.min((((a >> 32) == tag) & ((b >> 32) == tag)).to(tl.int32), axis=0) == 0:
-                if POLL_NS > 0:
-                    _nap(tl.full((BLOCK_C,), POLL_NS, tl.int32))
                 a = _tag_read(slot_ptr, c, ok, tag)
                 b = _tag_read(slot_ptr + n_chunks, c, ok, tag)
     else:  # (one loop-carried value: the same value carried twice crashed Triton 3.6's compiler)
         if PHASE == 3:
             while tl.min(((a >> 32) == tag).to(tl.int32), axis=0) == 0:
-                if POLL_NS > 0:
-                    _nap(tl.full((BLOCK_C,), POLL_NS, tl.int32))
                 a = _tag_read(slot_ptr, c, ok, tag)
         b = a
     a_f = tl.where((a >> 32) == tag, (a & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True), float("nan"))
@@ -504,7 +491,6 @@ def softmax_fwd_coop(
     PEEL: tl.constexpr,
     VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
     LATE_LEAVE: tl.constexpr, PACK: tl.constexpr, TAG: tl.constexpr, SPLIT_SUM: tl.constexpr,
-    POLL_NS: tl.constexpr,
 ):
     """One item a program: chunk `item % n_chunks` of row `item // n_chunks`.
 
@@ -596,7 +582,7 @@ def softmax_fwd_coop(
     if PHASE >= 2:
         # Combine the row's partials: max of maxes, sums rescaled to it.
         if TAG:
-            m_c, s_c = _tag_gather(part_row, n_chunks, tag, BLOCK_C, 2, PHASE, POLL_NS)
+            m_c, s_c = _tag_gather(part_row, n_chunks, tag, BLOCK_C, 2, PHASE)
         else:
             c = tl.arange(0, BLOCK_C)
             m_c = tl.load(part_row + c, mask=c < n_chunks, other=-float("inf"), volatile=True)
@@ -788,7 +774,7 @@ def softmax_bwd_coop(
     PEEL: tl.constexpr,
     VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
     RELOAD: tl.constexpr, PACK: tl.constexpr, LATE_LEAVE: tl.constexpr, DEFER_Y: tl.constexpr,
-    BITS: tl.constexpr, TAG: tl.constexpr, POLL_NS: tl.constexpr,
+    BITS: tl.constexpr, TAG: tl.constexpr,
 ):
     """As softmax_fwd_coop, with the partial row sums of dy * y (log_softmax: of dy) in
     part (M, n_chunks). RELOAD: the chunk's y and dy are loaded again after the wait (from
@@ -873,7 +859,7 @@ def softmax_bwd_coop(
                 _wait_for_row(count_ptr, row, n_chunks)
     if PHASE >= 2:
         if TAG:
-            dot_c, _ = _tag_gather(part_row, n_chunks, tag, BLOCK_C, 1, PHASE, POLL_NS)
+            dot_c, _ = _tag_gather(part_row, n_chunks, tag, BLOCK_C, 1, PHASE)
             dot = tl.sum(dot_c, axis=0)
         else:
             c = tl.arange(0, BLOCK_C)
