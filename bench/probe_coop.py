@@ -665,26 +665,6 @@ def long_1m(sms, shapes=LONG_1M_SHAPES):
                       flush=True)
 
 
-LD_ACQ_SHAPES = [(128, 1048576), (512, 262144), (256, 256000), (2048, 65536)]
-
-
-def ld_acq(sms, shapes=LD_ACQ_SHAPES, dtypes=("bfloat16", "float32")):
-    """dispatch's cooperative plans against the same spinning on the row's counter (counters)
-    or reading its tagged partials (TAG) by acquire loads (LD_ACQ) rather than atomic read-
-    modify-writes, which the readers of one address serialize. Twice each, by the benchmark's
-    clock."""
-    for dtype in dtypes:
-        for M, N in shapes:
-            if dtype == "float32":
-                M //= 2
-            for direction in ("fwd", "bwd"):
-                for log in (False, True):
-                    plan, _ = _dispatch_plan(M, N, dtype, direction, sms, None, log)
-                    variants = [("dispatch", plan), ("ld_acq", tune.with_meta(plan, LD_ACQ=True))]
-                    print(_head(M, N, dtype, direction, log, plan, sms)
-                          + _compare(M, N, dtype, direction, log, variants, sms), flush=True)
-
-
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
@@ -692,7 +672,7 @@ def main():
              "--pack-fwd": pack_fwd, "--defer-y": defer_y, "--few-chunks": few_chunks, "--wide-few": wide_few,
              "--bits": bits, "--tag": tag, "--tag32": tag32, "--rows-coop": rows_coop, "--fwd16": fwd16,
              "--rows-coop-few": lambda sms: rows_coop(sms, ROWS_COOP_FEW_SHAPES, ("bfloat16", "float32", "float16")),
-             "--rows16": rows16, "--maxnreg": maxnreg, "--fwd16-4w": fwd16_4w, "--few16-4w": few16_4w, "--ld-acq": ld_acq,
+             "--rows16": rows16, "--maxnreg": maxnreg, "--fwd16-4w": fwd16_4w, "--few16-4w": few16_4w,
              "--long-1m": long_1m,
              "--maxnreg16": lambda sms: maxnreg(sms, dtypes=("bfloat16", "float16")),
              "--maxnreg32": lambda sms: maxnreg(sms, dtypes=("float32",)),

@@ -561,7 +561,7 @@ def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, i
     # item, which saves each program the ticket's atomic round trip before its loads (few
     # long rows, where that latency is a good part of the time).
     ticket = M * n_chunks > num_sms
-    meta = dict(CHUNK_N=CHUNK_N, BLOCK_C=triton.next_power_of_2(n_chunks), TICKET=ticket, LD_ACQ=False, **acc,
+    meta = dict(CHUNK_N=CHUNK_N, BLOCK_C=triton.next_power_of_2(n_chunks), TICKET=ticket, **acc,
                 num_warps=warps or COOP_WARPS, num_stages=1)
     if acc.get("TAG"):  # part is not used; count: the int64 words of TAG, as int32 pairs
         outputs = (("part", (1,), "acc"), ("count", (2 * (1 + M * part_rows * n_chunks),), "sync"),

@@ -350,23 +350,7 @@ def softmax_fwd_split_norm(
 
 
 @triton.jit
-def _ld_acquire32(ptr):
-    """The int32 at `ptr` by a load with acquire semantics at GPU scope (LD_ACQ): served by L2 like
-    the atomics, but a load, which readers of one address do not serialize as they do read-modify-
-    writes."""
-    return tl.inline_asm_elementwise("ld.acquire.gpu.global.b32 $0, [$1];", "=r,l", [ptr], dtype=tl.int32,
-                                     is_pure=False, pack=1)
-
-
-@triton.jit
-def _ld_acquire64(ptr):
-    """As `_ld_acquire32`, an int64."""
-    return tl.inline_asm_elementwise("ld.acquire.gpu.global.b64 $0, [$1];", "=l,l", [ptr], dtype=tl.int64,
-                                     is_pure=False, pack=1)
-
-
-@triton.jit
-def _wait_for_row(count_ptr, row, n_chunks, LD_ACQ: tl.constexpr):
+def _wait_for_row(count_ptr, row, n_chunks):
     """Arrive at the row's counter, then spin until all n_chunks programs of the row have.
 
     The partials stored before are made visible first: the CTA barrier orders every
@@ -376,10 +360,7 @@ def _wait_for_row(count_ptr, row, n_chunks, LD_ACQ: tl.constexpr):
     tl.debug_barrier()
     arrived = tl.atomic_add(count_ptr + row, 1, sem="acq_rel", scope="gpu") + 1
     while arrived < n_chunks:
-        if LD_ACQ:
-            arrived = _ld_acquire32(count_ptr + row)
-        else:
-            arrived = tl.atomic_add(count_ptr + row, 0, sem="acquire", scope="gpu")
+        arrived = tl.atomic_add(count_ptr + row, 0, sem="acquire", scope="gpu")
     tl.debug_barrier()
 
 
@@ -460,36 +441,31 @@ def _tag_publish(slot_ptr, v, tag):
 
 
 @triton.jit
-def _tag_read(slot_ptr, c, ok, tag, LD_ACQ: tl.constexpr):
+def _tag_read(slot_ptr, c, ok, tag):
     """TAG: the slots slot_ptr[c] where `ok`, by atomic reads (L2, never a stale copy; plain
-    volatile loads measured slower; LD_ACQ: by acquire loads); elsewhere a word holding `tag`."""
-    if LD_ACQ:
-        v = _ld_acquire64(slot_ptr + tl.where(ok, c, 0))
-    else:
-        v = tl.atomic_add(slot_ptr + c, 0, mask=ok, sem="relaxed", scope="gpu")
-    return tl.where(ok, v, tag << 32)
+    volatile loads measured slower); elsewhere a word holding `tag`."""
+    return tl.where(ok, tl.atomic_add(slot_ptr + c, 0, mask=ok, sem="relaxed", scope="gpu"), tag << 32)
 
 
 @triton.jit
-def _tag_gather(slot_ptr, n_chunks, tag, BLOCK_C: tl.constexpr, PARTS: tl.constexpr, PHASE: tl.constexpr,
-                LD_ACQ: tl.constexpr):
+def _tag_gather(slot_ptr, n_chunks, tag, BLOCK_C: tl.constexpr, PARTS: tl.constexpr, PHASE: tl.constexpr):
     """TAG: the row's partials (PARTS arrays of n_chunks slots from slot_ptr: the forward's max
     and sum, the backward's sum) as float32 vectors of BLOCK_C, once every slot holds `tag`
     (PHASE 3: read again until they do; PHASE 2, interpreted: read once, and a slot without the
     tag gives NaN). Lanes past n_chunks: -inf (first array of two), else 0."""
     c = tl.arange(0, BLOCK_C)
     ok = c < n_chunks
-    a = _tag_read(slot_ptr, c, ok, tag, LD_ACQ and PHASE == 3)
+    a = _tag_read(slot_ptr, c, ok, tag)
     if PARTS == 2:
-        b = _tag_read(slot_ptr + n_chunks, c, ok, tag, LD_ACQ and PHASE == 3)
+        b = _tag_read(slot_ptr + n_chunks, c, ok, tag)
         if PHASE == 3:
             while tl.min((((a >> 32) == tag) & ((b >> 32) == tag)).to(tl.int32), axis=0) == 0:
-                a = _tag_read(slot_ptr, c, ok, tag, LD_ACQ and PHASE == 3)
-                b = _tag_read(slot_ptr + n_chunks, c, ok, tag, LD_ACQ and PHASE == 3)
+                a = _tag_read(slot_ptr, c, ok, tag)
+                b = _tag_read(slot_ptr + n_chunks, c, ok, tag)
     else:  # (one loop-carried value: the same value carried twice crashed Triton 3.6's compiler)
         if PHASE == 3:
             while tl.min(((a >> 32) == tag).to(tl.int32), axis=0) == 0:
-                a = _tag_read(slot_ptr, c, ok, tag, LD_ACQ and PHASE == 3)
+                a = _tag_read(slot_ptr, c, ok, tag)
         b = a
     a_f = tl.where((a >> 32) == tag, (a & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True), float("nan"))
     b_f = tl.where((b >> 32) == tag, (b & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True), float("nan"))
@@ -515,7 +491,6 @@ def softmax_fwd_coop(
     PEEL: tl.constexpr,
     VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
     LATE_LEAVE: tl.constexpr, PACK: tl.constexpr, TAG: tl.constexpr, SPLIT_SUM: tl.constexpr,
-    LD_ACQ: tl.constexpr,
 ):
     """One item a program: chunk `item % n_chunks` of row `item // n_chunks`.
 
@@ -603,11 +578,11 @@ def softmax_fwd_coop(
             tl.store(part_row + chunk, m_own)
             tl.store(part_row + n_chunks + chunk, s_own)
             if PHASE == 3:
-                _wait_for_row(count_ptr, row, n_chunks, LD_ACQ)
+                _wait_for_row(count_ptr, row, n_chunks)
     if PHASE >= 2:
         # Combine the row's partials: max of maxes, sums rescaled to it.
         if TAG:
-            m_c, s_c = _tag_gather(part_row, n_chunks, tag, BLOCK_C, 2, PHASE, LD_ACQ)
+            m_c, s_c = _tag_gather(part_row, n_chunks, tag, BLOCK_C, 2, PHASE)
         else:
             c = tl.arange(0, BLOCK_C)
             m_c = tl.load(part_row + c, mask=c < n_chunks, other=-float("inf"), volatile=True)
@@ -799,7 +774,7 @@ def softmax_bwd_coop(
     PEEL: tl.constexpr,
     VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
     RELOAD: tl.constexpr, PACK: tl.constexpr, LATE_LEAVE: tl.constexpr, DEFER_Y: tl.constexpr,
-    BITS: tl.constexpr, TAG: tl.constexpr, LD_ACQ: tl.constexpr,
+    BITS: tl.constexpr, TAG: tl.constexpr,
 ):
     """As softmax_fwd_coop, with the partial row sums of dy * y (log_softmax: of dy) in
     part (M, n_chunks). RELOAD: the chunk's y and dy are loaded again after the wait (from
@@ -881,10 +856,10 @@ def softmax_bwd_coop(
         else:
             tl.store(part_row + chunk, dot_own)
             if PHASE == 3:
-                _wait_for_row(count_ptr, row, n_chunks, LD_ACQ)
+                _wait_for_row(count_ptr, row, n_chunks)
     if PHASE >= 2:
         if TAG:
-            dot_c, _ = _tag_gather(part_row, n_chunks, tag, BLOCK_C, 1, PHASE, LD_ACQ)
+            dot_c, _ = _tag_gather(part_row, n_chunks, tag, BLOCK_C, 1, PHASE)
             dot = tl.sum(dot_c, axis=0)
         else:
             c = tl.arange(0, BLOCK_C)
