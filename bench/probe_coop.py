@@ -82,9 +82,11 @@ that fill few of their lanes (N = 1152, 1280, 300, 600, 2500), forward and backw
 twice the rows a program (dispatch.py's SPARSE_ROWS_FILL).
 
     python bench/probe_coop.py --rows781 > bench/results/h100/probe_rows781.log
+    python bench/probe_coop.py --rows-odd16 > bench/results/h100/probe_rows_odd16.log
 
 the same tilings as --rows16 for 16-bit rows of N = 781 (1,562 bytes: not 16-byte aligned, too
-short to peel), forward and backward.
+short to peel), forward and backward; the 16-bit backward of odd rows (N = 255 ... 1999, one value
+a lane: ALIGN 1) and of two even ones against twice the rows a program.
 
     python bench/probe_coop.py --maxnreg16 > bench/results/h100/probe_maxnreg16.log
     python bench/probe_coop.py --fwd16-4w > bench/results/h100/probe_fwd16_4w.log
@@ -508,6 +510,7 @@ def fwd16(sms, shapes=PEELED_FWD_SHAPES, dtypes=("bfloat16",)):
 
 ROWS16_N = (1152, 128)
 ROWS_ODD_N = (1152, 1280, 300, 600, 2500)
+ROWS_ODD16_N = (255, 513, 781, 1001, 1537, 1999, 780, 1002)  # odd rows (ALIGN 1), and two even ones
 
 
 def rows16(sms, Ns=ROWS16_N, dtypes=("bfloat16", "float16"), directions=("fwd",), only_double=False):
@@ -677,7 +680,8 @@ def main():
              "--maxnreg16": lambda sms: maxnreg(sms, dtypes=("bfloat16", "float16")),
              "--maxnreg32": lambda sms: maxnreg(sms, dtypes=("float32",)),
              "--rows-odd": lambda sms: rows16(sms, ROWS_ODD_N, ("bfloat16", "float32"), ("fwd", "bwd"), True),
-             "--rows781": lambda sms: rows16(sms, (781,), ("bfloat16", "float16"), ("fwd", "bwd"))}
+             "--rows781": lambda sms: rows16(sms, (781,), ("bfloat16", "float16"), ("fwd", "bwd")),
+             "--rows-odd16": lambda sms: rows16(sms, ROWS_ODD16_N, ("bfloat16", "float16"), ("bwd",), True)}
     for flag, mode in modes.items():
         if flag in sys.argv[1:]:
             return mode(sms)
