@@ -56,6 +56,14 @@ VALUES_PER_THREAD = 16
 # to 2,945). Rows of fewer lanes than 512 were not measured.
 SPARSE_ROWS_FILL = 0.6
 SPARSE_ROWS_LANES = (512, 2048)
+# ...and the 16-bit log_softmax backward of unpeeled rows in this many lanes (N = 513 ... 1024)
+# holds twice the rows a program too (4, not 2). On the H100 (bench/results/h100/
+# probe_rows_odd16.log, the benchmark's clock, two runs) bf16 went from 2,720 to 2,862 GB/s at N =
+# 781 (odd rows, a value a lane), 2,856 to 2,897 at 1001, 3,002 to 3,013 at 780 and 2,993 to 2,991
+# at 1002 (float16 alike: 2,720 to 2,853 at 781; probe_rows_odd.log: bf16 600, 3,000 to 3,010);
+# other lane counts lost (255 in 256: -3.5%; 513 in
+# 512 + 16: -1.1%; 1537 in 2048: -1.5%), and so did the softmax backward (-1% at 781 and 1001).
+ROWS_LOG_BWD16_DOUBLE_LANES = 1024
 # EVEN_M (M a multiple of BLOCK_M: no row mask) and ALIGN_M (below) are passed to the rows
 # kernels so that their code does not hang on whether the launcher tells the compiler that M is
 # a multiple of 16: Triton's own launcher (torch) does, jax_triton's does not. Compiled for sm_90
@@ -393,7 +401,8 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool =
     """BLOCK_M, BLOCK_N, TAIL_N, num_warps and grid for the rows family; `vec` > 0: PEEL rows
     of VEC = `vec` values a 16-byte vector (a body of at most N // vec * vec, 2 * vec edges);
     `log`: log_softmax (its backward keeps more warps, see PEEL_MIN_N); `itemsize`: bytes a
-    value (16-bit forward rows that fill few of their lanes hold more rows, SPARSE_ROWS_FILL)."""
+    value (16-bit forward rows that fill few of their lanes hold more rows, SPARSE_ROWS_FILL, and
+    so does the 16-bit log_softmax backward in ROWS_LOG_BWD16_DOUBLE_LANES lanes)."""
     BLOCK_N, TAIL_N = row_segments(N) if not vec else (triton.next_power_of_2(max(1, N // vec * vec)), 2 * vec)
     # The edges of PEEL rows are not counted: 16 more lanes must not double the warps or
     # halve the rows a program (bf16 N = 781 measured 1494 vs 2616 GB/s when they did).
@@ -404,7 +413,7 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool =
     BLOCK_M = max(1, min(VALUES_PER_THREAD * 32 * num_warps // lanes, triton.next_power_of_2(M)))
     BLOCK_M = triton.next_power_of_2(BLOCK_M + 1) // 2  # a power of two, rounded down
     sparse = N < SPARSE_ROWS_FILL * lanes and SPARSE_ROWS_LANES[0] <= lanes <= SPARSE_ROWS_LANES[1]
-    if forward and itemsize == 2 and not vec and sparse:
+    if itemsize == 2 and not vec and (sparse if forward else log and lanes == ROWS_LOG_BWD16_DOUBLE_LANES):
         BLOCK_M = min(2 * BLOCK_M, triton.next_power_of_2(M))
     # A peeled row: half the warps, the same rows (measured; see PEEL_MIN_N).
     if (vec >= 8 or (vec == 4 and num_warps >= 16)) and not (log and not forward and BLOCK_N > 8192):
@@ -690,7 +699,7 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
         acc = dict(PEEL=peeled, VEC=vec, **acc)
     if fam == "rows":
         BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, forward=False, vec=vec if peeled else 0,
-                                                              log=log)
+                                                              log=log, itemsize=itemsize)
         meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, **_rows_m(M, BLOCK_M, itemsize, log, False),
                     num_warps=num_warps, num_stages=1)
         return (Launch("softmax_bwd_rows", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm),

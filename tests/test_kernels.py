@@ -659,6 +659,13 @@ def test_sparse_rows_rule():
     assert block_m(1152, M=1) == 1 and block_m(1152, M=3) == 2
     kw = dispatch.plan_forward(65536, 1152, 1152, 1152, "bfloat16", False, 132)[0].kwargs
     assert (kw["num_warps"], kw["BLOCK_N"], kw["EVEN_M"]) == (4, 2048, True)
+    # The 16-bit log_softmax backward of rows in 1024 lanes holds 4 rows, not 2
+    # (ROWS_LOG_BWD16_DOUBLE_LANES): not the softmax's, float32's, other lanes' or peeled rows'.
+    for dtype in ("bfloat16", "float16"):
+        assert [block_m(N, dtype, True, "bwd") for N in (781, 1001, 1024, 600)] == [4, 4, 4, 4]
+        assert [block_m(N, dtype, True, "bwd") for N in (255, 513, 1537, 1152)] == [8, 4, 1, 1]
+        assert block_m(781, dtype, False, "bwd") == 2 and block_m(781, dtype, True, "bwd", M=3) == 4
+    assert block_m(781, "float32", True, "bwd") == 2
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -674,3 +681,17 @@ def test_sparse_rows_forward(torch_device, dtype, log, M, N):
     x[1, : N // 2] = -float("inf")
     y = torch.ops.multisoftmax.softmax_fwd(x, log)
     ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), log=log), dtype, f"{dtype} fwd")
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_log_softmax_backward_1024_lanes(torch_device, dtype):
+    """The 16-bit log_softmax backward of rows in 1024 lanes at dispatch's own plan: 4 rows a
+    program (ROWS_LOG_BWD16_DOUBLE_LANES), odd rows (a value a lane), a program's last row past M."""
+    M, N = 5, 781
+    plan = dispatch.plan_backward(M, N, N, N, N, dtype, True, 132)
+    assert plan[0].kernel == "softmax_bwd_rows" and plan[0].kwargs["BLOCK_M"] == 4
+    y = torch.ops.multisoftmax.softmax_fwd(_random((M, N), dtype, torch_device, seed=781), True)
+    dy = _random((M, N), dtype, torch_device, seed=782)
+    dx = torch.ops.multisoftmax.softmax_bwd(y, dy, True)
+    expected = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=True)
+    ref.assert_close(dx.double().cpu(), expected, dtype, f"{dtype} log bwd", scale_atol=True)
