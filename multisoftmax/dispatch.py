@@ -61,8 +61,8 @@ SPARSE_ROWS_LANES = (512, 2048)
 # probe_rows_odd16.log, the benchmark's clock, two runs) bf16 went from 2,720 to 2,862 GB/s at N =
 # 781 (odd rows, a value a lane), 2,856 to 2,897 at 1001, 3,002 to 3,013 at 780 and 2,993 to 2,991
 # at 1002 (float16 alike: 2,720 to 2,853 at 781; probe_rows_odd.log: bf16 600, 3,000 to 3,010);
-# other lane counts lost (255 in 256: -3.5%; 513 in
-# 512 + 16: -1.1%; 1537 in 2048: -1.5%), and so did the softmax backward (-1% at 781 and 1001).
+# other lane counts lost (255 in 256: -3.5%; 513 in 512 + 16: -1.1%; 1537 in 2048: -1.5%), and so
+# did the softmax backward (-1% at 781 and 1001).
 ROWS_LOG_BWD16_DOUBLE_LANES = 1024
 # EVEN_M (M a multiple of BLOCK_M: no row mask) and ALIGN_M (below) are passed to the rows
 # kernels so that their code does not hang on whether the launcher tells the compiler that M is
