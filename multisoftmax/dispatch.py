@@ -516,7 +516,7 @@ def _coop_tag(n_chunks: int, itemsize: int) -> bool:
 
 
 def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: int, num_sms: int,
-                  log: bool = False) -> dict | None:
+                  log: bool) -> dict | None:
     """TAG of the cooperative forward: the chunks it takes, as `_coop_launches`' keyword
     arguments (wide, narrow, warps), or None where the forward waits on counters instead.
     float32 rows, peeled or not, from COOP_TAG_FWD32_MIN_PER_SM programs an SM (narrow chunks for
@@ -638,8 +638,8 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         return (Launch("softmax_fwd_rows", ("x",), (M, N, stride_xm, stride_ym),
                        (("y", (M, N), "io"),), grid, tuple(meta.items())),)
     if fam == "coop":
-        # TAG where it pays (COOP_TAG_FWD_MIN_PER_SM), packed in wide chunks where rows are whole
-        # words. Else: unpacked wide chunks (COOP_WIDE_MAX_N), else PACK where it pays (COOP_FWD_UNPACKED_PER_SM),
+        # TAG where it pays (COOP_TAG_FWD_MIN_PER_SM), packed where rows are whole words, in the
+        # chunks of COOP_FWD16_WARPS (summed in halves) or wide ones. Else: unpacked wide chunks (COOP_WIDE_MAX_N), else PACK where it pays (COOP_FWD_UNPACKED_PER_SM),
         # packed in wide chunks where those pay (COOP_PACK_WIDE_MIN_PER_SM); LATE_LEAVE by the
         # grid of the chunks taken, never for the unpacked wide chunks, for log_softmax only
         # packed (COOP_LATE_LEAVE); narrow chunks for grids of a few programs
