@@ -305,6 +305,16 @@ def _compare(M, N, dtype, direction, log, variants, sms):
                       + (f" ERR {info[name][1]:.0e}" if info[name][1] > 2e-2 else "") for name, _ in variants)
 
 
+def _tagged(M, N, dtype, sms, chunk, warps, log):
+    """The 16-bit cooperative forward plan with TAG whatever dispatch's rule, in packed chunks of
+    2 * `chunk` values (wide) at `warps` warps, its sum in one pass."""
+    from multisoftmax import dispatch
+    with mock.patch.object(dispatch, "_coop_tag_fwd", lambda *a: dict(wide=True)):
+        t = tune.with_meta(tune.coop_plan(M, N, dtype, "fwd", sms, chunk, warps, log), PACK=True)
+    assert t[0].kwargs["TAG"] and t[0].kwargs["CHUNK_N"] == 2 * chunk and not t[0].kwargs["SPLIT_SUM"]
+    return t
+
+
 def _head(M, N, dtype, direction, log, plan, sms):
     kw = plan[0].kwargs
     flags = ",".join(f"{k.lower()}={kw[k]:d}" for k in ("PACK", "LATE_LEAVE", "PEEL", "DEFER_Y", "RELOAD") if k in kw)
@@ -491,7 +501,6 @@ def fwd16(sms, shapes=PEELED_FWD_SHAPES, dtypes=("bfloat16",)):
     """dispatch's 16-bit cooperative forward plans against packed (PACK) chunks of 4096, 8192
     and 16384 values at 4, 8 and 16 warps, waiting through counters (LATE_LEAVE by dispatch's
     rule) or tagged partials (TAG), twice each, by the benchmark's clock."""
-    from multisoftmax import dispatch
     for dtype in dtypes:
         for M, N in shapes:
             for log in (False, True):
@@ -500,10 +509,7 @@ def fwd16(sms, shapes=PEELED_FWD_SHAPES, dtypes=("bfloat16",)):
                 for chunk, warps in ((4096, 4), (4096, 8), (8192, 8), (16384, 16)):
                     p = tune.coop_plan(M, N, dtype, "fwd", sms, chunk, warps, log)
                     variants.append((f"{chunk}x{warps}P", tune.with_meta(p, PACK=True)))
-                    with mock.patch.object(dispatch, "_coop_tag_fwd", lambda *a: dict(wide=True)):
-                        t = tune.coop_plan(M, N, dtype, "fwd", sms, chunk // 2, warps, log)  # TAG: wide
-                    assert t[0].kwargs["TAG"] and t[0].kwargs["CHUNK_N"] == chunk
-                    variants.append((f"{chunk}x{warps}PT", t))
+                    variants.append((f"{chunk}x{warps}PT", _tagged(M, N, dtype, sms, chunk // 2, warps, log)))
                 print(_head(M, N, dtype, "fwd", log, plan, sms) + _compare(M, N, dtype, "fwd", log, variants, sms),
                       flush=True)
 
@@ -554,7 +560,6 @@ def maxnreg(sms, shapes=MAXNREG_SHAPES, dtypes=("bfloat16", "float32", "float16"
     (Triton's `maxnreg` option: more programs an SM, at the price of spills) and, for the 16-bit
     forward, packed tagged chunks of 8192 values at 4 warps (96 registers uncapped, 64 capped:
     8 programs an SM), twice each, by the benchmark's clock."""
-    from multisoftmax import dispatch
     for dtype in dtypes:
         for M, N in shapes:
             itemsize = getattr(torch, dtype).itemsize
@@ -572,9 +577,7 @@ def maxnreg(sms, shapes=MAXNREG_SHAPES, dtypes=("bfloat16", "float32", "float16"
                     for cap in caps[direction, itemsize]:
                         variants.append((f"cap{cap}", tune.with_meta(plan, maxnreg=cap)))
                     if direction == "fwd" and itemsize == 2:
-                        with mock.patch.object(dispatch, "_coop_tag_fwd", lambda *a: dict(wide=True)):
-                            t = tune.with_meta(tune.coop_plan(M, N, dtype, "fwd", sms, 4096, 4, log), PACK=True)
-                        assert t[0].kwargs["TAG"] and t[0].kwargs["CHUNK_N"] == 8192
+                        t = _tagged(M, N, dtype, sms, 4096, 4, log)
                         variants += [("8192x4PT", t), ("8192x4PT-cap64", tune.with_meta(t, maxnreg=64))]
                     print(_head(M, N, dtype, direction, log, plan, sms)
                           + _compare(M, N, dtype, direction, log, variants, sms), flush=True)
@@ -649,7 +652,6 @@ def long_1m(sms, shapes=LONG_1M_SHAPES):
     rows packed in 32768-value chunks at 16 warps, 32 a row, so with TAG, summed in halves
     (SPLIT_SUM) or not; float32 rows (M halved) in 16384-value chunks at 16 warps, 64 a row, on
     counters. Twice each, by the benchmark's clock."""
-    from multisoftmax import dispatch
     for dtype in ("bfloat16", "float16", "float32"):
         for M, N in shapes:
             if dtype == "float32":
@@ -660,9 +662,7 @@ def long_1m(sms, shapes=LONG_1M_SHAPES):
                 if dtype == "float32":
                     variants.append(("16384x16", tune.coop_plan(M, N, dtype, "fwd", sms, 16384, 16, log)))
                 else:
-                    with mock.patch.object(dispatch, "_coop_tag_fwd", lambda *a: dict(wide=True)):
-                        t = tune.with_meta(tune.coop_plan(M, N, dtype, "fwd", sms, 16384, 16, log), PACK=True)
-                    assert t[0].kwargs["TAG"] and t[0].kwargs["CHUNK_N"] == 32768
+                    t = _tagged(M, N, dtype, sms, 16384, 16, log)
                     variants += [("32768x16PT", t), ("32768x16PTS", tune.with_meta(t, SPLIT_SUM=True))]
                 print(_head(M, N, dtype, "fwd", log, plan, sms) + _compare(M, N, dtype, "fwd", log, variants, sms),
                       flush=True)
