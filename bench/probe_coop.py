@@ -92,13 +92,15 @@ a lane: ALIGN 1) and of two even ones against twice the rows a program.
     python bench/probe_coop.py --fwd16-4w > bench/results/h100/probe_fwd16_4w.log
     python bench/probe_coop.py --few16-4w > bench/results/h100/probe_few16_4w.log
     python bench/probe_coop.py --long-1m > bench/results/h100/probe_long_1m.log
+    python bench/probe_coop.py --cap-fwd > bench/results/h100/probe_cap_fwd.log
 
 the cooperative plans against the same under Triton's `maxnreg` register cap (--maxnreg: every
 dtype; 16: 16-bit; 32: float32), and the 16-bit forward at 8192 values x 4 warps summed in
 halves (SPLIT_SUM): dispatch's tagged plans against those it made before (dispatch.py's
 COOP_FWD16_WARPS, COOP_FWD16_LOG_WIDE_MIN_PER_SM), its plans on counters against 4 warps, and
-rows of 1M values in chunks twice as wide at 16 warps. Each line gives every variant's registers
-a thread (and spill instructions: sN).
+rows of 1M values in chunks twice as wide at 16 warps; last (--cap-fwd), the cooperative forward
+under caps that let one more program share an SM. Each line gives every variant's registers a
+thread (and spill instructions: sN).
 """
 
 from __future__ import annotations
@@ -668,6 +670,35 @@ def long_1m(sms, shapes=LONG_1M_SHAPES):
                       flush=True)
 
 
+CAP_FWD_SHAPES = [(128, 1048576), (256, 256000), (512, 262144), (512, 151936)]
+
+
+def cap_fwd(sms, shapes=CAP_FWD_SHAPES, dtypes=("bfloat16", "float16", "float32")):
+    """dispatch's cooperative forward plans against the same under Triton's `maxnreg` cap that
+    lets one more program share an SM (48 registers a thread for plans of 49-64 at 8 warps: 5
+    programs an SM, not 4; 48 for 4 warps' 56: 10, not 9; 40 for 48 at 8 warps: 6, not 5), and,
+    for 16-bit rows of 1048576 values (64 chunks a row: counters), the same chunks with TAG, capped
+    and not. float32: M halved. Twice each, by the benchmark's clock."""
+    for dtype in dtypes:
+        for M, N in shapes:
+            if dtype == "float32":
+                M //= 2
+            if dtype != "bfloat16" and N != 1048576:
+                continue
+            for log in (False, True):
+                plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
+                if not plan[0].kernel.endswith("_coop"):
+                    continue
+                variants = [("dispatch", plan)]
+                for cap in (48, 40):
+                    variants.append((f"cap{cap}", tune.with_meta(plan, maxnreg=cap)))
+                if N == 1048576 and dtype != "float32":
+                    t = _tagged(M, N, dtype, sms, 8192, 8, log)
+                    variants += [("16384x8PT", t), ("16384x8PT-cap48", tune.with_meta(t, maxnreg=48))]
+                print(_head(M, N, dtype, "fwd", log, plan, sms) + _compare(M, N, dtype, "fwd", log, variants, sms),
+                      flush=True)
+
+
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
@@ -676,7 +707,7 @@ def main():
              "--bits": bits, "--tag": tag, "--tag32": tag32, "--rows-coop": rows_coop, "--fwd16": fwd16,
              "--rows-coop-few": lambda sms: rows_coop(sms, ROWS_COOP_FEW_SHAPES, ("bfloat16", "float32", "float16")),
              "--rows16": rows16, "--maxnreg": maxnreg, "--fwd16-4w": fwd16_4w, "--few16-4w": few16_4w,
-             "--long-1m": long_1m,
+             "--long-1m": long_1m, "--cap-fwd": cap_fwd,
              "--maxnreg16": lambda sms: maxnreg(sms, dtypes=("bfloat16", "float16")),
              "--maxnreg32": lambda sms: maxnreg(sms, dtypes=("float32",)),
              "--rows-odd": lambda sms: rows16(sms, ROWS_ODD_N, ("bfloat16", "float32"), ("fwd", "bwd"), True),
