@@ -93,6 +93,7 @@ a lane: ALIGN 1) and of two even ones against twice the rows a program.
     python bench/probe_coop.py --few16-4w > bench/results/h100/probe_few16_4w.log
     python bench/probe_coop.py --long-1m > bench/results/h100/probe_long_1m.log
     python bench/probe_coop.py --cap-fwd > bench/results/h100/probe_cap_fwd.log
+    python bench/probe_coop.py --few-tag16 > bench/results/h100/probe_few_tag16.log
 
 the cooperative plans against the same under Triton's `maxnreg` register cap (--maxnreg: every
 dtype; 16: 16-bit; 32: float32), and the 16-bit forward at 8192 values x 4 warps summed in
@@ -201,11 +202,14 @@ LATE_M = {128256: (1, 8, 16, 32, 64, 128), 256000: (1, 4, 8, 16, 32, 64), 104857
 
 
 def _bench_clock(plan, bufs, names, out, nbytes, l2_bytes):
-    """us a call of `plan` as the benchmark times ms-torch (CUDA graph, kernel time)."""
+    """us a call of `plan` as the benchmark times ms-torch (CUDA graph, kernel time), each call
+    writing a fresh output as the adapters do (until 2026-11-24 09:00 UTC every call wrote `out`,
+    which then stayed in L2 where it fits: bf16 8 x 256000's forward took 6.7 us so against 7.7
+    through the adapter, bench/results/h100/probe_few_tag16.log)."""
     import timing
     args = tuple(bufs[n] for n in names)
-    us, _ = timing.torch_time(lambda *a: tune.run_plan(plan, dict(zip(names, a)), out), args, nbytes,
-                              cuda=True, graphable=True, l2_bytes=l2_bytes)
+    us, _ = timing.torch_time(lambda *a: tune.run_plan(plan, dict(zip(names, a)), torch.empty_like(out)), args,
+                              nbytes, cuda=True, graphable=True, l2_bytes=l2_bytes)
     return us
 
 
@@ -699,6 +703,32 @@ def cap_fwd(sms, shapes=CAP_FWD_SHAPES, dtypes=("bfloat16", "float16", "float32"
                       flush=True)
 
 
+FEW_TAG16_SHAPES = [(4, 256000), (8, 128256), (8, 256000), (16, 128256), (12, 256000), (16, 256000), (32, 128256),
+                    (32, 256000), (64, 128256), (64, 256000), (16, 1048576)]
+
+
+def few_tag16(sms, shapes=FEW_TAG16_SHAPES, dtypes=("bfloat16", "float16")):
+    """The 16-bit cooperative forward of few long rows (counters: below COOP_TAG_FWD_MIN_PER_SM)
+    against the same rows with TAG: packed 8192-value chunks at COOP_FWD16_WARPS warps summed in
+    halves (T4), at 8 warps packed (T8) and not (T8u), packed 16384-value chunks at 8 warps (TW).
+    Twice each, by the benchmark's clock."""
+    from multisoftmax import dispatch
+    for dtype in dtypes:
+        for M, N in shapes:
+            for log in (False, True):
+                plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
+                variants = [("dispatch", plan)]
+                for name, take in (("T4", dict(warps=dispatch.COOP_FWD16_WARPS)), ("T8", {}), ("TW", dict(wide=True))):
+                    with mock.patch.object(dispatch, "_coop_tag_fwd", lambda *a, take=take: take):
+                        t = dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, sms, "coop")
+                    assert t[0].kwargs["TAG"]
+                    variants.append((name, t))
+                    if name == "T8":
+                        variants.append(("T8u", tune.with_meta(t, PACK=False)))
+                print(_head(M, N, dtype, "fwd", log, plan, sms) + _compare(M, N, dtype, "fwd", log, variants, sms),
+                      flush=True)
+
+
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
@@ -707,7 +737,7 @@ def main():
              "--bits": bits, "--tag": tag, "--tag32": tag32, "--rows-coop": rows_coop, "--fwd16": fwd16,
              "--rows-coop-few": lambda sms: rows_coop(sms, ROWS_COOP_FEW_SHAPES, ("bfloat16", "float32", "float16")),
              "--rows16": rows16, "--maxnreg": maxnreg, "--fwd16-4w": fwd16_4w, "--few16-4w": few16_4w,
-             "--long-1m": long_1m, "--cap-fwd": cap_fwd,
+             "--long-1m": long_1m, "--cap-fwd": cap_fwd, "--few-tag16": few_tag16,
              "--maxnreg16": lambda sms: maxnreg(sms, dtypes=("bfloat16", "float16")),
              "--maxnreg32": lambda sms: maxnreg(sms, dtypes=("float32",)),
              "--rows-odd": lambda sms: rows16(sms, ROWS_ODD_N, ("bfloat16", "float32"), ("fwd", "bwd"), True),

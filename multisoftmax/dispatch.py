@@ -307,6 +307,25 @@ COOP_TAG_FWD32_MIN_PER_SM = 0.75
 # Triton's maxnreg option spilled and lost on unpeeled rows.)
 COOP_FWD16_WARPS = 4
 COOP_FWD16_LOG_WIDE_MIN_PER_SM = 96
+# COOP_TAG_FWD16_FEW_MAX_PER_SM, COOP_TAG_FWD16_FEW_MIN_PER_SM, COOP_TAG_FWD16_LOG_MIN_PER_SM: few long
+# rows. Unpeeled 16-bit rows in a grid of fewer than COOP_TAG_FWD16_FEW_MAX_PER_SM programs of 8192
+# values an SM take TAG too (below COOP_TAG_FWD_MIN_PER_SM, so on counters before), in 8192-value
+# chunks at COOP_WARPS warps: the log_softmax packed, from COOP_TAG_FWD16_LOG_MIN_PER_SM programs an
+# SM, the softmax unpacked, from COOP_TAG_FWD16_FEW_MIN_PER_SM; from COOP_TAG_FWD16_FEW_MAX_PER_SM on,
+# the log_softmax takes COOP_FWD16_WARPS's chunks at every grid, the softmax stays on counters up
+# to COOP_TAG_FWD_MIN_PER_SM. On the H100 (bench/results/h100/probe_few_tag16.log, bf16 and fp16
+# alike, the benchmark's clock with fresh outputs, two runs) the log_softmax went from 5.53 to 5.33
+# us at 4 x 256000 (0.97 an SM), 7.57 to 7.14-7.44 at 8 x 256000 and 7.58 to 6.85 at 16 x 128256
+# (1.94), 8.82 to 8.02 at 12 x 256000 (2.91), 10.9 to 9.65 at 16 x 256000 (3.88); in COOP_FWD16_WARPS's
+# chunks 17.3 to 16.1 at 32 x 256000 (7.76, where 8 warps tied) and 30.2 to 27.7 at 64 x 256000
+# (15.5); the softmax, unpacked, 7.63 to 7.23-7.48 at 8 x 256000, 7.6 to 7.25 at 16 x 128256, 8.9
+# to 8.64 at 12 x 256000 and 10.62 to 10.16 at 16 x 256000, but lost at 0.97 an SM (4 x 256000: 5.44
+# to 5.68) and at 7.76 (64 x 128256: 17.2 to 17.5; packed 18.9). Rows of more than COOP_TAG_MAX_CHUNKS
+# chunks lost every way (16 x 1048576: 33.3 to 35.8-44.4). Between 3.88 and 7.76 an SM the bound of 6
+# rests on nothing measured; peeled rows were not measured (they keep the rule above).
+COOP_TAG_FWD16_FEW_MAX_PER_SM = 6
+COOP_TAG_FWD16_FEW_MIN_PER_SM = 1.5
+COOP_TAG_FWD16_LOG_MIN_PER_SM = 0.75
 # Rows that are not 16-byte aligned (N or a row stride not a multiple of 16 bytes: N = 3001,
 # 16385 or 50257 in 16-bit types) are cut into a head, an aligned body and a tail (PEEL), so
 # the body moves in 16-byte vectors instead of one value a lane. A peeled row of the rows
@@ -518,21 +537,27 @@ def _coop_tag(n_chunks: int, itemsize: int) -> bool:
 def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: int, num_sms: int,
                   log: bool) -> dict | None:
     """TAG of the cooperative forward: the chunks it takes, as `_coop_launches`' keyword
-    arguments (wide, narrow, warps), or None where the forward waits on counters instead.
+    arguments (wide, narrow, warps) and `pack=False` where 16-bit rows of whole words are not held
+    packed, or None where the forward waits on counters instead.
     float32 rows, peeled or not, from COOP_TAG_FWD32_MIN_PER_SM programs an SM (narrow chunks for
     the fewest programs, COOP_NARROW_MIN_SMS_PER_PROGRAM); 16-bit rows from COOP_TAG_FWD_MIN_PER_SM,
     rows of whole words (`words`, peeled or not) at COOP_FWD16_WARPS warps, but unpeeled ones of
     more than COOP_TAG_MAX_CHUNKS such chunks, and the log_softmax's (`log`) in a grid of at least
-    COOP_FWD16_LOG_WIDE_MIN_PER_SM programs an SM, in wide ones; float64 never (as every TAG). Rows of
-    at most COOP_TAG_MAX_CHUNKS chunks as TAG takes them, at most one an SM as every cooperative
-    launch (_coop_launches)."""
+    COOP_FWD16_LOG_WIDE_MIN_PER_SM programs an SM, in wide ones; unpeeled ones in grids of fewer
+    programs as COOP_TAG_FWD16_FEW_MAX_PER_SM says; float64 never (as every TAG). Rows of at most
+    COOP_TAG_MAX_CHUNKS chunks as TAG takes them, at most one an SM as every cooperative launch
+    (_coop_launches)."""
     if itemsize == 4:
         take, min_per_sm = dict(narrow=_coop_narrow(programs, itemsize, num_sms)), COOP_TAG_FWD32_MIN_PER_SM
     elif not words:
         take, min_per_sm = {}, COOP_TAG_FWD_MIN_PER_SM
+    elif not peeled and programs < COOP_TAG_FWD16_FEW_MAX_PER_SM * num_sms:  # few programs: 8 warps
+        take = {} if log else dict(pack=False)
+        min_per_sm = COOP_TAG_FWD16_LOG_MIN_PER_SM if log else COOP_TAG_FWD16_FEW_MIN_PER_SM
     elif peeled or (_coop_chunks(N, itemsize)[1] <= COOP_TAG_MAX_CHUNKS
                     and not (log and programs >= COOP_FWD16_LOG_WIDE_MIN_PER_SM * num_sms)):
-        take, min_per_sm = dict(warps=COOP_FWD16_WARPS), COOP_TAG_FWD_MIN_PER_SM
+        take = dict(warps=COOP_FWD16_WARPS)
+        min_per_sm = COOP_TAG_FWD16_LOG_MIN_PER_SM if log and not peeled else COOP_TAG_FWD_MIN_PER_SM
     else:
         take, min_per_sm = dict(wide=True), COOP_TAG_FWD_MIN_PER_SM
     n_chunks = _coop_chunks(N, itemsize, take.get("wide", False), take.get("narrow", False))[1]
@@ -648,9 +673,11 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         words = _whole_words(itemsize, peeled, acc["ALIGN"])
         tag = _coop_tag_fwd(N, itemsize, words, peeled, programs, num_sms, log)  # the chunks TAG takes, if it does
         if tag is not None:  # SPLIT_SUM: see COOP_FWD16_WARPS
-            acc.update(PACK=words, LATE_LEAVE=False, TAG=True, SPLIT_SUM=tag.get("warps") == COOP_FWD16_WARPS)
+            take = {k: v for k, v in tag.items() if k != "pack"}
+            acc.update(PACK=words and tag.get("pack", True), LATE_LEAVE=False, TAG=True,
+                       SPLIT_SUM=take.get("warps") == COOP_FWD16_WARPS)
             return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,
-                                  num_sms, acc, 2, "y", **tag)
+                                  num_sms, acc, 2, "y", **take)
         acc.update(TAG=False, SPLIT_SUM=False)
         wide = _coop_wide(M, N, itemsize, log, peeled, num_sms)
         acc["PACK"] = not wide and _coop_pack_fwd(programs, words, num_sms)

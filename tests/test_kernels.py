@@ -253,9 +253,10 @@ def test_coop_forward_pack_rule():
         assert fwd(2048, 65536, dtype, log=True) == (True, 16384, False)  # TAG, 16384 programs of 8192 >= 12672
         assert fwd(1024, 65536, dtype, log=True) == (True, 8192, False)  # TAG, 8192 programs < 12672
         assert fwd(512, 151936, dtype, log=True) == (True, 8192, False)  # TAG: 9728 >= 4224, 19 chunks
-        assert fwd(64, 256000, dtype, log=True) == (True, 8192, True)  # 2048 programs < 4224
-        assert fwd(64, 128256, dtype, log=True) == (True, 8192, False)  # 1024 programs < 1584
-        assert fwd(8, 256000, dtype, log=True) == (False, 8192, False)  # 256 programs <= 660
+        assert fwd(64, 256000, dtype, log=True) == (True, 8192, False)  # TAG at any grid (test_coop_tag_few_rule)
+        assert fwd(64, 128256, dtype, log=True) == (True, 8192, False)
+        assert fwd(8, 256000, dtype, log=True) == (True, 8192, False)  # TAG: packed, 8 warps
+        assert fwd(8, 256000, dtype) == (False, 8192, False)  # TAG, unpacked
         for log in (False, True):
             assert fwd(5, 1048576, dtype, log=log) == (False, 8192, False)  # 640 programs <= 660
             assert fwd(6, 1048576, dtype, log=log) == (True, 8192, False)
@@ -318,8 +319,9 @@ def test_coop_tag_rule():
                 assert not plan(M, N, dtype, False, log)["TAG"], (M, N, dtype)
             assert plan(2048, 65536, dtype, True, log)["TAG"]
             assert plan(1024, 131072, dtype, True, log)["TAG"]
-            # 16-bit: a grid of 2048 programs of 8192; float32 from 99 programs (0.75 an SM)
-            assert plan(64, 256000, dtype, True, log)["TAG"] == (dtype == "float32")
+            # 16-bit: a grid of 2048 programs of 8192, whose log_softmax takes TAG at every grid
+            # (COOP_TAG_FWD16_LOG_MIN_PER_SM), the softmax from 4224; float32 from 99 programs (0.75 an SM)
+            assert plan(64, 256000, dtype, True, log)["TAG"] == (dtype == "float32" or log)
             kw = plan(2670, 50257, dtype, True, log)  # peeled
             assert kw["TAG"] and (kw["CHUNK_N"], kw["num_warps"]) == ((8192, 4) if dtype != "float32" else (8192, 8))
             assert kw["SPLIT_SUM"] == (dtype != "float32")
@@ -353,18 +355,56 @@ def test_coop_tag_rule():
         assert kw["TAG"] and not kw["PACK"] and kw["CHUNK_N"] == 8192
 
 
+def test_coop_tag_few_rule():
+    # Few long rows (COOP_TAG_FWD16_FEW_MAX_PER_SM): unpeeled 16-bit rows in a grid of fewer than 6
+    # programs of 8192 values an SM (132 SMs: 792) take TAG in 8192-value chunks at 8 warps, the
+    # log_softmax packed from 0.75 an SM (99), the softmax unpacked from 1.5 (198); past 792 the
+    # log_softmax takes 4 warps' chunks (SPLIT_SUM), the softmax counters up to 4224. Peeled rows,
+    # float32 and rows of more than 32 chunks keep their rules.
+    def kw(M, N, dtype, log, strides=None):
+        return dispatch.plan_forward(M, N, *(strides or (N, N)), dtype, log, 132)[0].kwargs
+
+    def tag(M, N, dtype, log):
+        k = kw(M, N, dtype, log)
+        return (k["TAG"], k["PACK"], k["CHUNK_N"], k["num_warps"], k["SPLIT_SUM"]) if k["TAG"] else None
+
+    for dtype in ("bfloat16", "float16"):
+        assert tag(4, 256000, dtype, True) == (True, True, 8192, 8, False)  # 128 programs
+        assert tag(3, 256000, dtype, True) is None  # 96
+        assert tag(4, 256000, dtype, False) is None
+        assert tag(7, 256000, dtype, False) == (True, False, 8192, 8, False)  # 224: unpacked
+        assert tag(6, 256000, dtype, False) is None  # 192
+        for log in (False, True):
+            assert tag(16, 256000, dtype, log) == (True, log, 8192, 8, False)  # 512
+            assert tag(24, 256000, dtype, log) == (True, log, 8192, 8, False)  # 768
+            assert tag(16, 1048576, dtype, log) is None  # 128 chunks a row
+        assert tag(25, 256000, dtype, True) == (True, True, 8192, 4, True)  # 800
+        assert tag(25, 256000, dtype, False) is None
+        assert tag(64, 256000, dtype, True) == (True, True, 8192, 4, True)
+        assert tag(64, 128256, dtype, True) == (True, True, 8192, 4, True)
+        assert tag(64, 128256, dtype, False) is None
+        assert tag(16, 100003, dtype, True) is None  # peeled: from 4224 programs
+    assert not kw(7, 256000, "float32", False)["PACK"] and kw(7, 256000, "float32", False)["TAG"]
+
+
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
 @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
-def test_coop_tagged_partials(forced_family, torch_device, monkeypatch, dtype, log):
+@pytest.mark.parametrize("few", [False, True], ids=["grid", "few"])
+def test_coop_tagged_partials(forced_family, torch_device, monkeypatch, dtype, log, few):
     """TAG: the cooperative forward (16-bit: packed, chunks of 128 values) and backward (peeled
     and unpeeled rows) waiting on tagged partials, launch after launch on one buffer of words, as
     the GPU launcher's pool hands it on: a launch of another shape between two of the same, whose
     slots the next launch must not take for its own (a slot without the launch's tag reads as NaN
     under the interpreter). The generation word rises by one a launch, its ticket back at 0; a
-    NaN row, a chunk of -inf; no input is modified."""
+    NaN row, a chunk of -inf; no input is modified. `few`: the 16-bit forward as grids of few
+    programs take it (COOP_TAG_FWD16_FEW_MAX_PER_SM: 8 warps, the softmax unpacked), else as
+    larger grids do (packed, 4 warps)."""
     forced_family("coop", peel_min_n=1)
     monkeypatch.setattr(dispatch, "COOP_TAG_FWD_MIN_PER_SM", 0)
     monkeypatch.setattr(dispatch, "COOP_TAG_FWD32_MIN_PER_SM", 0)
+    monkeypatch.setattr(dispatch, "COOP_TAG_FWD16_LOG_MIN_PER_SM", 0)
+    monkeypatch.setattr(dispatch, "COOP_TAG_FWD16_FEW_MIN_PER_SM", 0)
+    monkeypatch.setattr(dispatch, "COOP_TAG_FWD16_FEW_MAX_PER_SM", 1e9 if few else 0)
     sync = torch.zeros(4096, dtype=torch.int32, device=torch_device)
     launches = 0
     for M, N in ((3, 200), (5, 136), (3, 200), (4, 131), (3, 121)):
@@ -376,7 +416,9 @@ def test_coop_tagged_partials(forced_family, torch_device, monkeypatch, dtype, l
         bufs = {"x": x, "count": sync}
         call = lambda l, ins, b: launch.torch_call(l, ins, b, x.dtype, x.device)  # noqa: E731
         if N % 2 == 0:  # unpeeled: the forward takes TAG
-            assert fwd[0].kwargs["TAG"] and fwd[0].kwargs["PACK"] == (dtype != "float32")
+            kw = fwd[0].kwargs
+            assert kw["TAG"] and kw["PACK"] == (dtype != "float32" and (log or not few))
+            assert kw["num_warps"] == (4 if dtype != "float32" and not few else 8)
             y = launch.execute(fwd, bufs, call)
             launches += 1
             assert sync.view(torch.int64)[0].item() == launches << 32
