@@ -99,8 +99,9 @@ the cooperative plans against the same under Triton's `maxnreg` register cap (--
 dtype; 16: 16-bit; 32: float32), and the 16-bit forward at 8192 values x 4 warps summed in
 halves (SPLIT_SUM): dispatch's tagged plans against those it made before (dispatch.py's
 COOP_FWD16_WARPS, COOP_FWD16_LOG_WIDE_MIN_PER_SM), its plans on counters against 4 warps, and
-rows of 1M values in chunks twice as wide at 16 warps; last (--cap-fwd), the cooperative forward
-under caps that let one more program share an SM. Each line gives every variant's registers a
+rows of 1M values in chunks twice as wide at 16 warps; (--cap-fwd) the cooperative forward under
+caps that let one more program share an SM; (--few-tag16) the 16-bit forward of few long rows on
+counters against TAG in four kinds of chunk (dispatch.py's COOP_TAG_FWD16_FEW_MAX_PER_SM). Each line gives every variant's registers a
 thread (and spill instructions: sN).
 """
 
