@@ -94,6 +94,7 @@ a lane: ALIGN 1) and of two even ones against twice the rows a program.
     python bench/probe_coop.py --long-1m > bench/results/h100/probe_long_1m.log
     python bench/probe_coop.py --cap-fwd > bench/results/h100/probe_cap_fwd.log
     python bench/probe_coop.py --few-tag16 > bench/results/h100/probe_few_tag16.log
+    python bench/probe_coop.py --tag-loads > bench/results/h100/probe_tag_loads.log
 
 the cooperative plans against the same under Triton's `maxnreg` register cap (--maxnreg: every
 dtype; 16: 16-bit; 32: float32), and the 16-bit forward at 8192 values x 4 warps summed in
@@ -101,7 +102,8 @@ halves (SPLIT_SUM): dispatch's tagged plans against those it made before (dispat
 COOP_FWD16_WARPS, COOP_FWD16_LOG_WIDE_MIN_PER_SM), its plans on counters against 4 warps, and
 rows of 1M values in chunks twice as wide at 16 warps; (--cap-fwd) the cooperative forward under
 caps that let one more program share an SM; (--few-tag16) the 16-bit forward of few long rows on
-counters against TAG in four kinds of chunk (dispatch.py's COOP_TAG_FWD16_FEW_MAX_PER_SM). Each line gives every variant's registers a
+counters against TAG in four kinds of chunk (dispatch.py's COOP_TAG_FWD16_FEW_MAX_PER_SM);
+(--tag-loads) TAG's slots read by volatile loads instead of atomics (lost). Each line gives every variant's registers a
 thread (and spill instructions: sN).
 """
 
@@ -730,6 +732,64 @@ def few_tag16(sms, shapes=FEW_TAG16_SHAPES, dtypes=("bfloat16", "float16")):
                       flush=True)
 
 
+def _kernel_variant(name, old, new):
+    """Register as multisoftmax.kernels.softmax.<name> the softmax_fwd_coop of a copy of
+    kernels/softmax.py in which `old` (once in the module) reads `new`; a plan runs it once its
+    launch's kernel is `name`."""
+    import dataclasses  # noqa: F401  (for callers)
+    import importlib.util
+    import tempfile
+    from multisoftmax.kernels import softmax as kernels_src
+    src = open(kernels_src.__file__).read()
+    assert src.count(old) == 1, old
+    path = os.path.join(tempfile.mkdtemp(), f"{name}.py")
+    with open(path, "w") as f:
+        f.write(src.replace(old, new))
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    setattr(kernels_src, name, mod.softmax_fwd_coop)
+
+
+# TAG's slot reads as volatile loads (to L2, as the atomics; no atomic unit) in place of atomics.
+TAG_READ_ATOMIC = "tl.where(ok, tl.atomic_add(slot_ptr + c, 0, mask=ok, sem=\"relaxed\", scope=\"gpu\"), tag << 32)"
+TAG_READ_VOLATILE = "tl.where(ok, tl.load(slot_ptr + c, mask=ok, other=0, volatile=True), tag << 32)"
+TAG_LOADS_SHAPES = [(128, 1048576), (256, 256000), (512, 262144)]
+
+
+def tag_loads(sms, shapes=TAG_LOADS_SHAPES, dtypes=("bfloat16", "float16", "float32")):
+    """The cooperative forward's TAG reading its row's slots by volatile loads instead of atomics
+    (scratch kernel softmax_fwd_coop_ldtag): for rows of 1M values (counters in dispatch) TAG in
+    64 chunks a row, 16-bit packed 16384-value chunks at 8 warps, float32 16384 at 16 warps
+    (M halved), atomics (T) against loads (TL); for the others dispatch's plan (TAG) against the
+    same with loads (dispatchL). Twice each, by the benchmark's clock."""
+    import dataclasses
+    _kernel_variant("softmax_fwd_coop_ldtag", TAG_READ_ATOMIC, TAG_READ_VOLATILE)
+    loads = lambda p: (dataclasses.replace(p[0], kernel="softmax_fwd_coop_ldtag"),)  # noqa: E731
+    for dtype in dtypes:
+        for M, N in shapes:
+            if dtype == "float32":
+                M //= 2
+            if dtype == "float16" and N != 1048576:
+                continue
+            for log in (False, True):
+                plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
+                variants = [("dispatch", plan)]
+                if plan[0].kwargs["TAG"]:
+                    variants.append(("dispatchL", loads(plan)))
+                else:
+                    if dtype == "float32":
+                        from multisoftmax import dispatch
+                        with mock.patch.object(dispatch, "_coop_tag_fwd", lambda *a: dict(wide=True)):
+                            t = tune.with_meta(tune.coop_plan(M, N, dtype, "fwd", sms, 8192, 16, log), PACK=False)
+                        assert t[0].kwargs["TAG"] and t[0].kwargs["CHUNK_N"] == 16384
+                    else:
+                        t = _tagged(M, N, dtype, sms, 8192, 8, log)
+                    variants += [("T", t), ("TL", loads(t))]
+                print(_head(M, N, dtype, "fwd", log, plan, sms) + _compare(M, N, dtype, "fwd", log, variants, sms),
+                      flush=True)
+
+
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
@@ -738,7 +798,7 @@ def main():
              "--bits": bits, "--tag": tag, "--tag32": tag32, "--rows-coop": rows_coop, "--fwd16": fwd16,
              "--rows-coop-few": lambda sms: rows_coop(sms, ROWS_COOP_FEW_SHAPES, ("bfloat16", "float32", "float16")),
              "--rows16": rows16, "--maxnreg": maxnreg, "--fwd16-4w": fwd16_4w, "--few16-4w": few16_4w,
-             "--long-1m": long_1m, "--cap-fwd": cap_fwd, "--few-tag16": few_tag16,
+             "--long-1m": long_1m, "--cap-fwd": cap_fwd, "--few-tag16": few_tag16, "--tag-loads": tag_loads,
              "--maxnreg16": lambda sms: maxnreg(sms, dtypes=("bfloat16", "float16")),
              "--maxnreg32": lambda sms: maxnreg(sms, dtypes=("float32",)),
              "--rows-odd": lambda sms: rows16(sms, ROWS_ODD_N, ("bfloat16", "float32"), ("fwd", "bwd"), True),
