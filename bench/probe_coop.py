@@ -95,6 +95,7 @@ a lane: ALIGN 1) and of two even ones against twice the rows a program.
     python bench/probe_coop.py --cap-fwd > bench/results/h100/probe_cap_fwd.log
     python bench/probe_coop.py --few-tag16 > bench/results/h100/probe_few_tag16.log
     python bench/probe_coop.py --tag-loads > bench/results/h100/probe_tag_loads.log
+    python bench/probe_coop.py --tag-1m-cap > bench/results/h100/probe_tag_1m_cap.log
 
 the cooperative plans against the same under Triton's `maxnreg` register cap (--maxnreg: every
 dtype; 16: 16-bit; 32: float32), and the 16-bit forward at 8192 values x 4 warps summed in
@@ -103,7 +104,8 @@ COOP_FWD16_WARPS, COOP_FWD16_LOG_WIDE_MIN_PER_SM), its plans on counters against
 rows of 1M values in chunks twice as wide at 16 warps; (--cap-fwd) the cooperative forward under
 caps that let one more program share an SM; (--few-tag16) the 16-bit forward of few long rows on
 counters against TAG in four kinds of chunk (dispatch.py's COOP_TAG_FWD16_FEW_MAX_PER_SM);
-(--tag-loads) TAG's slots read by volatile loads instead of atomics (lost). Each line gives every variant's registers a
+(--tag-loads) TAG's slots read by volatile loads instead of atomics (lost); (--tag-1m-cap) TAG at
+64 chunks a row capped to the counters' registers (lost). Each line gives every variant's registers a
 thread (and spill instructions: sN).
 """
 
@@ -790,6 +792,21 @@ def tag_loads(sms, shapes=TAG_LOADS_SHAPES, dtypes=("bfloat16", "float16", "floa
                       flush=True)
 
 
+def tag_1m_cap(sms, dtypes=("bfloat16", "float16")):
+    """16-bit rows of 1048576 values: dispatch (counters, 63 registers a thread: 4 programs an SM)
+    against TAG in 64 packed 16384-value chunks a row at 8 warps (79-80 registers: 3 an SM)
+    uncapped (T) and under Triton's maxnreg cap of 64 (T-cap64: 4 an SM, no spills when compiled
+    for sm_90 with Triton 3.6). Twice each, by the benchmark's clock."""
+    for dtype in dtypes:
+        for M in (128, 64):
+            for log in (False, True):
+                plan, _ = _dispatch_plan(M, 1048576, dtype, "fwd", sms, None, log)
+                t = _tagged(M, 1048576, dtype, sms, 8192, 8, log)
+                variants = [("dispatch", plan), ("T", t), ("T-cap64", tune.with_meta(t, maxnreg=64))]
+                print(_head(M, 1048576, dtype, "fwd", log, plan, sms)
+                      + _compare(M, 1048576, dtype, "fwd", log, variants, sms), flush=True)
+
+
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
@@ -798,7 +815,7 @@ def main():
              "--bits": bits, "--tag": tag, "--tag32": tag32, "--rows-coop": rows_coop, "--fwd16": fwd16,
              "--rows-coop-few": lambda sms: rows_coop(sms, ROWS_COOP_FEW_SHAPES, ("bfloat16", "float32", "float16")),
              "--rows16": rows16, "--maxnreg": maxnreg, "--fwd16-4w": fwd16_4w, "--few16-4w": few16_4w,
-             "--long-1m": long_1m, "--cap-fwd": cap_fwd, "--few-tag16": few_tag16, "--tag-loads": tag_loads,
+             "--long-1m": long_1m, "--cap-fwd": cap_fwd, "--few-tag16": few_tag16, "--tag-loads": tag_loads, "--tag-1m-cap": tag_1m_cap,
              "--maxnreg16": lambda sms: maxnreg(sms, dtypes=("bfloat16", "float16")),
              "--maxnreg32": lambda sms: maxnreg(sms, dtypes=("float32",)),
              "--rows-odd": lambda sms: rows16(sms, ROWS_ODD_N, ("bfloat16", "float32"), ("fwd", "bwd"), True),
