@@ -96,6 +96,7 @@ a lane: ALIGN 1) and of two even ones against twice the rows a program.
     python bench/probe_coop.py --few-tag16 > bench/results/h100/probe_few_tag16.log
     python bench/probe_coop.py --tag-loads > bench/results/h100/probe_tag_loads.log
     python bench/probe_coop.py --tag-1m-cap > bench/results/h100/probe_tag_1m_cap.log
+    python bench/probe_coop.py --rows-short > bench/results/h100/probe_rows_short.log
 
 the cooperative plans against the same under Triton's `maxnreg` register cap (--maxnreg: every
 dtype; 16: 16-bit; 32: float32), and the 16-bit forward at 8192 values x 4 warps summed in
@@ -105,7 +106,8 @@ rows of 1M values in chunks twice as wide at 16 warps; (--cap-fwd) the cooperati
 caps that let one more program share an SM; (--few-tag16) the 16-bit forward of few long rows on
 counters against TAG in four kinds of chunk (dispatch.py's COOP_TAG_FWD16_FEW_MAX_PER_SM);
 (--tag-loads) TAG's slots read by volatile loads instead of atomics (lost); (--tag-1m-cap) TAG at
-64 chunks a row capped to the counters' registers (lost). Each line gives every variant's registers a
+64 chunks a row capped to the counters' registers (lost); (--rows-short) the rows plans of N = 128,
+256 and 512 against other tilings, as --rows16 (dispatch.py's ROWS_SHORT_FWD_LANES). Each line gives every variant's registers a
 thread (and spill instructions: sN).
 """
 
@@ -527,6 +529,7 @@ def fwd16(sms, shapes=PEELED_FWD_SHAPES, dtypes=("bfloat16",)):
 
 ROWS16_N = (1152, 128)
 ROWS_ODD_N = (1152, 1280, 300, 600, 2500)
+ROWS_SHORT_N = (128, 256, 512)  # the sweep's shortest rows, where XLA and Liger come within 2%
 ROWS_ODD16_N = (255, 513, 781, 1001, 1537, 1999, 780, 1002)  # odd rows (ALIGN 1), and two even ones
 
 
@@ -820,7 +823,8 @@ def main():
              "--maxnreg32": lambda sms: maxnreg(sms, dtypes=("float32",)),
              "--rows-odd": lambda sms: rows16(sms, ROWS_ODD_N, ("bfloat16", "float32"), ("fwd", "bwd"), True),
              "--rows781": lambda sms: rows16(sms, (781,), ("bfloat16", "float16"), ("fwd", "bwd")),
-             "--rows-odd16": lambda sms: rows16(sms, ROWS_ODD16_N, ("bfloat16", "float16"), ("bwd",), True)}
+             "--rows-odd16": lambda sms: rows16(sms, ROWS_ODD16_N, ("bfloat16", "float16"), ("bwd",), True),
+             "--rows-short": lambda sms: rows16(sms, ROWS_SHORT_N, ("float32", "bfloat16", "float16"), ("fwd", "bwd"))}
     for flag, mode in modes.items():
         if flag in sys.argv[1:]:
             return mode(sms)

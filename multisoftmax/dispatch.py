@@ -64,6 +64,18 @@ SPARSE_ROWS_LANES = (512, 2048)
 # other lane counts lost (255 in 256: -3.5%; 513 in 512 + 16: -1.1%; 1537 in 2048: -1.5%), and so
 # did the softmax backward (-1% at 781 and 1001).
 ROWS_LOG_BWD16_DOUBLE_LANES = 1024
+# ...and the forward of rows of ROWS_SHORT_FWD_LANES lanes that they fill (N = 128 or 256) runs
+# programs of ROWS_SHORT_FWD_WARPS warps, not 4: the same 16 values a thread, half the rows a
+# program. On the H100 (bench/results/h100/probe_rows_short.log, 65536 rows, the benchmark's clock
+# with fresh outputs, two runs, GB/s) float32 went from 2,895 to 2,925 at N = 256 (log_softmax
+# 2,893 to 2,926) and 2,725 to 2,739 at 128, bfloat16 2,565 to 2,569 at 128 (log_softmax 2,522 to
+# 2,557) and 2,758 to 2,775 at 256 (2,744 to 2,750), float16 2,568 to 2,587 at 128 (2,514 to 2,564)
+# and 2,765 to 2,772 at 256 (2,718 to 2,768), where XLA's fused softmax had been up to 1.7% ahead
+# (results.md); the float32 log_softmax of 128 lanes lost (2,770 to 2,680: with 8 rows a program
+# it takes EVEN_M, see below) and keeps 4 warps; at 512 lanes 2 warps lost 0.3-0.6%, and the
+# backward moved by -0.3% to +0.8%: not taken.
+ROWS_SHORT_FWD_LANES = (128, 256)
+ROWS_SHORT_FWD_WARPS = 2
 # EVEN_M (M a multiple of BLOCK_M: no row mask) and ALIGN_M (below) are passed to the rows
 # kernels so that their code does not hang on whether the launcher tells the compiler that M is
 # a multiple of 16: Triton's own launcher (torch) does, jax_triton's does not. Compiled for sm_90
@@ -421,7 +433,8 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool =
     of VEC = `vec` values a 16-byte vector (a body of at most N // vec * vec, 2 * vec edges);
     `log`: log_softmax (its backward keeps more warps, see PEEL_MIN_N); `itemsize`: bytes a
     value (16-bit forward rows that fill few of their lanes hold more rows, SPARSE_ROWS_FILL, and
-    so does the 16-bit log_softmax backward in ROWS_LOG_BWD16_DOUBLE_LANES lanes)."""
+    so does the 16-bit log_softmax backward in ROWS_LOG_BWD16_DOUBLE_LANES lanes; the forward of
+    short full rows runs on fewer warps, ROWS_SHORT_FWD_LANES)."""
     BLOCK_N, TAIL_N = row_segments(N) if not vec else (triton.next_power_of_2(max(1, N // vec * vec)), 2 * vec)
     # The edges of PEEL rows are not counted: 16 more lanes must not double the warps or
     # halve the rows a program (bf16 N = 781 measured 1494 vs 2616 GB/s when they did).
@@ -429,6 +442,9 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool =
     # 32 warps only for the forward pass of rows past 16384 (measured; see MAX_ROWS_BLOCK_N).
     max_warps = 32 if forward and lanes > 16384 else 16
     num_warps = max(4, min(max_warps, triton.next_power_of_2(triton.cdiv(lanes, VALUES_PER_THREAD * 32))))
+    if (forward and N == lanes and lanes in ROWS_SHORT_FWD_LANES
+            and not (log and itemsize == 4 and lanes == ROWS_SHORT_FWD_LANES[0])):
+        num_warps = ROWS_SHORT_FWD_WARPS  # short rows that fill their lanes (ROWS_SHORT_FWD_LANES)
     BLOCK_M = max(1, min(VALUES_PER_THREAD * 32 * num_warps // lanes, triton.next_power_of_2(M)))
     BLOCK_M = triton.next_power_of_2(BLOCK_M + 1) // 2  # a power of two, rounded down
     sparse = N < SPARSE_ROWS_FILL * lanes and SPARSE_ROWS_LANES[0] <= lanes <= SPARSE_ROWS_LANES[1]

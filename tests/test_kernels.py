@@ -673,7 +673,8 @@ def test_even_m_rule():
            for N in (64, 128, 256) for dtype in ("float32", "bfloat16") for log in (False, True)}
     assert [k for k, kw in fwd.items() if not kw["EVEN_M"]] == [
         (64, "float32", False), (64, "float32", True), (128, "float32", True)]
-    assert [kw["BLOCK_M"] for kw in fwd.values()] == [32] * 4 + [16] * 4 + [8] * 4
+    # (N = 128 and 256 at 2 warps but float32's log_softmax at 128: ROWS_SHORT_FWD_LANES)
+    assert [kw["BLOCK_M"] for kw in fwd.values()] == [32] * 4 + [8, 16, 8, 8] + [4] * 4
     assert all(kw["ALIGN_M"] == 16 for kw in fwd.values())
     assert dispatch.plan_backward(65536, 128, 128, 128, 128, "float32", True, 132)[0].kwargs["EVEN_M"]
     # ALIGN_M: 16 where M is a multiple of 16 and a program has more than one row.
@@ -683,6 +684,26 @@ def test_even_m_rule():
     assert not dispatch.plan_forward(65537, 128, 128, 128, "bfloat16", False, 132)[0].kwargs["EVEN_M"]
     kw = dispatch.plan_backward(8192, 16384, 16384, 16384, 16384, "float16", False, 132)[0].kwargs
     assert kw["BLOCK_M"] == 1 and not kw["EVEN_M"]  # one row a program: no EVEN_M (probe_even_m.log)
+
+
+def test_rows_short_forward_rule():
+    """The forward of rows that fill 128 or 256 lanes runs programs of 2 warps (half the rows, 16
+    values a thread: dispatch.ROWS_SHORT_FWD_LANES), but float32's log_softmax at 128; the
+    backward, other lengths and unfilled lanes keep 4 warps."""
+    def tiling(N, dtype="bfloat16", log=False, direction="fwd", M=65536):
+        plan = (dispatch.plan_forward(M, N, N, N, dtype, log, 132) if direction == "fwd"
+                else dispatch.plan_backward(M, N, N, N, N, dtype, log, 132))
+        kw = plan[0].kwargs
+        return kw["BLOCK_M"], kw["num_warps"]
+
+    for dtype in ("float32", "bfloat16", "float16"):
+        for log in (False, True):
+            assert tiling(256, dtype, log) == (4, 2)
+            assert tiling(128, dtype, log) == ((16, 4) if dtype == "float32" and log else (8, 2))
+            assert tiling(256, dtype, log, "bwd") == (8, 4) and tiling(128, dtype, log, "bwd") == (16, 4)
+            assert tiling(512, dtype, log) == (4, 4) and tiling(64, dtype, log)[1] == 4
+            assert tiling(200, dtype, log)[1] == 4  # lanes it does not fill
+    assert tiling(128, M=3) == (4, 2)  # BLOCK_M: at most M, a power of two
 
 
 def test_sparse_rows_rule():
@@ -695,7 +716,7 @@ def test_sparse_rows_rule():
 
     assert [block_m(N) for N in (1152, 1100, 600, 300)] == [2, 2, 4, 8]
     assert block_m(1152, "float16", True) == 2 and block_m(1152, log=True) == 2
-    assert [block_m(N) for N in (1280, 2048, 1024, 781, 128, 9)] == [1, 1, 2, 2, 16, 128]  # 9: 16 lanes
+    assert [block_m(N) for N in (1280, 2048, 1024, 781, 128, 9)] == [1, 1, 2, 2, 8, 128]  # 128: 2 warps; 9: 16 lanes
     assert block_m(1152, "float32") == 1 and block_m(1152, direction="bwd") == 1
     assert block_m(2500) == 1  # peeled (N >= PEEL_MIN_N and not 16-byte aligned)
     assert block_m(1152, M=1) == 1 and block_m(1152, M=3) == 2
