@@ -810,6 +810,33 @@ def tag_1m_cap(sms, dtypes=("bfloat16", "float16")):
                       + _compare(M, 1048576, dtype, "fwd", log, variants, sms), flush=True)
 
 
+ROWS_FEW_SHAPES = [("float32", 256), ("float32", 512), ("bfloat16", 512), ("float16", 512), ("bfloat16", 256),
+                   ("bfloat16", 1024)]
+
+
+def rows_few(sms, shapes=ROWS_FEW_SHAPES, directions=("bwd",)):
+    """The rows plans (65536 rows; softmax and log_softmax) against programs of fewer rows and
+    warps, down to one row a program at 4 warps as Liger-Kernel's softmax backward runs
+    (bmBwW: B rows a program, W warps), by the benchmark's clock, twice each."""
+    from multisoftmax import dispatch
+    for dtype, N in shapes:
+        M = 65536
+        itemsize = getattr(torch, dtype).itemsize
+        for direction in directions:
+            for log in (False, True):
+                plan, _ = _dispatch_plan(M, N, dtype, direction, sms, None, log)
+                kw = plan[0].kwargs
+                variants = [("dispatch", plan)]
+                for B, W in ((1, 4), (1, 2), (2, 2), (2, 4), (kw["BLOCK_M"] // 2, kw["num_warps"] // 2)):
+                    if B < 1 or W < 1 or (B, W) == (kw["BLOCK_M"], kw["num_warps"]) or any(
+                            n == f"bm{B}w{W}" for n, _ in variants):
+                        continue
+                    variants.append((f"bm{B}w{W}", tune.with_meta(plan, grid=(triton.cdiv(M, B),), BLOCK_M=B, num_warps=W,
+                                                                  **dispatch._rows_m(M, B, itemsize, log, direction == "fwd"))))
+                print(f"{dtype} {M}x{N} {'log' if log else 'sm'} {direction} | dispatch: block_m={kw['BLOCK_M']},"
+                      f"warps={kw['num_warps']} | " + _compare(M, N, dtype, direction, log, variants, sms), flush=True)
+
+
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
@@ -818,7 +845,7 @@ def main():
              "--bits": bits, "--tag": tag, "--tag32": tag32, "--rows-coop": rows_coop, "--fwd16": fwd16,
              "--rows-coop-few": lambda sms: rows_coop(sms, ROWS_COOP_FEW_SHAPES, ("bfloat16", "float32", "float16")),
              "--rows16": rows16, "--maxnreg": maxnreg, "--fwd16-4w": fwd16_4w, "--few16-4w": few16_4w,
-             "--long-1m": long_1m, "--cap-fwd": cap_fwd, "--few-tag16": few_tag16, "--tag-loads": tag_loads, "--tag-1m-cap": tag_1m_cap,
+             "--long-1m": long_1m, "--cap-fwd": cap_fwd, "--few-tag16": few_tag16, "--tag-loads": tag_loads, "--tag-1m-cap": tag_1m_cap, "--rows-few": lambda sms: (rows_few(sms), rows_few(sms, [("bfloat16", 1024), ("float16", 1024)], ("fwd",))),
              "--maxnreg16": lambda sms: maxnreg(sms, dtypes=("bfloat16", "float16")),
              "--maxnreg32": lambda sms: maxnreg(sms, dtypes=("float32",)),
              "--rows-odd": lambda sms: rows16(sms, ROWS_ODD_N, ("bfloat16", "float32"), ("fwd", "bwd"), True),
