@@ -76,6 +76,19 @@ ROWS_LOG_BWD16_DOUBLE_LANES = 1024
 # backward moved by -0.3% to +0.8%: not taken.
 ROWS_SHORT_FWD_LANES = (128, 256)
 ROWS_SHORT_FWD_WARPS = 2
+# ...and, measured the same way (bench/results/h100/probe_rows_few.log), smaller programs at 4 warps:
+# the backward of full rows of ROWS_BWD_1KB_N values (by bytes a value) holds 1 KB of each tensor
+# a program (8 bytes a thread: one row of float32 256 or 16-bit 512 values, two of 16-bit 256),
+# as Liger-Kernel's backward runs one row a program; the 16-bit forward of full rows of
+# ROWS_FWD_ONE_ROW_N values, one row a program (16 bytes a thread). GB/s, dispatch -> this:
+# float32 256 backward 2,978 -> 3,026 (log_softmax 2,973 -> 3,025; Liger's in results.md:
+# 3,027), bfloat16 512 2,973 -> 3,016 (2,970 -> 3,018), float16 512 2,977 -> 3,024 (2,995 ->
+# 3,021), bfloat16 256 in two rows 2,877 -> 2,941 (2,868 -> 2,946; in one 2,363); the forward of
+# bfloat16 1024 2,963 -> 2,997 (log_softmax 2,963 -> 2,981), float16 2,966 -> 2,991 (2,967 ->
+# 2,996), where XLA had been 1.1-1.4% ahead. float32 512 (2 KB rows) and 16-bit 1024 backward
+# moved by at most 0.3%: not taken; rows of 128 values were not measured.
+ROWS_BWD_1KB_N = {2: (256, 512), 4: (256,)}
+ROWS_FWD_ONE_ROW_N = {2: (1024,)}
 # EVEN_M (M a multiple of BLOCK_M: no row mask) and ALIGN_M (below) are passed to the rows
 # kernels so that their code does not hang on whether the launcher tells the compiler that M is
 # a multiple of 16: Triton's own launcher (torch) does, jax_triton's does not. Compiled for sm_90
@@ -434,7 +447,8 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool =
     `log`: log_softmax (its backward keeps more warps, see PEEL_MIN_N); `itemsize`: bytes a
     value (16-bit forward rows that fill few of their lanes hold more rows, SPARSE_ROWS_FILL, and
     so does the 16-bit log_softmax backward in ROWS_LOG_BWD16_DOUBLE_LANES lanes; the forward of
-    short full rows runs on fewer warps, ROWS_SHORT_FWD_LANES)."""
+    short full rows runs on fewer warps, ROWS_SHORT_FWD_LANES, and some full rows in smaller
+    programs, ROWS_BWD_1KB_N)."""
     BLOCK_N, TAIL_N = row_segments(N) if not vec else (triton.next_power_of_2(max(1, N // vec * vec)), 2 * vec)
     # The edges of PEEL rows are not counted: 16 more lanes must not double the warps or
     # halve the rows a program (bf16 N = 781 measured 1494 vs 2616 GB/s when they did).
@@ -447,6 +461,9 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool =
         num_warps = ROWS_SHORT_FWD_WARPS  # short rows that fill their lanes (ROWS_SHORT_FWD_LANES)
     BLOCK_M = max(1, min(VALUES_PER_THREAD * 32 * num_warps // lanes, triton.next_power_of_2(M)))
     BLOCK_M = triton.next_power_of_2(BLOCK_M + 1) // 2  # a power of two, rounded down
+    if N == lanes and not vec and N in (ROWS_FWD_ONE_ROW_N if forward else ROWS_BWD_1KB_N).get(itemsize, ()):
+        # smaller programs (ROWS_BWD_1KB_N): 1 KB of each tensor, or one row
+        BLOCK_M = min(1 if forward else 1024 // (N * itemsize), triton.next_power_of_2(M))
     sparse = N < SPARSE_ROWS_FILL * lanes and SPARSE_ROWS_LANES[0] <= lanes <= SPARSE_ROWS_LANES[1]
     if itemsize == 2 and not vec and (sparse if forward else log and lanes == ROWS_LOG_BWD16_DOUBLE_LANES):
         BLOCK_M = min(2 * BLOCK_M, triton.next_power_of_2(M))

@@ -700,10 +700,33 @@ def test_rows_short_forward_rule():
         for log in (False, True):
             assert tiling(256, dtype, log) == (4, 2)
             assert tiling(128, dtype, log) == ((16, 4) if dtype == "float32" and log else (8, 2))
-            assert tiling(256, dtype, log, "bwd") == (8, 4) and tiling(128, dtype, log, "bwd") == (16, 4)
+            assert tiling(256, dtype, log, "bwd")[1] == 4 and tiling(128, dtype, log, "bwd") == (16, 4)  # (ROWS_BWD_1KB_N)
             assert tiling(512, dtype, log) == (4, 4) and tiling(64, dtype, log)[1] == 4
             assert tiling(200, dtype, log)[1] == 4  # lanes it does not fill
     assert tiling(128, M=3) == (4, 2)  # BLOCK_M: at most M, a power of two
+
+
+def test_rows_small_program_rule():
+    """Full rows in smaller programs at 4 warps: the backward of float32 256 and 16-bit 512 values
+    one row a program, of 16-bit 256 two (1 KB of each tensor: dispatch.ROWS_BWD_1KB_N); the
+    16-bit forward of 1024 one row (ROWS_FWD_ONE_ROW_N); other rows as before."""
+    def tiling(N, dtype, direction, log=False, M=65536):
+        plan = (dispatch.plan_forward(M, N, N, N, dtype, log, 132) if direction == "fwd"
+                else dispatch.plan_backward(M, N, N, N, N, dtype, log, 132))
+        kw = plan[0].kwargs
+        return kw["BLOCK_M"], kw["num_warps"], kw["EVEN_M"]
+
+    for log in (False, True):
+        for dtype in ("bfloat16", "float16"):
+            assert tiling(512, dtype, "bwd", log) == (1, 4, False)
+            assert tiling(256, dtype, "bwd", log) == (2, 4, True)
+            assert tiling(1024, dtype, "fwd", log) == (1, 4, False)
+            assert tiling(1024, dtype, "bwd", log)[0] == (4 if log else 2)  # ROWS_LOG_BWD16_DOUBLE_LANES
+            assert tiling(128, dtype, "bwd", log) == (16, 4, True)
+            assert tiling(256, dtype, "bwd", log, M=1)[0] == 1
+        assert tiling(256, "float32", "bwd", log) == (1, 4, False)
+        assert tiling(512, "float32", "bwd", log) == (4, 4, True) and tiling(1024, "float32", "fwd", log)[0] == 2
+        assert tiling(500, "bfloat16", "bwd", log)[0] == 4  # rows that do not fill their lanes
 
 
 def test_sparse_rows_rule():
@@ -716,7 +739,8 @@ def test_sparse_rows_rule():
 
     assert [block_m(N) for N in (1152, 1100, 600, 300)] == [2, 2, 4, 8]
     assert block_m(1152, "float16", True) == 2 and block_m(1152, log=True) == 2
-    assert [block_m(N) for N in (1280, 2048, 1024, 781, 128, 9)] == [1, 1, 2, 2, 8, 128]  # 128: 2 warps; 9: 16 lanes
+    # 1024: one row a program (ROWS_FWD_ONE_ROW_N); 128: 2 warps (ROWS_SHORT_FWD_LANES); 9: 16 lanes
+    assert [block_m(N) for N in (1280, 2048, 1024, 781, 128, 9)] == [1, 1, 1, 2, 8, 128]
     assert block_m(1152, "float32") == 1 and block_m(1152, direction="bwd") == 1
     assert block_m(2500) == 1  # peeled (N >= PEEL_MIN_N and not 16-byte aligned)
     assert block_m(1152, M=1) == 1 and block_m(1152, M=3) == 2
