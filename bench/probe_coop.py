@@ -812,6 +812,9 @@ def tag_1m_cap(sms, dtypes=("bfloat16", "float16")):
                       + _compare(M, 1048576, dtype, "fwd", log, variants, sms), flush=True)
 
 
+ROWS_FEW2_FWD = [("float32", 512), ("float32", 1024), ("bfloat16", 512), ("float16", 512), ("bfloat16", 2048),
+                 ("float32", 2048)]
+ROWS_FEW2_BWD = [("float32", 128), ("bfloat16", 128), ("float16", 128), ("float16", 256)]
 ROWS_FEW_SHAPES = [("float32", 256), ("float32", 512), ("bfloat16", 512), ("float16", 512), ("bfloat16", 256),
                    ("bfloat16", 1024)]
 
@@ -829,7 +832,8 @@ def rows_few(sms, shapes=ROWS_FEW_SHAPES, directions=("bwd",)):
                 plan, _ = _dispatch_plan(M, N, dtype, direction, sms, None, log)
                 kw = plan[0].kwargs
                 variants = [("dispatch", plan)]
-                for B, W in ((1, 4), (1, 2), (2, 2), (2, 4), (kw["BLOCK_M"] // 2, kw["num_warps"] // 2)):
+                kb = max(1, 1024 // (N * itemsize))  # rows of 1 KB a tensor
+                for B, W in ((1, 4), (1, 2), (2, 2), (2, 4), (kb, 4), (kw["BLOCK_M"] // 2, kw["num_warps"] // 2)):
                     if B < 1 or W < 1 or (B, W) == (kw["BLOCK_M"], kw["num_warps"]) or any(
                             n == f"bm{B}w{W}" for n, _ in variants):
                         continue
@@ -848,6 +852,7 @@ def main():
              "--rows-coop-few": lambda sms: rows_coop(sms, ROWS_COOP_FEW_SHAPES, ("bfloat16", "float32", "float16")),
              "--rows16": rows16, "--maxnreg": maxnreg, "--fwd16-4w": fwd16_4w, "--few16-4w": few16_4w,
              "--long-1m": long_1m, "--cap-fwd": cap_fwd, "--few-tag16": few_tag16, "--tag-loads": tag_loads, "--tag-1m-cap": tag_1m_cap, "--rows-few": lambda sms: (rows_few(sms), rows_few(sms, [("bfloat16", 1024), ("float16", 1024)], ("fwd",))),
+             "--rows-few2": lambda sms: (rows_few(sms, ROWS_FEW2_FWD, ("fwd",)), rows_few(sms, ROWS_FEW2_BWD, ("bwd",))),
              "--maxnreg16": lambda sms: maxnreg(sms, dtypes=("bfloat16", "float16")),
              "--maxnreg32": lambda sms: maxnreg(sms, dtypes=("float32",)),
              "--rows-odd": lambda sms: rows16(sms, ROWS_ODD_N, ("bfloat16", "float32"), ("fwd", "bwd"), True),
