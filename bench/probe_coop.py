@@ -98,6 +98,7 @@ a lane: ALIGN 1) and of two even ones against twice the rows a program.
     python bench/probe_coop.py --tag-1m-cap > bench/results/h100/probe_tag_1m_cap.log
     python bench/probe_coop.py --rows-short > bench/results/h100/probe_rows_short.log
     python bench/probe_coop.py --rows-few > bench/results/h100/probe_rows_few.log
+    python bench/probe_coop.py --rows-few2 > bench/results/h100/probe_rows_few2.log
 
 the cooperative plans against the same under Triton's `maxnreg` register cap (--maxnreg: every
 dtype; 16: 16-bit; 32: float32), and the 16-bit forward at 8192 values x 4 warps summed in
@@ -109,7 +110,7 @@ counters against TAG in four kinds of chunk (dispatch.py's COOP_TAG_FWD16_FEW_MA
 (--tag-loads) TAG's slots read by volatile loads instead of atomics (lost); (--tag-1m-cap) TAG at
 64 chunks a row capped to the counters' registers (lost); (--rows-short) the rows plans of N = 128,
 256 and 512 against other tilings, as --rows16 (dispatch.py's ROWS_SHORT_FWD_LANES); (--rows-few)
-programs of fewer rows and warps (ROWS_BWD_1KB_N, ROWS_FWD_ONE_ROW_N). Each line gives every variant's registers a
+programs of fewer rows and warps (ROWS_BWD_1KB_N, ROWS_FWD_ONE_ROW_N; --rows-few2: more lengths). Each line gives every variant's registers a
 thread (and spill instructions: sN).
 """
 

@@ -78,7 +78,8 @@ ROWS_SHORT_FWD_LANES = (128, 256)
 ROWS_SHORT_FWD_WARPS = 2
 # ...and, measured the same way (bench/results/h100/probe_rows_few.log), smaller programs at 4 warps:
 # the backward of full rows of ROWS_BWD_1KB_N values (by bytes a value) holds 1 KB of each tensor
-# a program (8 bytes a thread: one row of float32 256 or 16-bit 512 values, two of 16-bit 256),
+# a program (8 bytes a thread: one row of float32 256 or 16-bit 512 values, two of float32 128 or
+# 16-bit 256, four of 16-bit 128),
 # as Liger-Kernel's backward runs one row a program; the 16-bit forward of full rows of
 # ROWS_FWD_ONE_ROW_N values, one row a program (16 bytes a thread). GB/s, dispatch -> this:
 # float32 256 backward 2,978 -> 3,026 (log_softmax 2,973 -> 3,025; Liger's in results.md:
@@ -86,8 +87,11 @@ ROWS_SHORT_FWD_WARPS = 2
 # 3,021), bfloat16 256 in two rows 2,877 -> 2,941 (2,868 -> 2,946; in one 2,363); the forward of
 # bfloat16 1024 2,963 -> 2,997 (log_softmax 2,963 -> 2,981), float16 2,966 -> 2,991 (2,967 ->
 # 2,996), where XLA had been 1.1-1.4% ahead. float32 512 (2 KB rows) and 16-bit 1024 backward
-# moved by at most 0.3%: not taken; rows of 128 values were not measured.
-ROWS_BWD_1KB_N = {2: (256, 512), 4: (256,)}
+# moved by at most 0.3%: not taken. Then (probe_rows_few2.log) the backward of 128 values: float32
+# 2,860 -> 2,944 in two rows (log_softmax 2,863 -> 2,948), bfloat16 2,723 -> 2,782 in four (2,709 ->
+# 2,778), float16 2,726 -> 2,786 (2,716 -> 2,778); forward rows in programs of 16 bytes a thread
+# (16-bit 512 in two rows, float32 512 in one) gained at most 0.7%, float32 1024 and 2048 nothing.
+ROWS_BWD_1KB_N = {2: (128, 256, 512), 4: (128, 256)}
 ROWS_FWD_ONE_ROW_N = {2: (1024,)}
 # EVEN_M (M a multiple of BLOCK_M: no row mask) and ALIGN_M (below) are passed to the rows
 # kernels so that their code does not hang on whether the launcher tells the compiler that M is

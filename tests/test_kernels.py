@@ -700,7 +700,7 @@ def test_rows_short_forward_rule():
         for log in (False, True):
             assert tiling(256, dtype, log) == (4, 2)
             assert tiling(128, dtype, log) == ((16, 4) if dtype == "float32" and log else (8, 2))
-            assert tiling(256, dtype, log, "bwd")[1] == 4 and tiling(128, dtype, log, "bwd") == (16, 4)  # (ROWS_BWD_1KB_N)
+            assert tiling(256, dtype, log, "bwd")[1] == 4 and tiling(128, dtype, log, "bwd")[1] == 4  # (ROWS_BWD_1KB_N)
             assert tiling(512, dtype, log) == (4, 4) and tiling(64, dtype, log)[1] == 4
             assert tiling(200, dtype, log)[1] == 4  # lanes it does not fill
     assert tiling(128, M=3) == (4, 2)  # BLOCK_M: at most M, a power of two
@@ -708,7 +708,8 @@ def test_rows_short_forward_rule():
 
 def test_rows_small_program_rule():
     """Full rows in smaller programs at 4 warps: the backward of float32 256 and 16-bit 512 values
-    one row a program, of 16-bit 256 two (1 KB of each tensor: dispatch.ROWS_BWD_1KB_N); the
+    one row a program, of float32 128 and 16-bit 256 two, of 16-bit 128 four (1 KB of each tensor:
+    dispatch.ROWS_BWD_1KB_N); the
     16-bit forward of 1024 one row (ROWS_FWD_ONE_ROW_N); other rows as before."""
     def tiling(N, dtype, direction, log=False, M=65536):
         plan = (dispatch.plan_forward(M, N, N, N, dtype, log, 132) if direction == "fwd"
@@ -722,9 +723,9 @@ def test_rows_small_program_rule():
             assert tiling(256, dtype, "bwd", log) == (2, 4, True)
             assert tiling(1024, dtype, "fwd", log) == (1, 4, False)
             assert tiling(1024, dtype, "bwd", log)[0] == (4 if log else 2)  # ROWS_LOG_BWD16_DOUBLE_LANES
-            assert tiling(128, dtype, "bwd", log) == (16, 4, True)
+            assert tiling(128, dtype, "bwd", log) == (4, 4, True)
             assert tiling(256, dtype, "bwd", log, M=1)[0] == 1
-        assert tiling(256, "float32", "bwd", log) == (1, 4, False)
+        assert tiling(256, "float32", "bwd", log) == (1, 4, False) and tiling(128, "float32", "bwd", log) == (2, 4, True)
         assert tiling(512, "float32", "bwd", log) == (4, 4, True) and tiling(1024, "float32", "fwd", log)[0] == 2
         assert tiling(500, "bfloat16", "bwd", log)[0] == 4  # rows that do not fill their lanes
 
