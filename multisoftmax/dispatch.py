@@ -79,9 +79,9 @@ ROWS_SHORT_FWD_WARPS = 2
 # ...and, measured the same way (bench/results/h100/probe_rows_few.log), smaller programs at 4 warps:
 # the backward of full rows of ROWS_BWD_1KB_N values (by bytes a value) holds 1 KB of each tensor
 # a program (8 bytes a thread: one row of float32 256 or 16-bit 512 values, two of float32 128 or
-# 16-bit 256, four of 16-bit 128),
-# as Liger-Kernel's backward runs one row a program; the 16-bit forward of full rows of
-# ROWS_FWD_ONE_ROW_N values, one row a program (16 bytes a thread). GB/s, dispatch -> this:
+# 16-bit 256, four of 16-bit 128), as Liger-Kernel's backward runs one row a program; the 16-bit
+# forward of full rows of ROWS_FWD_ONE_ROW_N values, one row a program (16 bytes a thread). Both
+# rules, as ROWS_SHORT_FWD_LANES, leave peeled rows alone (not measured). GB/s, dispatch -> this:
 # float32 256 backward 2,978 -> 3,026 (log_softmax 2,973 -> 3,025; Liger's in results.md:
 # 3,027), bfloat16 512 2,973 -> 3,016 (2,970 -> 3,018), float16 512 2,977 -> 3,024 (2,995 ->
 # 3,021), bfloat16 256 in two rows 2,877 -> 2,941 (2,868 -> 2,946; in one 2,363); the forward of
@@ -445,14 +445,15 @@ def peel(N: int, itemsize: int, align: int, strides_equal: bool, force: bool | N
     return itemsize >= 4 or N >= PEEL_MIN_N or row_segments(N)[1] > 0
 
 
-def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool = False, itemsize: int = 4):
+def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool = False, itemsize: int = 4,
+                 aligned: bool = True):
     """BLOCK_M, BLOCK_N, TAIL_N, num_warps and grid for the rows family; `vec` > 0: PEEL rows
     of VEC = `vec` values a 16-byte vector (a body of at most N // vec * vec, 2 * vec edges);
     `log`: log_softmax (its backward keeps more warps, see PEEL_MIN_N); `itemsize`: bytes a
     value (16-bit forward rows that fill few of their lanes hold more rows, SPARSE_ROWS_FILL, and
     so does the 16-bit log_softmax backward in ROWS_LOG_BWD16_DOUBLE_LANES lanes; the forward of
     short full rows runs on fewer warps, ROWS_SHORT_FWD_LANES, and some full rows in smaller
-    programs, ROWS_BWD_1KB_N)."""
+    programs, ROWS_BWD_1KB_N, where `aligned`: rows that start 16-byte aligned)."""
     BLOCK_N, TAIL_N = row_segments(N) if not vec else (triton.next_power_of_2(max(1, N // vec * vec)), 2 * vec)
     # The edges of PEEL rows are not counted: 16 more lanes must not double the warps or
     # halve the rows a program (bf16 N = 781 measured 1494 vs 2616 GB/s when they did).
@@ -460,12 +461,14 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool =
     # 32 warps only for the forward pass of rows past 16384 (measured; see MAX_ROWS_BLOCK_N).
     max_warps = 32 if forward and lanes > 16384 else 16
     num_warps = max(4, min(max_warps, triton.next_power_of_2(triton.cdiv(lanes, VALUES_PER_THREAD * 32))))
-    if (forward and N == lanes and lanes in ROWS_SHORT_FWD_LANES
+    # The rows ROWS_SHORT_FWD_LANES and ROWS_BWD_1KB_N were measured on: full, aligned, unpeeled, not float64.
+    full = N == lanes and aligned and not vec and itemsize <= 4
+    if (forward and full and lanes in ROWS_SHORT_FWD_LANES
             and not (log and itemsize == 4 and lanes == ROWS_SHORT_FWD_LANES[0])):
         num_warps = ROWS_SHORT_FWD_WARPS  # short rows that fill their lanes (ROWS_SHORT_FWD_LANES)
     BLOCK_M = max(1, min(VALUES_PER_THREAD * 32 * num_warps // lanes, triton.next_power_of_2(M)))
     BLOCK_M = triton.next_power_of_2(BLOCK_M + 1) // 2  # a power of two, rounded down
-    if N == lanes and not vec and N in (ROWS_FWD_ONE_ROW_N if forward else ROWS_BWD_1KB_N).get(itemsize, ()):
+    if full and N in (ROWS_FWD_ONE_ROW_N if forward else ROWS_BWD_1KB_N).get(itemsize, ()):
         # smaller programs (ROWS_BWD_1KB_N): 1 KB of each tensor, or one row
         BLOCK_M = min(1 if forward else 1024 // (N * itemsize), triton.next_power_of_2(M))
     sparse = N < SPARSE_ROWS_FILL * lanes and SPARSE_ROWS_LANES[0] <= lanes <= SPARSE_ROWS_LANES[1]
@@ -694,7 +697,7 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         acc = dict(PEEL=peeled, VEC=vec, **acc)
     if fam == "rows":
         BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, vec=vec if peeled else 0, log=log,
-                                                              itemsize=itemsize)
+                                                              itemsize=itemsize, aligned=acc["ALIGN"] >= vec)
         meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, **_rows_m(M, BLOCK_M, itemsize, log, True),
                     num_warps=num_warps, num_stages=1)
         return (Launch("softmax_fwd_rows", ("x",), (M, N, stride_xm, stride_ym),
@@ -763,7 +766,7 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
         acc = dict(PEEL=peeled, VEC=vec, **acc)
     if fam == "rows":
         BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, forward=False, vec=vec if peeled else 0,
-                                                              log=log, itemsize=itemsize)
+                                                              log=log, itemsize=itemsize, aligned=acc["ALIGN"] >= vec)
         meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, **_rows_m(M, BLOCK_M, itemsize, log, False),
                     num_warps=num_warps, num_stages=1)
         return (Launch("softmax_bwd_rows", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm),

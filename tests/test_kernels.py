@@ -704,6 +704,14 @@ def test_rows_short_forward_rule():
             assert tiling(512, dtype, log) == (4, 4) and tiling(64, dtype, log)[1] == 4
             assert tiling(200, dtype, log)[1] == 4  # lanes it does not fill
     assert tiling(128, M=3) == (4, 2)  # BLOCK_M: at most M, a power of two
+    # Peeled rows (float32 256 in rows of 257: not 16-byte aligned) keep 4 warps, and so do rows
+    # that start unaligned unpeeled (bfloat16 256 in rows of 257) and float64's (none measured).
+    kw = dispatch.plan_forward(64, 256, 257, 257, "float32", False, 132)[0].kwargs
+    assert kw["PEEL"] and (kw["BLOCK_M"], kw["num_warps"]) == (8, 4)
+    kw = dispatch.plan_forward(64, 256, 257, 257, "bfloat16", False, 132)[0].kwargs
+    assert not kw["PEEL"] and (kw["BLOCK_M"], kw["num_warps"]) == (8, 4)
+    assert tiling(256, "float64") == (8, 4) and tiling(256, "bfloat16", M=64) == (4, 2)
+    assert dispatch.plan_forward(64, 256, 264, 264, "bfloat16", False, 132)[0].kwargs["num_warps"] == 2  # aligned
 
 
 def test_rows_small_program_rule():
@@ -728,6 +736,10 @@ def test_rows_small_program_rule():
         assert tiling(256, "float32", "bwd", log) == (1, 4, False) and tiling(128, "float32", "bwd", log) == (2, 4, True)
         assert tiling(512, "float32", "bwd", log) == (4, 4, True) and tiling(1024, "float32", "fwd", log)[0] == 2
         assert tiling(500, "bfloat16", "bwd", log)[0] == 4  # rows that do not fill their lanes
+        # Rows that start unaligned (stride 513) and float64's keep their programs (none measured).
+        kw = dispatch.plan_backward(64, 512, 513, 513, 513, "bfloat16", log, 132)[0].kwargs
+        assert (kw["BLOCK_M"], kw["num_warps"]) == (4, 4)
+        assert tiling(256, "float64", "bwd", log)[0] == 8
 
 
 def test_sparse_rows_rule():
