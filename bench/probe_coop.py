@@ -214,8 +214,9 @@ LATE_M = {128256: (1, 8, 16, 32, 64, 128), 256000: (1, 4, 8, 16, 32, 64), 104857
 def _bench_clock(plan, bufs, names, out, nbytes, l2_bytes):
     """us a call of `plan` as the benchmark times ms-torch (CUDA graph, kernel time), each call
     writing a fresh output as the adapters do (until 2026-11-24 09:00 UTC every call wrote `out`,
-    which then stayed in L2 where it fits: bf16 8 x 256000's forward took 6.7 us so against 7.7
-    through the adapter, bench/results/h100/probe_few_tag16.log)."""
+    which then stayed in L2 where it fits: bf16 8 x 256000's forward took 6.7 us so,
+    bench/results/h100/probe_few_tag16_warm_y.log, against 7.6 with fresh outputs,
+    probe_few_tag16.log; probe_events.log: the same kernel in both ways)."""
     import timing
     args = tuple(bufs[n] for n in names)
     us, _ = timing.torch_time(lambda *a: tune.run_plan(plan, dict(zip(names, a)), torch.empty_like(out)), args,

@@ -1,0 +1,101 @@
+"""What a call puts on the GPU, event by event (GPU): the kernels and memsets that CUPTI records
+for a call of each adapter, named, with their median durations, read through the JAX profiler
+as bench/timing.py reads them.
+
+    python bench/probe_events.py > bench/results/h100/probe_events.log
+
+For few long bf16 rows (the shapes of the few-long-rows target), forward, softmax and
+log_softmax:
+  * the JAX adapter, jitted, over 13 inputs: its Triton kernel and jax-triton's memset of the
+    cooperative kernels' counters or TAG words (`zeroed_outputs`), which a torch call avoids;
+  * the torch adapter, in a CUDA graph over 13 inputs and 20 calls, against the same plan run
+    by `tune.run_plan` into one reused output (as bench/probe_coop.py timed before 2026-11-24
+    09:00 UTC): where y fits in L2, a reused output stays there and the same kernel reads faster.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import statistics
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+SHAPES = [(8, 128256), (8, 256000), (64, 256000), (16, 1048576)]
+COPIES = 13
+
+
+def _events(run):
+    """{event name: (count, median us)} and the summed us a call of `run()` (which makes 20
+    calls and waits), from one profiled run of it."""
+    import jax
+    run()
+    folder = tempfile.mkdtemp(prefix="multisoftmax-events-")
+    with jax.profiler.trace(folder):
+        run()
+    path = glob.glob(os.path.join(folder, "**", "*.xplane.pb"), recursive=True)[0]
+    profile = jax.profiler.ProfileData.from_file(path)
+    evs = [(ev.name, ev.duration_ns) for plane in profile.planes if plane.name.startswith("/device:GPU")
+           for line in plane.lines if line.name.startswith("Stream") for ev in line.events]
+    names = {}
+    for name, ns in evs:
+        names.setdefault(name[:40], []).append(ns)
+    return ({n: (len(v), round(statistics.median(v) / 1e3, 2)) for n, v in names.items()},
+            round(sum(ns for _, ns in evs) / 1e3 / 20, 2))
+
+
+def main():
+    import jax
+    import jax.numpy as jnp
+    import torch
+
+    import multisoftmax.jax as msj
+    import multisoftmax.torch as mst
+    import tune
+    from multisoftmax import dispatch
+
+    print(f"{torch.cuda.get_device_name()}  jax {jax.__version__}  torch {torch.__version__}", flush=True)
+    for M, N in SHAPES:
+        for log in (False, True):
+            op = "log_softmax" if log else "softmax"
+            xs = [jax.random.normal(jax.random.PRNGKey(i), (M, N), jnp.bfloat16) for i in range(COPIES)]
+            f = jax.jit(lambda a: (msj.log_softmax if log else msj.softmax)(a, axis=-1))
+
+            def run_jax():
+                for i in range(20):
+                    y = f(xs[i % COPIES])
+                y.block_until_ready()
+
+            ev, per = _events(run_jax)
+            print(f"bf16 {M}x{N} {op} jax-adapter: {per} us a call; {ev}", flush=True)
+            sets = [torch.randn(M, N, device="cuda", dtype=torch.bfloat16) for _ in range(COPIES)]
+            plan = dispatch.plan_forward(M, N, N, N, "bfloat16", log, torch.cuda.get_device_properties(0).multi_processor_count)
+            out = torch.empty_like(sets[0])
+            for name, fn in (("torch-adapter", lambda a: (mst.log_softmax if log else mst.softmax)(a, -1)),
+                             ("plan, one output", lambda a: tune.run_plan(plan, {"x": a}, out))):
+                side = torch.cuda.Stream()
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
+                    for a in sets[:2]:
+                        fn(a)
+                torch.cuda.current_stream().wait_stream(side)
+                torch.cuda.synchronize()
+                graph, outs = torch.cuda.CUDAGraph(), []
+                with torch.cuda.graph(graph, stream=side):
+                    for i in range(20):
+                        outs.append(fn(sets[i % COPIES]))
+
+                def run_graph():
+                    graph.replay()
+                    torch.cuda.synchronize()
+
+                ev, per = _events(run_graph)
+                print(f"bf16 {M}x{N} {op} {name}: {per} us a call; {ev}", flush=True)
+                del graph, outs
+
+
+if __name__ == "__main__":
+    main()
