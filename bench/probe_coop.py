@@ -745,7 +745,6 @@ def _kernel_variant(name, old, new):
     """Register as multisoftmax.kernels.softmax.<name> the softmax_fwd_coop of a copy of
     kernels/softmax.py in which `old` (once in the module) reads `new`; a plan runs it once its
     launch's kernel is `name`."""
-    import dataclasses  # noqa: F401  (for callers)
     import importlib.util
     import tempfile
     from multisoftmax.kernels import softmax as kernels_src

@@ -703,9 +703,10 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         return (Launch("softmax_fwd_rows", ("x",), (M, N, stride_xm, stride_ym),
                        (("y", (M, N), "io"),), grid, tuple(meta.items())),)
     if fam == "coop":
-        # TAG where it pays (COOP_TAG_FWD_MIN_PER_SM), packed where rows are whole words, in the
-        # chunks of COOP_FWD16_WARPS (summed in halves) or wide ones. Else: unpacked wide chunks (COOP_WIDE_MAX_N), else PACK where it pays (COOP_FWD_UNPACKED_PER_SM),
-        # packed in wide chunks where those pay (COOP_PACK_WIDE_MIN_PER_SM); LATE_LEAVE by the
+        # TAG where it pays (COOP_TAG_FWD_MIN_PER_SM, COOP_TAG_FWD16_FEW_MAX_PER_SM), packed where
+        # rows are whole words, in the chunks of COOP_FWD16_WARPS (summed in halves) or wide ones.
+        # Else: unpacked wide chunks (COOP_WIDE_MAX_N), else PACK where it pays
+        # (COOP_FWD_UNPACKED_PER_SM), packed in wide chunks where those pay (COOP_PACK_WIDE_MIN_PER_SM); LATE_LEAVE by the
         # grid of the chunks taken, never for the unpacked wide chunks, for log_softmax only
         # packed (COOP_LATE_LEAVE); narrow chunks for grids of a few programs
         # (COOP_NARROW_MIN_SMS_PER_PROGRAM), which take none of the others.

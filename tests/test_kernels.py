@@ -686,14 +686,19 @@ def test_even_m_rule():
     assert kw["BLOCK_M"] == 1 and not kw["EVEN_M"]  # one row a program: no EVEN_M (probe_even_m.log)
 
 
+def _rows_kw(N, dtype="bfloat16", log=False, direction="fwd", M=65536):
+    """The kwargs of dispatch's plan for M contiguous rows of N (132 SMs), forward or backward."""
+    plan = (dispatch.plan_forward(M, N, N, N, dtype, log, 132) if direction == "fwd"
+            else dispatch.plan_backward(M, N, N, N, N, dtype, log, 132))
+    return plan[0].kwargs
+
+
 def test_rows_short_forward_rule():
     """The forward of rows that fill 128 or 256 lanes runs programs of 2 warps (half the rows, 16
     values a thread: dispatch.ROWS_SHORT_FWD_LANES), but float32's log_softmax at 128; the
     backward, other lengths and unfilled lanes keep 4 warps."""
-    def tiling(N, dtype="bfloat16", log=False, direction="fwd", M=65536):
-        plan = (dispatch.plan_forward(M, N, N, N, dtype, log, 132) if direction == "fwd"
-                else dispatch.plan_backward(M, N, N, N, N, dtype, log, 132))
-        kw = plan[0].kwargs
+    def tiling(*args, **kwargs):
+        kw = _rows_kw(*args, **kwargs)
         return kw["BLOCK_M"], kw["num_warps"]
 
     for dtype in ("float32", "bfloat16", "float16"):
@@ -717,12 +722,10 @@ def test_rows_short_forward_rule():
 def test_rows_small_program_rule():
     """Full rows in smaller programs at 4 warps: the backward of float32 256 and 16-bit 512 values
     one row a program, of float32 128 and 16-bit 256 two, of 16-bit 128 four (1 KB of each tensor:
-    dispatch.ROWS_BWD_1KB_N); the
-    16-bit forward of 1024 one row (ROWS_FWD_ONE_ROW_N); other rows as before."""
+    dispatch.ROWS_BWD_1KB_N); the 16-bit forward of 1024 one row (ROWS_FWD_ONE_ROW_N); other rows
+    as before."""
     def tiling(N, dtype, direction, log=False, M=65536):
-        plan = (dispatch.plan_forward(M, N, N, N, dtype, log, 132) if direction == "fwd"
-                else dispatch.plan_backward(M, N, N, N, N, dtype, log, 132))
-        kw = plan[0].kwargs
+        kw = _rows_kw(N, dtype, log, direction, M)
         return kw["BLOCK_M"], kw["num_warps"], kw["EVEN_M"]
 
     for log in (False, True):
@@ -745,10 +748,8 @@ def test_rows_small_program_rule():
 def test_sparse_rows_rule():
     """16-bit forward rows that fill less than 60% of their 512-2048 lanes hold twice the rows a
     program (dispatch.SPARSE_ROWS_FILL); float32, the backward, fuller rows and peeled rows do not."""
-    def block_m(N, dtype="bfloat16", log=False, direction="fwd", M=65536):
-        if direction == "fwd":
-            return dispatch.plan_forward(M, N, N, N, dtype, log, 132)[0].kwargs["BLOCK_M"]
-        return dispatch.plan_backward(M, N, N, N, N, dtype, log, 132)[0].kwargs["BLOCK_M"]
+    def block_m(*args, **kwargs):
+        return _rows_kw(*args, **kwargs)["BLOCK_M"]
 
     assert [block_m(N) for N in (1152, 1100, 600, 300)] == [2, 2, 4, 8]
     assert block_m(1152, "float16", True) == 2 and block_m(1152, log=True) == 2
