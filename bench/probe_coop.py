@@ -844,6 +844,190 @@ def rows_few(sms, shapes=ROWS_FEW_SHAPES, directions=("bwd",)):
                       f"warps={kw['num_warps']} | " + _compare(M, N, dtype, direction, log, variants, sms), flush=True)
 
 
+SPLIT_FEW_SHAPES = [(16, 1048576), (64, 256000), (64, 128256), (32, 256000), (8, 256000), (8, 128256), (1, 256000)]
+# Eviction hints for the split forward (E): the first kernel's x stays in L2 (evict_last), the
+# second kernel's read of it and its y go first (evict_first), so y's lines do not push out
+# the x lines still to be read.
+SPLIT_EVICT = {"softmax_fwd_split_stats": [(
+    'x = tl.load(x_row + start + cols, mask=start + cols < hi, other=-float("inf")).to(acc_ty)',
+    'x = tl.load(x_row + start + cols, mask=start + cols < hi, other=-float("inf"), eviction_policy="evict_last").to(acc_ty)')],
+    "softmax_fwd_split_norm": [(
+        'x = tl.load(x_row + start + cols, mask=mask, other=-float("inf")).to(acc_ty)',
+        'x = tl.load(x_row + start + cols, mask=mask, other=-float("inf"), eviction_policy="evict_first").to(acc_ty)'), (
+        'tl.store(y_row + start + cols, _normalize(x, m, s, LOG).to(y_ptr.dtype.element_ty), mask=mask)',
+        'tl.store(y_row + start + cols, _normalize(x, m, s, LOG).to(y_ptr.dtype.element_ty), mask=mask, '
+        'eviction_policy="evict_first")')]}
+
+
+def _function_variants(suffix, edits):
+    """Register multisoftmax.kernels.softmax.<fn><suffix> for each fn of `edits` ({fn: [(old,
+    new), ...]}): fn of a copy of kernels/softmax.py whose text inside fn's definition (up to
+    the next @triton.jit) has each `old` (once there) replaced by `new`."""
+    import importlib.util
+    import tempfile
+    from multisoftmax.kernels import softmax as kernels_src
+    src = open(kernels_src.__file__).read()
+    for fn, pairs in edits.items():
+        start = src.index(f"def {fn}(")
+        end = src.find("\n@triton.jit", start)
+        body = src[start:end]
+        for old, new in pairs:
+            assert body.count(old) == 1, (fn, old)
+            body = body.replace(old, new)
+        src = src[:start] + body + src[end:]
+    path = os.path.join(tempfile.mkdtemp(), f"variant{suffix}.py")
+    with open(path, "w") as f:
+        f.write(src)
+    spec = importlib.util.spec_from_file_location(f"variant{suffix}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for fn in edits:
+        setattr(kernels_src, fn + suffix, getattr(mod, fn))
+
+
+def _wall_us(plan, bufs, names, out, calls=20):
+    """us a call of `plan` by CUDA events around a graph of `calls` calls (gaps between kernels
+    included), fresh outputs each call, one input (the median of 10 replays)."""
+    args = tuple(bufs[n] for n in names)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        tune.run_plan(plan, dict(zip(names, args)), torch.empty_like(out))
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    outs = [torch.empty_like(out) for _ in range(calls)]
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=side):
+        for o in outs:
+            tune.run_plan(plan, dict(zip(names, args)), o)
+    graph.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(10):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        graph.replay()
+        b.record()
+        torch.cuda.synchronize()
+        times.append(a.elapsed_time(b) * 1e3 / calls)
+    return sorted(times)[len(times) // 2]
+
+
+def split_few(sms, shapes=SPLIT_FEW_SHAPES, dtypes=("bfloat16", "float32")):
+    """Few long rows whose x fits in L2: dispatch's cooperative forward against the two-kernel
+    split forward (partials, then a second read of x, from L2, and the write): dispatch's split
+    chunks (split), chunks of 8192/16384/32768 values (sC), and the best of those with the
+    eviction hints of SPLIT_EVICT (sC-E). By the benchmark's clock (kernel time, fresh input
+    copies) twice, then the wall time of a graph of 20 calls on one input (w: gaps between
+    kernels included, x of the previous call partly in L2)."""
+    import dataclasses
+    from multisoftmax import dispatch
+    _function_variants("_E", SPLIT_EVICT)
+    evict = lambda p: tuple(dataclasses.replace(l, kernel=l.kernel + "_E") for l in p)  # noqa: E731
+    for dtype in dtypes:
+        for M, N in shapes:
+            for log in (False, True):
+                plan, names = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
+                variants = [("dispatch", plan), ("split", _dispatch_plan(M, N, dtype, "fwd", sms, "split", log)[0])]
+                for chunk in (8192, 16384, 32768):
+                    n_chunks = triton.cdiv(N, chunk)
+                    with mock.patch.object(dispatch, "_split", lambda *a, c=chunk, n=n_chunks: (c, n)):
+                        p = dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, sms, "split")
+                    variants += [(f"s{chunk // 1024}k", p), (f"s{chunk // 1024}k-E", evict(p))]
+                line = _head(M, N, dtype, "fwd", log, plan, sms) + _compare(M, N, dtype, "fwd", log, variants, sms)
+                x, y, dy, out, bufs, nbytes = tune.make_inputs(M, N, getattr(torch, dtype), "fwd", log)
+                line += " || w " + " ".join(f"{name} {_wall_us(p, bufs, names, out):.2f}" for name, p in variants)
+                del x, y, dy, out, bufs
+                torch.cuda.empty_cache()
+                print(line, flush=True)
+
+
+SPLIT_TINY_SHAPES = [(1, 128256), (1, 256000), (4, 128256), (8, 128256), (8, 256000), (16, 128256), (16, 256000),
+                     (32, 128256)]
+
+
+def _split_plan(M, N, dtype, direction, log, sms, chunk, warps=8):
+    """The split plan (two kernels, no counters) in chunks of `chunk` values, tiles of
+    min(chunk, LOOP_BLOCK_N) values, `warps` warps."""
+    import dataclasses
+    from multisoftmax import dispatch
+    with mock.patch.object(dispatch, "_split", lambda *a: (chunk, triton.cdiv(N, chunk))):
+        plan, _ = _dispatch_plan(M, N, dtype, direction, sms, "split", log)
+    block = min(chunk, plan[0].kwargs["BLOCK_N"])
+    return tuple(dataclasses.replace(l, meta=tuple({**l.kwargs, "BLOCK_N": block, "num_warps": warps}.items()))
+                 for l in plan)
+
+
+def split_tiny(sms, shapes=SPLIT_TINY_SHAPES, dtypes=("bfloat16", "float32")):
+    """Few long rows, forward and backward: dispatch's cooperative plan (which the JAX adapter
+    runs after a memset of its counters or TAG words: 0.77-1.09 us, probe_events.log) against
+    the split plan (two kernels, nothing to zero) in chunks of 2048 to 16384 values (sCk; w4:
+    4 warps), by the benchmark's clock (kernel time, no memset counted), twice each."""
+    for dtype in dtypes:
+        for M, N in shapes:
+            for direction in ("fwd", "bwd"):
+                for log in (False, True):
+                    plan, _ = _dispatch_plan(M, N, dtype, direction, sms, None, log)
+                    variants = [("dispatch", plan)]
+                    for chunk in (2048, 4096, 8192, 16384):
+                        variants.append((f"s{chunk // 1024}k", _split_plan(M, N, dtype, direction, log, sms, chunk)))
+                    variants.append(("s4k-w4", _split_plan(M, N, dtype, direction, log, sms, 4096, 4)))
+                    kw = plan[0].kwargs
+                    print(f"{dtype} {M}x{N} {'log' if log else 'sm'} {direction} programs={plan[0].grid[0]} "
+                          f"tag={kw.get('TAG', 0):d} | " + _compare(M, N, dtype, direction, log, variants, sms),
+                          flush=True)
+
+
+JAX_FRESH_SHAPES = [(1, 32768), (8, 32768), (1, 65536), (1, 128256), (2, 128256), (4, 128256), (8, 128256),
+                    (16, 128256), (1, 256000), (8, 256000), (16, 256000), (1, 1048576)]
+
+
+def jax_fresh(sms, shapes=JAX_FRESH_SHAPES, dtypes=("bfloat16", "float32")):
+    """The JAX adapter (jax-triton, which zeroes the cooperative kernels' counters or TAG words on
+    every call) with dispatch's split plans for few long rows (SPLIT_FRESH_FWD_MAX_PER_SM and
+    _BWD_) against the same with that rule off (the cooperative plan and its memset), forward
+    and backward (the vjp pullback, as the benchmark times ms-jax), by the benchmark's JAX clock
+    (profiler: GPU time of a jitted chain, the memset included), twice each."""
+    import jax
+    import jax.numpy as jnp
+    import timing
+    import multisoftmax.jax as msj
+    from multisoftmax import dispatch
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+
+    def timed(M, N, dtype, direction, log, rule_on):
+        limit = 1 if rule_on else 0  # a factor on both limits
+        with mock.patch.multiple(dispatch, SPLIT_FRESH_FWD_MAX_PER_SM=dispatch.SPLIT_FRESH_FWD_MAX_PER_SM * limit,
+                                 SPLIT_FRESH_BWD_MAX_PER_SM=dispatch.SPLIT_FRESH_BWD_MAX_PER_SM * limit):
+            dispatch.plan_forward.cache_clear()
+            dispatch.plan_backward.cache_clear()
+            jax.clear_caches()  # the adapter's inner functions are traced once per shape otherwise
+            fn = msj.log_softmax if log else msj.softmax
+            x = jax.random.normal(jax.random.PRNGKey(M + N), (M, N), getattr(jnp, dtype))
+            if direction == "fwd":
+                args, f, nbytes = (x,), (lambda a: fn(a, -1)), 2 * x.nbytes
+            else:
+                dy = jax.random.normal(jax.random.PRNGKey(1), (M, N), getattr(jnp, dtype))
+                _, pull = jax.vjp(lambda a: fn(a, -1), x)
+                args, f, nbytes = (dy,), (lambda d: pull(d)[0]), 3 * x.nbytes
+            _, us, _, _ = timing.jax_time(f, args, nbytes, gpu=True, l2_bytes=l2)
+        dispatch.plan_forward.cache_clear()
+        dispatch.plan_backward.cache_clear()
+        return us
+
+    for dtype in dtypes:
+        for M, N in shapes:
+            for direction in ("fwd", "bwd"):
+                for log in (False, True):
+                    plan = (dispatch.plan_forward(M, N, N, N, dtype, log, sms, counters_per_call=True)
+                            if direction == "fwd" else
+                            dispatch.plan_backward(M, N, N, N, N, dtype, log, sms, counters_per_call=True))
+                    res = [(on, timed(M, N, dtype, direction, log, on)) for _ in range(2) for on in (False, True)]
+                    print(f"{dtype} {M}x{N} {'log' if log else 'sm'} {direction} | jax plan: "
+                          f"{'+'.join(l.kernel.split('_', 2)[2] for l in plan)} grid={plan[0].grid} | "
+                          + " | ".join(f"{'split' if on else 'coop'} {us:.2f} us" for on, us in res), flush=True)
+
+
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
@@ -859,6 +1043,7 @@ def main():
              "--rows-odd": lambda sms: rows16(sms, ROWS_ODD_N, ("bfloat16", "float32"), ("fwd", "bwd"), True),
              "--rows781": lambda sms: rows16(sms, (781,), ("bfloat16", "float16"), ("fwd", "bwd")),
              "--rows-odd16": lambda sms: rows16(sms, ROWS_ODD16_N, ("bfloat16", "float16"), ("bwd",), True),
+             "--split-few": split_few, "--split-tiny": split_tiny, "--jax-fresh": jax_fresh,
              "--rows-short": lambda sms: rows16(sms, ROWS_SHORT_N, ("float32", "bfloat16", "float16"), ("fwd", "bwd"))}
     for flag, mode in modes.items():
         if flag in sys.argv[1:]:

@@ -383,6 +383,31 @@ MIN_CHUNK = 8192
 # The looped kernel walks one row a program; with fewer rows than this many per SM the GPU
 # idles, and rows are split across programs instead.
 ROWS_PER_SM_FOR_ONLINE = 4
+# A launcher that zeroes the cooperative kernels' counters (or TAG's words) on every call, as
+# jax_triton.triton_call's zeroed_outputs does (a memset of 0.77-1.09 us on the GPU before the
+# kernel, bench/results/h100/probe_events.log; the torch adapter zeroes them once), pays that
+# on every call: plan_forward/plan_backward(counters_per_call=True). Up to these grids (programs
+# an SM of the cooperative plan in COOP_CHUNK_N chunks) it gets the split plan instead, two
+# kernels with nothing to zero, the second reading x (y and dy) again from L2, in chunks of
+# SPLIT_FRESH_CHUNKS; in the backward only for the log_softmax. On the H100, through the JAX
+# adapter (bench/results/h100/probe_jax_fresh.log, the benchmark's JAX clock, memset included,
+# two runs; bf16 and float32 rows of 1-16 x 32768 to 1048576), the forward went from coop to
+# split 1.04-1.33x faster (bf16 1 x 128256: 4.55 -> 3.96 us, 16 x 128256: 8.28 -> 7.33, 1 x
+# 1048576: 6.34 -> 5.86; float32 1 x 256000: 5.57 -> 4.72) but for float32 16 x 128256's softmax
+# (1.94 programs an SM: 11.02 -> 11.34); the log_softmax backward 0.98-1.21x (bf16 1 x 256000:
+# 4.68 -> 3.93; 1 x 128256 and 2 x 128256, TAG: 3.48 -> 3.55, 3.87 -> 3.90), the softmax
+# backward 0.96-1.21x, less often ahead (float32 1 x 65536 and 8 x 32768: 3.61 -> 3.75, 4.19 ->
+# 4.34): it keeps the cooperative kernel. Beyond these grids split and coop ran within ~1%
+# (bench/results/h100/probe_split_tiny.log: kernel times alone, the cooperative plan ahead by
+# 0.3-2 us from 4 programs an SM, and from 1 in the backward). float64 was not measured: it
+# keeps the cooperative kernel.
+SPLIT_FRESH_FWD_MAX_PER_SM = 2
+SPLIT_FRESH_BWD_MAX_PER_SM = 0.5
+# Those split plans take the shortest of these chunks (values, one tile a program) that keeps
+# the grid within SPLIT_FRESH_FWD_MAX_PER_SM programs an SM (probe_split_tiny.log: 2048 won at
+# 1 x 128256 and 1 x 256000, 4096 at 8 x 128256, 8192 at 8 x 256000 forward; 2048 won in
+# nearly every backward there).
+SPLIT_FRESH_CHUNKS = (2048, 4096, 8192)
 
 
 @dataclass(frozen=True)
@@ -497,6 +522,16 @@ def _split(M: int, N: int, itemsize: int, num_sms: int):
     n_chunks = max(1, min(want, N // MIN_CHUNK))
     chunk = triton.cdiv(triton.cdiv(N, n_chunks), block) * block  # whole tiles per chunk
     return chunk, triton.cdiv(N, chunk)
+
+
+def _split_fresh(M: int, N: int, itemsize: int, num_sms: int, forward: bool, log: bool) -> int | None:
+    """The chunk of the split plan that replaces the cooperative one for a launcher that
+    zeroes counters on every call (SPLIT_FRESH_FWD_MAX_PER_SM), or None where it does not."""
+    limit = SPLIT_FRESH_FWD_MAX_PER_SM if forward else SPLIT_FRESH_BWD_MAX_PER_SM * log
+    if itemsize > 4 or M * _coop_chunks(N, itemsize)[1] > limit * num_sms:
+        return None
+    return next((c for c in SPLIT_FRESH_CHUNKS if M * triton.cdiv(N, c) <= SPLIT_FRESH_FWD_MAX_PER_SM * num_sms),
+                SPLIT_FRESH_CHUNKS[-1])
 
 
 def _coop_chunks(N: int, itemsize: int, wide: bool = False, narrow: bool = False) -> tuple[int, int]:
@@ -681,16 +716,20 @@ def family(M: int, N: int, itemsize: int, num_sms: int, aligned: bool) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log: bool,
-                 num_sms: int, force: str | None = None, force_peel: bool | None = None) -> tuple[Launch, ...]:
+                 num_sms: int, force: str | None = None, force_peel: bool | None = None,
+                 counters_per_call: bool = False) -> tuple[Launch, ...]:
     """Launches computing y = softmax(x) (log_softmax if `log`) over rows of an M x N view.
 
     `force` picks a family ("rows", "coop", "online", "split") and `force_peel` the PEEL
     choice of the rows and coop families regardless of the heuristics: for tests and the
-    benchmark. M and N must be >= 1.
+    benchmark. `counters_per_call`: the launcher zeroes "zeros" and "sync" outputs on every
+    call (the JAX adapter), not once (torch): see SPLIT_FRESH_FWD_MAX_PER_SM. M and N must be >= 1.
     """
     itemsize = ITEMSIZE[dtype]
     acc = dict(LOG=log, ALIGN=alignment(N, stride_xm, stride_ym), ACC_FP64=dtype == "float64")
     fam = force or family(M, N, itemsize, num_sms, acc["ALIGN"] * itemsize >= 16)
+    fresh = _split_fresh(M, N, itemsize, num_sms, True, log) if counters_per_call and fam == "coop" and not force else None
+    fam = "split" if fresh else fam
     vec = 16 // itemsize
     if fam in ("rows", "coop"):
         peeled = peel(N, itemsize, acc["ALIGN"], stride_xm == stride_ym, force_peel)
@@ -737,7 +776,8 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
                        (("y", (M, N), "io"),), grid, tuple(meta.items())),)
     if fam != "split":
         raise ValueError(f"force={force!r}: expected 'rows', 'coop', 'online' or 'split'")
-    chunk, n_chunks = _split(M, N, itemsize, num_sms)
+    chunk, n_chunks = (fresh, triton.cdiv(N, fresh)) if fresh else _split(M, N, itemsize, num_sms)
+    BLOCK_N = min(BLOCK_N, chunk)
     acc["ALIGN"] = alignment(N, stride_xm, stride_ym, chunk)
     stats = dict(BLOCK_N=BLOCK_N, ALIGN=acc["ALIGN"], ACC_FP64=acc["ACC_FP64"], num_warps=num_warps,
                  num_stages=2)
@@ -756,11 +796,13 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
 @functools.lru_cache(maxsize=4096)
 def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: int, dtype: str,
                   log: bool, num_sms: int, force: str | None = None,
-                  force_peel: bool | None = None) -> tuple[Launch, ...]:
+                  force_peel: bool | None = None, counters_per_call: bool = False) -> tuple[Launch, ...]:
     """Launches computing dx from y and dy over rows of an M x N view (see plan_forward)."""
     itemsize = ITEMSIZE[dtype]
     acc = dict(LOG=log, ALIGN=alignment(N, stride_ym, stride_dym, stride_dxm), ACC_FP64=dtype == "float64")
     fam = force or family(M, N, itemsize, num_sms, acc["ALIGN"] * itemsize >= 16)
+    fresh = _split_fresh(M, N, itemsize, num_sms, False, log) if counters_per_call and fam == "coop" and not force else None
+    fam = "split" if fresh else fam
     vec = 16 // itemsize
     if fam in ("rows", "coop"):
         peeled = peel(N, itemsize, acc["ALIGN"], stride_ym == stride_dym == stride_dxm, force_peel)
@@ -799,7 +841,8 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
                        (("dx", (M, N), "io"),), grid, tuple(meta.items())),)
     if fam != "split":
         raise ValueError(f"force={force!r}: expected 'rows', 'coop', 'online' or 'split'")
-    chunk, n_chunks = _split(M, N, itemsize, num_sms)
+    chunk, n_chunks = (fresh, triton.cdiv(N, fresh)) if fresh else _split(M, N, itemsize, num_sms)
+    BLOCK_N = min(BLOCK_N, chunk)
     acc["ALIGN"] = alignment(N, stride_ym, stride_dym, stride_dxm, chunk)
     dot = dict(BLOCK_N=BLOCK_N, **acc, num_warps=num_warps, num_stages=2)
     apply = dict(BLOCK_N=BLOCK_N, BLOCK_C=triton.next_power_of_2(n_chunks), **acc,

@@ -139,7 +139,8 @@ def _fwd_call(log: bool):
     @jax.custom_batching.custom_vmap
     def call(x):
         M, N = x.shape
-        plan = dispatch.plan_forward(M, N, N, N, _DTYPE_NAMES[x.dtype], log, _num_sms())
+        plan = dispatch.plan_forward(M, N, N, N, _DTYPE_NAMES[x.dtype], log, _num_sms(),
+                                     counters_per_call=True)
         return _execute(plan, {"x": x}, x.dtype)
 
     @call.def_vmap
@@ -155,7 +156,8 @@ def _bwd_call(log: bool):
     @jax.custom_batching.custom_vmap
     def call(y, dy):
         M, N = y.shape
-        plan = dispatch.plan_backward(M, N, N, N, N, _DTYPE_NAMES[y.dtype], log, _num_sms())
+        plan = dispatch.plan_backward(M, N, N, N, N, _DTYPE_NAMES[y.dtype], log, _num_sms(),
+                                      counters_per_call=True)
         return _execute(plan, {"y": y, "dy": dy}, y.dtype)
 
     @call.def_vmap

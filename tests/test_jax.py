@@ -125,6 +125,32 @@ def test_backward_matches_reference(dtype):
         ref.assert_close(np.asarray(dx, np.float64), expected, jnp.dtype(dtype).name, scale_atol=True)
 
 
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
+def test_few_long_rows_split_and_cooperative(dtype):
+    """Few long rows: the JAX adapter (counters zeroed on every call) runs the split plan where
+    the cooperative grid is small (dispatch.SPLIT_FRESH_FWD_MAX_PER_SM; the log_softmax backward
+    only, SPLIT_FRESH_BWD_MAX_PER_SM), the cooperative kernels beyond; both match float64."""
+    from multisoftmax import dispatch
+
+    sms, name = mj._num_sms(), jnp.dtype(dtype).name
+    N = 20000  # aligned, past the rows held in registers: 3 cooperative chunks a row
+    for M in (1, 3 * sms):  # 3 programs: split forward (and, on 6 SMs or more, log_softmax backward); 9 an SM: coop
+        x = randn(M, N, dtype=dtype, seed=M)
+        dy = randn(M, N, dtype=dtype, seed=M + 1, scale=1.0)
+        assert dispatch.family(M, N, x.dtype.itemsize, sms, True) == "coop"
+        for ours, _, log in OPS:
+            fwd = dispatch.plan_forward(M, N, N, N, name, log, sms, counters_per_call=True)
+            bwd = dispatch.plan_backward(M, N, N, N, N, name, log, sms, counters_per_call=True)
+            assert ("split" in fwd[0].kernel) == (M == 1)
+            assert ("split" in bwd[0].kernel) == (M == 1 and log and 3 <= sms / 2)
+            y, pull = jax.vjp(lambda t: ours(t, -1), x)
+            x64 = np.asarray(x, np.float64)
+            ref.assert_close(np.asarray(y, np.float64), ref.softmax(x64, -1, log), name, f"M={M} log={log}")
+            y64, dy64 = np.asarray(y, np.float64), np.asarray(dy, np.float64)
+            ref.assert_close(np.asarray(pull(dy)[0], np.float64), ref.softmax_backward(y64, dy64, -1, log), name,
+                             f"bwd M={M} log={log}", scale_atol=True)
+
+
 def test_kernels_run_not_the_native_op(monkeypatch):
     """On a GPU or with the interpreter, jax.nn's softmax must never be called."""
     def refuse(*args, **kwargs):

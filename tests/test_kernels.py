@@ -355,6 +355,49 @@ def test_coop_tag_rule():
         assert kw["TAG"] and not kw["PACK"] and kw["CHUNK_N"] == 8192
 
 
+def test_split_fresh_rule():
+    # A launcher that zeroes counters on every call (counters_per_call: the JAX adapter) gets the
+    # split plan for cooperative grids of up to 2 programs an SM forward (132 SMs: 264 programs of
+    # COOP_CHUNK_N values) and half a program an SM in the log_softmax backward (66), in the
+    # shortest chunks of 2048/4096/8192 values that keep <= 264 programs, one tile each. torch
+    # (counters zeroed once), float64, a forced family and larger grids keep their plans.
+    def plan(M, N, dtype, log, direction="fwd", fresh=True, force=None):
+        if direction == "fwd":
+            return dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, 132, force, None, fresh)
+        return dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, log, 132, force, None, fresh)
+
+    def split(M, N, dtype, log, direction="fwd", **kw):
+        p = plan(M, N, dtype, log, direction, **kw)
+        if "split" not in p[0].kernel:
+            return None
+        chunk = p[0].scalars[-2]
+        assert all(l.kwargs["BLOCK_N"] == chunk and l.grid == (M, -(-N // chunk)) for l in p)
+        return chunk
+
+    for dtype in ("bfloat16", "float16", "float32"):
+        for log in (False, True):
+            assert split(1, 128256, dtype, log) == 2048  # 16 programs; 63 split
+            assert split(1, 256000, dtype, log) == 2048  # 125
+            assert split(4, 128256, dtype, log) == 2048  # 252
+            assert split(8, 128256, dtype, log) == 4096  # 256
+            assert split(8, 256000, dtype, log) == 8192
+            assert split(16, 128256, dtype, log) == 8192  # 256 programs of 8192
+            assert split(1, 1048576, dtype, log) == 4096  # 128 programs; 256 split
+            assert split(17, 128256, dtype, log) is None  # 272 > 264
+            assert split(16, 256000, dtype, log) is None
+            assert split(1, 128256, dtype, log, fresh=False) is None  # torch
+            assert split(1, 128256, dtype, log, force="coop") is None
+            assert split(1, 32768, dtype, log) == 2048  # any cooperative row
+            assert split(1000, 4096, dtype, log) is None  # rows family
+            # The backward: log_softmax only, up to 66 programs
+            assert split(1, 256000, dtype, False, "bwd") is None
+            assert split(1, 256000, dtype, True, "bwd") == 2048
+            assert split(4, 128256, dtype, True, "bwd") == 2048  # 64 programs
+            assert split(5, 128256, dtype, True, "bwd") is None  # 80
+    assert split(1, 128256, "float64", False) is None
+    assert split(1, 128256, "float64", True, "bwd") is None
+
+
 def test_coop_tag_few_rule():
     # Few long rows (COOP_TAG_FWD16_FEW_MAX_PER_SM): unpeeled 16-bit rows in a grid of fewer than 6
     # programs of 8192 values an SM (132 SMs: 792) take TAG in 8192-value chunks at 8 warps, the
