@@ -389,15 +389,19 @@ ROWS_PER_SM_FOR_ONLINE = 4
 # on every call: plan_forward/plan_backward(counters_per_call=True). Up to these grids (programs
 # an SM of the cooperative plan in COOP_CHUNK_N chunks) it gets the split plan instead, two
 # kernels with nothing to zero, the second reading x (y and dy) again from L2, in chunks of
-# SPLIT_FRESH_CHUNKS; in the backward only for the log_softmax. On the H100, through the JAX
+# SPLIT_FRESH_CHUNKS; in the backward for the log_softmax, and for the softmax where its
+# cooperative plan would wait on counters (rows of more than COOP_TAG_MAX_CHUNKS chunks: at these
+# grids one row of more than 131072 values, or two of more than 262144). On the H100, through the JAX
 # adapter (bench/results/h100/probe_jax_fresh.log, the benchmark's JAX clock, memset included,
 # two runs; bf16 and float32 rows of 1-16 x 32768 to 1048576), the forward went from coop to
 # split 1.04-1.33x faster (bf16 1 x 128256: 4.55 -> 3.96 us, 16 x 128256: 8.28 -> 7.33, 1 x
 # 1048576: 6.34 -> 5.86; float32 1 x 256000: 5.57 -> 4.72) but for float32 16 x 128256's softmax
-# (1.94 programs an SM: 11.02 -> 11.34); the log_softmax backward 0.98-1.21x (bf16 1 x 256000:
-# 4.68 -> 3.93; 1 x 128256 and 2 x 128256, TAG: 3.48 -> 3.55, 3.87 -> 3.90), the softmax
-# backward 0.96-1.21x, less often ahead (float32 1 x 65536 and 8 x 32768: 3.61 -> 3.75, 4.19 ->
-# 4.34): it keeps the cooperative kernel. Beyond these grids split and coop ran within ~1%
+# (1.94 programs an SM: 11.02 -> 11.34); the log_softmax backward 0.94-1.21x (bf16 1 x 256000:
+# 4.68 -> 3.93; bf16 1 x 128256 and 2 x 128256 behind: 3.47 -> 3.55-3.69, 3.87 -> 3.90, also in
+# probe_jax_fresh_bwd.log, where 1 x 256000 gained 1.10-1.17x again), the softmax
+# backward 0.96-1.21x: ahead by 1.12-1.21x on counters (1 x 256000: bf16 4.70 -> 3.89, float32
+# 4.84 -> 4.33), within -4% to +11% with TAG (float32 1 x 65536 and 8 x 32768: 3.61 -> 3.75, 4.19
+# -> 4.34), where it keeps the cooperative kernel. Beyond these grids split and coop ran within ~1%
 # (bench/results/h100/probe_split_tiny.log: kernel times alone, the cooperative plan ahead by
 # 0.3-2 us from 4 programs an SM, and from 1 in the backward). float64 was not measured: it
 # keeps the cooperative kernel.
@@ -524,10 +528,11 @@ def _split(M: int, N: int, itemsize: int, num_sms: int):
     return chunk, triton.cdiv(N, chunk)
 
 
-def _split_fresh(M: int, N: int, itemsize: int, num_sms: int, forward: bool, log: bool) -> int | None:
+def _split_fresh(M: int, N: int, itemsize: int, num_sms: int, forward: bool, backward_ok: bool) -> int | None:
     """The chunk of the split plan that replaces the cooperative one for a launcher that
-    zeroes counters on every call (SPLIT_FRESH_FWD_MAX_PER_SM), or None where it does not."""
-    limit = SPLIT_FRESH_FWD_MAX_PER_SM if forward else SPLIT_FRESH_BWD_MAX_PER_SM * log
+    zeroes counters on every call (SPLIT_FRESH_FWD_MAX_PER_SM), or None where it does not
+    (`backward_ok`: a backward that may take it, see SPLIT_FRESH_BWD_MAX_PER_SM)."""
+    limit = SPLIT_FRESH_FWD_MAX_PER_SM if forward else SPLIT_FRESH_BWD_MAX_PER_SM * backward_ok
     if itemsize > 4 or M * _coop_chunks(N, itemsize)[1] > limit * num_sms:
         return None
     return next((c for c in SPLIT_FRESH_CHUNKS if M * triton.cdiv(N, c) <= SPLIT_FRESH_FWD_MAX_PER_SM * num_sms),
@@ -728,7 +733,7 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
     itemsize = ITEMSIZE[dtype]
     acc = dict(LOG=log, ALIGN=alignment(N, stride_xm, stride_ym), ACC_FP64=dtype == "float64")
     fam = force or family(M, N, itemsize, num_sms, acc["ALIGN"] * itemsize >= 16)
-    fresh = _split_fresh(M, N, itemsize, num_sms, True, log) if counters_per_call and fam == "coop" and not force else None
+    fresh = _split_fresh(M, N, itemsize, num_sms, True, True) if counters_per_call and fam == "coop" and not force else None
     fam = "split" if fresh else fam
     vec = 16 // itemsize
     if fam in ("rows", "coop"):
@@ -801,7 +806,12 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
     itemsize = ITEMSIZE[dtype]
     acc = dict(LOG=log, ALIGN=alignment(N, stride_ym, stride_dym, stride_dxm), ACC_FP64=dtype == "float64")
     fam = force or family(M, N, itemsize, num_sms, acc["ALIGN"] * itemsize >= 16)
-    fresh = _split_fresh(M, N, itemsize, num_sms, False, log) if counters_per_call and fam == "coop" and not force else None
+    if counters_per_call and fam == "coop" and not force:  # the log_softmax's, or the softmax's on counters
+        narrow = _coop_narrow(M * _coop_chunks(N, itemsize)[1], itemsize, num_sms)
+        counters = not _coop_tag(_coop_chunks(N, itemsize, narrow=narrow)[1], itemsize)
+        fresh = _split_fresh(M, N, itemsize, num_sms, False, log or counters)
+    else:
+        fresh = None
     fam = "split" if fresh else fam
     vec = 16 // itemsize
     if fam in ("rows", "coop"):

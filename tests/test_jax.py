@@ -128,8 +128,9 @@ def test_backward_matches_reference(dtype):
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
 def test_few_long_rows_split_and_cooperative(dtype):
     """Few long rows: the JAX adapter (counters zeroed on every call) runs the split plan where
-    the cooperative grid is small (dispatch.SPLIT_FRESH_FWD_MAX_PER_SM; the log_softmax backward
-    only, SPLIT_FRESH_BWD_MAX_PER_SM), the cooperative kernels beyond; both match float64."""
+    the cooperative grid is small (dispatch.SPLIT_FRESH_FWD_MAX_PER_SM; in the backward the
+    log_softmax's, and the softmax's on counters, SPLIT_FRESH_BWD_MAX_PER_SM), the cooperative
+    kernels beyond; both match float64."""
     from multisoftmax import dispatch
 
     sms, name = mj._num_sms(), jnp.dtype(dtype).name

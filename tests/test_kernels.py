@@ -358,8 +358,9 @@ def test_coop_tag_rule():
 def test_split_fresh_rule():
     # A launcher that zeroes counters on every call (counters_per_call: the JAX adapter) gets the
     # split plan for cooperative grids of up to 2 programs an SM forward (132 SMs: 264 programs of
-    # COOP_CHUNK_N values) and half a program an SM in the log_softmax backward (66), in the
-    # shortest chunks of 2048/4096/8192 values that keep <= 264 programs, one tile each. torch
+    # COOP_CHUNK_N values) and half a program an SM in the backward (66) of the log_softmax and of
+    # the softmax on counters (no TAG: more than 32 chunks a row), in the shortest chunks of
+    # 2048/4096/8192 values that keep <= 264 programs, one tile each. torch
     # (counters zeroed once), float64, a forced family and larger grids keep their plans.
     def plan(M, N, dtype, log, direction="fwd", fresh=True, force=None):
         if direction == "fwd":
@@ -389,8 +390,13 @@ def test_split_fresh_rule():
             assert split(1, 128256, dtype, log, force="coop") is None
             assert split(1, 32768, dtype, log) == 2048  # any cooperative row
             assert split(1000, 4096, dtype, log) is None  # rows family
-            # The backward: log_softmax only, up to 66 programs
-            assert split(1, 256000, dtype, False, "bwd") is None
+            # The backward: up to 66 programs, the softmax's only where it waits on counters
+            assert split(1, 128256, dtype, False, "bwd") is None  # 32 chunks of 4096: TAG
+            assert split(1, 128256, dtype, True, "bwd") == 2048
+            assert split(1, 256000, dtype, False, "bwd") == 2048  # 63 chunks: counters
+            assert split(2, 256000, dtype, False, "bwd") is None  # 32 chunks of 8192 a row: TAG
+            assert split(1, 540672, dtype, False, "bwd") == 2048  # 66 programs (264 of 2048)
+            assert split(1, 540673, dtype, False, "bwd") is None
             assert split(1, 256000, dtype, True, "bwd") == 2048
             assert split(4, 128256, dtype, True, "bwd") == 2048  # 64 programs
             assert split(5, 128256, dtype, True, "bwd") is None  # 80
