@@ -112,6 +112,16 @@ counters against TAG in four kinds of chunk (dispatch.py's COOP_TAG_FWD16_FEW_MA
 256 and 512 against other tilings, as --rows16 (dispatch.py's ROWS_SHORT_FWD_LANES); (--rows-few)
 programs of fewer rows and warps (ROWS_BWD_1KB_N, ROWS_FWD_ONE_ROW_N; --rows-few2: more lengths). Each line gives every variant's registers a
 thread (and spill instructions: sN).
+
+    python bench/probe_coop.py --split-few > bench/results/h100/probe_split_few.log
+    python bench/probe_coop.py --split-tiny > bench/results/h100/probe_split_tiny.log
+    python bench/probe_coop.py --jax-fresh > bench/results/h100/probe_jax_fresh.log
+
+few long rows in the two-kernel split plan instead of the cooperative kernel: (--split-few) rows
+whose x fits in L2, read again from there, with eviction hints or not (lost); (--split-tiny) the
+smallest grids, kernel times, in chunks of 2048 to 16384 values; (--jax-fresh) through the JAX
+adapter, whose memset of the counters the split plan avoids, dispatch's SPLIT_FRESH_* rule on and
+off (dispatch.py's SPLIT_FRESH_FWD_MAX_PER_SM, SPLIT_FRESH_CHUNKS).
 """
 
 from __future__ import annotations
