@@ -733,7 +733,8 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
     itemsize = ITEMSIZE[dtype]
     acc = dict(LOG=log, ALIGN=alignment(N, stride_xm, stride_ym), ACC_FP64=dtype == "float64")
     fam = force or family(M, N, itemsize, num_sms, acc["ALIGN"] * itemsize >= 16)
-    fresh = _split_fresh(M, N, itemsize, num_sms, True, True) if counters_per_call and fam == "coop" and not force else None
+    fresh = _split_fresh(M, N, itemsize, num_sms, True, True) if counters_per_call and fam == "coop" and not force \
+        else None  # the split plan for the JAX adapter
     fam = "split" if fresh else fam
     vec = 16 // itemsize
     if fam in ("rows", "coop"):
@@ -806,12 +807,14 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
     itemsize = ITEMSIZE[dtype]
     acc = dict(LOG=log, ALIGN=alignment(N, stride_ym, stride_dym, stride_dxm), ACC_FP64=dtype == "float64")
     fam = force or family(M, N, itemsize, num_sms, acc["ALIGN"] * itemsize >= 16)
-    if counters_per_call and fam == "coop" and not force:  # the log_softmax's, or the softmax's on counters
-        narrow = _coop_narrow(M * _coop_chunks(N, itemsize)[1], itemsize, num_sms)
-        counters = not _coop_tag(_coop_chunks(N, itemsize, narrow=narrow)[1], itemsize)
-        fresh = _split_fresh(M, N, itemsize, num_sms, False, log or counters)
-    else:
-        fresh = None
+    if fam == "coop":  # the cooperative kernel's grid, chunks and whether it waits through TAG
+        n_chunks = _coop_chunks(N, itemsize)[1]
+        programs = M * n_chunks
+        narrow = _coop_narrow(programs, itemsize, num_sms)
+        tag = _coop_tag(_coop_chunks(N, itemsize, narrow=narrow)[1], itemsize)
+    # The split plan for the JAX adapter: the log_softmax's, or the softmax's on counters
+    fresh = (_split_fresh(M, N, itemsize, num_sms, False, log or not tag)
+             if counters_per_call and fam == "coop" and not force else None)
     fam = "split" if fresh else fam
     vec = 16 // itemsize
     if fam in ("rows", "coop"):
@@ -829,13 +832,9 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
         # whatever the chunks, and unpacks unpeeled bfloat16 ones by bit operations: BITS),
         # COOP_RELOAD, COOP_LATE_LEAVE (not with TAG), COOP_NARROW_MIN_SMS_PER_PROGRAM and
         # COOP_TAG_MAX_CHUNKS.
-        n_chunks = _coop_chunks(N, itemsize)[1]
-        programs = M * n_chunks
         words = _whole_words(itemsize, peeled, acc["ALIGN"])
         acc["DEFER_Y"] = _coop_defer_y(programs, itemsize, log, num_sms)
         acc["PACK"] = _coop_pack(programs, n_chunks, words, peeled, num_sms) or (acc["DEFER_Y"] and words)
-        narrow = _coop_narrow(programs, itemsize, num_sms)
-        tag = _coop_tag(_coop_chunks(N, itemsize, narrow=narrow)[1], itemsize)
         acc["RELOAD"] = peeled and itemsize == 2 and not acc["PACK"]
         acc["LATE_LEAVE"] = not tag and _coop_late_leave(programs, log, num_sms)
         acc["BITS"] = acc["DEFER_Y"] and not peeled
