@@ -897,7 +897,7 @@ def _function_variants(suffix, edits):
 
 def _wall_us(plan, bufs, names, out, calls=20):
     """us a call of `plan` by CUDA events around a graph of `calls` calls (gaps between kernels
-    included), fresh outputs each call, one input (the median of 10 replays)."""
+    included: timing.graph_event_us), fresh outputs each call, one input."""
     args = tuple(bufs[n] for n in names)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
@@ -912,15 +912,8 @@ def _wall_us(plan, bufs, names, out, calls=20):
             tune.run_plan(plan, dict(zip(names, args)), o)
     graph.replay()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(10):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        graph.replay()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b) * 1e3 / calls)
-    return sorted(times)[len(times) // 2]
+    import timing
+    return timing.graph_event_us(graph, calls)
 
 
 def split_few(sms, shapes=SPLIT_FEW_SHAPES, dtypes=("bfloat16", "float32")):

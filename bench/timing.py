@@ -145,6 +145,23 @@ def torch_time(fn, args: tuple, nbytes: int, *, cuda: bool, graphable: bool, l2_
     return ms * 1e3, f"do_bench ({why}, no profiler)"
 
 
+def graph_event_us(graph, calls: int, reps: int = 10) -> float:
+    """us a call of the `calls` calls captured in `graph` (a torch.cuda.CUDAGraph), by CUDA
+    events around each of `reps` replays, median: wall time on the GPU, gaps between kernels
+    included."""
+    import torch
+
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3 / calls)
+    return statistics.median(times)
+
+
 def _graph_time(fn, args, nbytes, l2_bytes):
     import torch
 
@@ -172,15 +189,7 @@ def _graph_time(fn, args, nbytes, l2_bytes):
     method = f"profiler: cuda graph of {calls} calls over {n_copies} input copies"
     if us is None:
         run()
-        times = []
-        for _ in range(10):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            graph.replay()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) * 1e3 / calls)
-        us, method = statistics.median(times), f"events: cuda graph of {calls} calls over {n_copies} input copies"
+        us, method = graph_event_us(graph, calls), f"events: cuda graph of {calls} calls over {n_copies} input copies"
     del graph, outs, sets
     return us, method
 
