@@ -403,8 +403,9 @@ ROWS_PER_SM_FOR_ONLINE = 4
 # 4.84 -> 4.33), within -4% to +11% with TAG (float32 1 x 65536 and 8 x 32768: 3.61 -> 3.75, 4.19
 # -> 4.34), where it keeps the cooperative kernel. Beyond these grids split and coop ran within ~1%
 # (bench/results/h100/probe_split_tiny.log: kernel times alone, the cooperative plan ahead by
-# 0.3-2 us from 4 programs an SM, and from 1 in the backward). float16 (not measured) takes the
-# rule as bf16; float64 (not measured either) keeps the cooperative kernel.
+# 0.3-2 us from 4 programs an SM, and from 1 in the backward). float16 behaves as bf16
+# (probe_jax_fresh_fp16.log: forward 1.05-1.19x, 1 x 256000's backward 1.18-1.19x, 1 x 128256's
+# log_softmax backward 3.48 -> 3.67 us). float64 (not measured) keeps the cooperative kernel.
 SPLIT_FRESH_FWD_MAX_PER_SM = 2
 SPLIT_FRESH_BWD_MAX_PER_SM = 0.5
 # Those split plans take the shortest of these chunks (values, one tile a program) that keeps
