@@ -751,22 +751,28 @@ def few_tag16(sms, shapes=FEW_TAG16_SHAPES, dtypes=("bfloat16", "float16")):
                       flush=True)
 
 
+def _module_from_source(name, src):
+    """The module `name` made of the source text `src` (a modified copy of kernels/softmax.py),
+    from a temporary file."""
+    import importlib.util
+    import tempfile
+    path = os.path.join(tempfile.mkdtemp(), f"{name}.py")
+    with open(path, "w") as f:
+        f.write(src)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def _kernel_variant(name, old, new):
     """Register as multisoftmax.kernels.softmax.<name> the softmax_fwd_coop of a copy of
     kernels/softmax.py in which `old` (once in the module) reads `new`; a plan runs it once its
     launch's kernel is `name`."""
-    import importlib.util
-    import tempfile
     from multisoftmax.kernels import softmax as kernels_src
     src = open(kernels_src.__file__).read()
     assert src.count(old) == 1, old
-    path = os.path.join(tempfile.mkdtemp(), f"{name}.py")
-    with open(path, "w") as f:
-        f.write(src.replace(old, new))
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    setattr(kernels_src, name, mod.softmax_fwd_coop)
+    setattr(kernels_src, name, _module_from_source(name, src.replace(old, new)).softmax_fwd_coop)
 
 
 # TAG's slot reads as volatile loads (to L2, as the atomics; no atomic unit) in place of atomics.
@@ -873,8 +879,6 @@ def _function_variants(suffix, edits):
     """Register multisoftmax.kernels.softmax.<fn><suffix> for each fn of `edits` ({fn: [(old,
     new), ...]}): fn of a copy of kernels/softmax.py whose text inside fn's definition (up to
     the next @triton.jit) has each `old` (once there) replaced by `new`."""
-    import importlib.util
-    import tempfile
     from multisoftmax.kernels import softmax as kernels_src
     src = open(kernels_src.__file__).read()
     for fn, pairs in edits.items():
@@ -885,12 +889,7 @@ def _function_variants(suffix, edits):
             assert body.count(old) == 1, (fn, old)
             body = body.replace(old, new)
         src = src[:start] + body + src[end:]
-    path = os.path.join(tempfile.mkdtemp(), f"variant{suffix}.py")
-    with open(path, "w") as f:
-        f.write(src)
-    spec = importlib.util.spec_from_file_location(f"variant{suffix}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _module_from_source(f"variant{suffix}", src)
     for fn in edits:
         setattr(kernels_src, fn + suffix, getattr(mod, fn))
 
