@@ -122,6 +122,11 @@ whose x fits in L2, read again from there, with eviction hints or not (lost); (-
 smallest grids, kernel times, in chunks of 2048 to 16384 values; (--jax-fresh) through the JAX
 adapter, whose memset of the counters the split plan avoids, dispatch's SPLIT_FRESH_* rule on and
 off (dispatch.py's SPLIT_FRESH_FWD_MAX_PER_SM, SPLIT_FRESH_CHUNKS).
+
+    python bench/probe_coop.py --sentinel > bench/results/h100/probe_sentinel.log
+
+the plans on counters against scratch kernels that wait without the release fence of the
+arrival (SENTINEL, below: partials as keyed words that say whether they are written yet).
 """
 
 from __future__ import annotations
@@ -875,10 +880,11 @@ SPLIT_EVICT = {"softmax_fwd_split_stats": [(
         'eviction_policy="evict_first")')]}
 
 
-def _function_variants(suffix, edits):
+def _function_variants(suffix, edits, extra=""):
     """Register multisoftmax.kernels.softmax.<fn><suffix> for each fn of `edits` ({fn: [(old,
     new), ...]}): fn of a copy of kernels/softmax.py whose text inside fn's definition (up to
-    the next @triton.jit) has each `old` (once there) replaced by `new`."""
+    the next @triton.jit) has each `old` (once there) replaced by `new`; `extra`: source text
+    (helpers the edits call) appended to the copy."""
     from multisoftmax.kernels import softmax as kernels_src
     src = open(kernels_src.__file__).read()
     for fn, pairs in edits.items():
@@ -889,7 +895,7 @@ def _function_variants(suffix, edits):
             assert body.count(old) == 1, (fn, old)
             body = body.replace(old, new)
         src = src[:start] + body + src[end:]
-    mod = _module_from_source(f"variant{suffix}", src)
+    mod = _module_from_source(f"variant{suffix}", src + extra)
     for fn in edits:
         setattr(kernels_src, fn + suffix, getattr(mod, fn))
 
@@ -1030,6 +1036,161 @@ def jax_fresh(sms, shapes=JAX_FRESH_SHAPES, dtypes=("bfloat16", "float32")):
                           + " | ".join(f"{'split' if on else 'coop'} {us:.2f} us" for on, us in res), flush=True)
 
 
+# SENTINEL (scratch kernels softmax_fwd_coop_S / softmax_bwd_coop_S): the arrival counters' wait
+# without its release fence. A partial is published by a relaxed atomic exchange as its float32
+# bits XOR SENT_KEY (a NaN payload no partial has once NaNs are made canonical), so a zero word
+# is one not yet written; the arrival is a relaxed atomic add, the polls relaxed reads; after the
+# counter a program reads its row's words (by atomics; SV: by volatile loads) until none is zero
+# (the counter may be seen before a word). The last of the 2 * n_chunks arrivals sets the counter
+# and the row's words back to zero. The words follow the counters and the ticket in the "zeros"
+# buffer (count_ptr + M + 1), which the kernels leave zero; part_ptr is not used.
+SENT_HELPERS = """
+
+SENT_KEY = tl.constexpr(0x7FBADBAD)
+
+
+@triton.jit
+def _sent_word(v):
+    v = tl.where(v != v, float("nan"), v)
+    return v.to(tl.int32, bitcast=True) ^ SENT_KEY
+
+
+@triton.jit
+def _sent_words(count_ptr, M, row, n_chunks, PARTS: tl.constexpr):
+    return count_ptr + M + 1 + row * PARTS * n_chunks
+
+
+@triton.jit
+def _sent_arrive(count_ptr, row, n_chunks):
+    tl.debug_barrier()
+    arrived = tl.atomic_add(count_ptr + row, 1, sem="relaxed", scope="gpu") + 1
+    while arrived < n_chunks:
+        arrived = tl.atomic_add(count_ptr + row, 0, sem="relaxed", scope="gpu")
+    tl.debug_barrier()
+
+
+@triton.jit
+def _sent_read(w_ptr, c, ok):
+    return tl.where(ok, tl.atomic_add(w_ptr + c, 0, mask=ok, sem="relaxed", scope="gpu"), 1)
+
+
+@triton.jit
+def _sent_gather2(w_ptr, n_chunks, BLOCK_C: tl.constexpr):
+    c = tl.arange(0, BLOCK_C)
+    ok = c < n_chunks
+    a = _sent_read(w_ptr, c, ok)
+    b = _sent_read(w_ptr + n_chunks, c, ok)
+    while tl.min(((a != 0) & (b != 0)).to(tl.int32), axis=0) == 0:
+        a = _sent_read(w_ptr, c, ok)
+        b = _sent_read(w_ptr + n_chunks, c, ok)
+    m_c = tl.where(ok, (a ^ SENT_KEY).to(tl.float32, bitcast=True), -float("inf"))
+    s_c = tl.where(ok, (b ^ SENT_KEY).to(tl.float32, bitcast=True), 0.0)
+    return m_c, s_c
+
+
+@triton.jit
+def _sent_gather1(w_ptr, n_chunks, BLOCK_C: tl.constexpr):
+    c = tl.arange(0, BLOCK_C)
+    ok = c < n_chunks
+    a = _sent_read(w_ptr, c, ok)
+    while tl.min((a != 0).to(tl.int32), axis=0) == 0:
+        a = _sent_read(w_ptr, c, ok)
+    return tl.where(ok, (a ^ SENT_KEY).to(tl.float32, bitcast=True), 0.0)
+
+
+@triton.jit
+def _sent_leave(count_ptr, w_ptr, row, n_chunks, PARTS: tl.constexpr, BLOCK_C: tl.constexpr):
+    left = tl.atomic_add(count_ptr + row, 1, sem="relaxed", scope="gpu") + 1
+    if left == 2 * n_chunks:
+        c = tl.arange(0, BLOCK_C)
+        for p in tl.static_range(PARTS):
+            tl.store(w_ptr + p * n_chunks + c, tl.zeros([BLOCK_C], tl.int32), mask=c < n_chunks)
+        tl.atomic_xchg(count_ptr + row, 0, sem="relaxed", scope="gpu")
+"""
+SENTINEL = {
+    "softmax_fwd_coop": [
+        ("""            tl.store(part_row + chunk, m_own)
+            tl.store(part_row + n_chunks + chunk, s_own)
+            if PHASE == 3:
+                _wait_for_row(count_ptr, row, n_chunks)""",
+         """            sw = _sent_words(count_ptr, M, row, n_chunks, 2)
+            tl.atomic_xchg(sw + chunk, _sent_word(m_own), sem="relaxed", scope="gpu")
+            tl.atomic_xchg(sw + n_chunks + chunk, _sent_word(s_own), sem="relaxed", scope="gpu")
+            _sent_arrive(count_ptr, row, n_chunks)"""),
+        ("""            c = tl.arange(0, BLOCK_C)
+            m_c = tl.load(part_row + c, mask=c < n_chunks, other=-float("inf"), volatile=True)
+            s_c = tl.load(part_row + n_chunks + c, mask=c < n_chunks, other=0.0, volatile=True)
+            if PHASE == 3 and not LATE_LEAVE:
+                _leave_row(count_ptr, row, n_chunks)""",
+         """            m_c, s_c = _sent_gather2(sw, n_chunks, BLOCK_C)
+            if not LATE_LEAVE:
+                _sent_leave(count_ptr, sw, row, n_chunks, 2, BLOCK_C)"""),
+        ("""        if PHASE == 3 and LATE_LEAVE:
+            _leave_row(count_ptr, row, n_chunks)""",
+         """        if LATE_LEAVE:
+            _sent_leave(count_ptr, _sent_words(count_ptr, M, row, n_chunks, 2), row, n_chunks, 2, BLOCK_C)""")],
+    "softmax_bwd_coop": [
+        ("""            tl.store(part_row + chunk, dot_own)
+            if PHASE == 3:
+                _wait_for_row(count_ptr, row, n_chunks)""",
+         """            sw = _sent_words(count_ptr, M, row, n_chunks, 1)
+            tl.atomic_xchg(sw + chunk, _sent_word(dot_own), sem="relaxed", scope="gpu")
+            _sent_arrive(count_ptr, row, n_chunks)"""),
+        ("""            c = tl.arange(0, BLOCK_C)
+            dot = tl.sum(tl.load(part_row + c, mask=c < n_chunks, other=0.0, volatile=True), axis=0)
+            if PHASE == 3 and not LATE_LEAVE:
+                _leave_row(count_ptr, row, n_chunks)""",
+         """            dot = tl.sum(_sent_gather1(sw, n_chunks, BLOCK_C), axis=0)
+            if not LATE_LEAVE:
+                _sent_leave(count_ptr, sw, row, n_chunks, 1, BLOCK_C)"""),
+        ("""        if PHASE == 3 and LATE_LEAVE:
+            _leave_row(count_ptr, row, n_chunks)""",
+         """        if LATE_LEAVE:
+            _sent_leave(count_ptr, _sent_words(count_ptr, M, row, n_chunks, 1), row, n_chunks, 1, BLOCK_C)""")],
+}
+
+
+def _as_sent(plan, late=None):
+    """A cooperative plan on counters (one launch, PHASE 3) as SENTINEL's scratch kernel: its
+    chunks, packing and flags kept, LATE_LEAVE `late` (None: dispatch's)."""
+    import dataclasses
+    (l,) = plan
+    assert not l.kwargs["TAG"] and l.kwargs["PHASE"] == 3
+    M, n_chunks, parts = l.scalars[0], l.scalars[-1], 2 if l.kernel.startswith("softmax_fwd") else 1
+    kw = dict(l.kwargs, LATE_LEAVE=l.kwargs["LATE_LEAVE"] if late is None else late)
+    outputs = (("part", (1,), "acc"), ("count", (M + 1 + M * parts * n_chunks,), "zeros"), l.outputs[-1])
+    return (dataclasses.replace(l, kernel=l.kernel + "_S", outputs=outputs, meta=tuple(kw.items())),)
+
+
+SENT_CASES = [("bfloat16", 128, 1048576, ("fwd", "bwd")), ("float16", 128, 1048576, ("fwd",)),
+              ("bfloat16", 16, 1048576, ("fwd", "bwd")), ("float32", 64, 1048576, ("fwd", "bwd")),
+              ("bfloat16", 64, 128256, ("fwd",)), ("bfloat16", 64, 256000, ("fwd",))]
+
+
+# SENTINEL with the words read by volatile loads instead of atomics (SV).
+SENT_READ_ATOMIC = 'return tl.where(ok, tl.atomic_add(w_ptr + c, 0, mask=ok, sem="relaxed", scope="gpu"), 1)'
+SENT_READ_VOLATILE = "return tl.where(ok, tl.load(w_ptr + c, mask=ok, other=1, volatile=True), 1)"
+
+
+def sentinel(sms, cases=SENT_CASES):
+    """dispatch's cooperative plans on counters against SENTINEL's kernels (S; SV: the words
+    read by volatile loads), LATE_LEAVE as dispatch's. Twice each, by the benchmark's clock."""
+    import dataclasses
+    _function_variants("_S", SENTINEL, SENT_HELPERS)
+    assert SENT_HELPERS.count(SENT_READ_ATOMIC) == 1
+    _function_variants("_SV", SENTINEL, SENT_HELPERS.replace(SENT_READ_ATOMIC, SENT_READ_VOLATILE))
+    vol = lambda p: (dataclasses.replace(p[0], kernel=p[0].kernel[:-2] + "_SV"),)  # noqa: E731
+    for dtype, M, N, directions in cases:
+        for direction in directions:
+            for log in (False, True):
+                plan, _ = _dispatch_plan(M, N, dtype, direction, sms, None, log)
+                if not plan[0].kernel.endswith("_coop") or plan[0].kwargs["TAG"]:
+                    continue
+                variants = [("dispatch", plan), ("S", _as_sent(plan)), ("SV", vol(_as_sent(plan)))]
+                print(_head(M, N, dtype, direction, log, plan, sms)
+                      + _compare(M, N, dtype, direction, log, variants, sms), flush=True)
+
+
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
@@ -1045,7 +1206,7 @@ def main():
              "--rows-odd": lambda sms: rows16(sms, ROWS_ODD_N, ("bfloat16", "float32"), ("fwd", "bwd"), True),
              "--rows781": lambda sms: rows16(sms, (781,), ("bfloat16", "float16"), ("fwd", "bwd")),
              "--rows-odd16": lambda sms: rows16(sms, ROWS_ODD16_N, ("bfloat16", "float16"), ("bwd",), True),
-             "--split-few": split_few, "--split-tiny": split_tiny, "--jax-fresh": jax_fresh,
+             "--split-few": split_few, "--sentinel": sentinel, "--split-tiny": split_tiny, "--jax-fresh": jax_fresh,
              "--rows-short": lambda sms: rows16(sms, ROWS_SHORT_N, ("float32", "bfloat16", "float16"), ("fwd", "bwd"))}
     for flag, mode in modes.items():
         if flag in sys.argv[1:]:
