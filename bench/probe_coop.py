@@ -1107,6 +1107,16 @@ def _sent_leave(count_ptr, w_ptr, row, n_chunks, PARTS: tl.constexpr, BLOCK_C: t
             tl.store(w_ptr + p * n_chunks + c, tl.zeros([BLOCK_C], tl.int32), mask=c < n_chunks)
         tl.atomic_xchg(count_ptr + row, 0, sem="relaxed", scope="gpu")
 """
+
+
+def _sent_late(parts):
+    """SENTINEL's edit of a cooperative kernel's late leave (`parts` partials a chunk)."""
+    return ("""        if PHASE == 3 and LATE_LEAVE:
+            _leave_row(count_ptr, row, n_chunks)""",
+            f"""        if LATE_LEAVE:
+            _sent_leave(count_ptr, _sent_words(count_ptr, M, row, n_chunks, {parts}), row, n_chunks, {parts}, BLOCK_C)""")
+
+
 SENTINEL = {
     "softmax_fwd_coop": [
         ("""            tl.store(part_row + chunk, m_own)
@@ -1125,10 +1135,7 @@ SENTINEL = {
          """            m_c, s_c = _sent_gather2(sw, n_chunks, BLOCK_C)
             if not LATE_LEAVE:
                 _sent_leave(count_ptr, sw, row, n_chunks, 2, BLOCK_C)"""),
-        ("""        if PHASE == 3 and LATE_LEAVE:
-            _leave_row(count_ptr, row, n_chunks)""",
-         """        if LATE_LEAVE:
-            _sent_leave(count_ptr, _sent_words(count_ptr, M, row, n_chunks, 2), row, n_chunks, 2, BLOCK_C)""")],
+        _sent_late(2)],
     "softmax_bwd_coop": [
         ("""            tl.store(part_row + chunk, dot_own)
             if PHASE == 3:
@@ -1143,10 +1150,7 @@ SENTINEL = {
          """            dot = tl.sum(_sent_gather1(sw, n_chunks, BLOCK_C), axis=0)
             if not LATE_LEAVE:
                 _sent_leave(count_ptr, sw, row, n_chunks, 1, BLOCK_C)"""),
-        ("""        if PHASE == 3 and LATE_LEAVE:
-            _leave_row(count_ptr, row, n_chunks)""",
-         """        if LATE_LEAVE:
-            _sent_leave(count_ptr, _sent_words(count_ptr, M, row, n_chunks, 1), row, n_chunks, 1, BLOCK_C)""")],
+        _sent_late(1)],
 }
 
 
