@@ -1110,10 +1110,11 @@ def _sent_leave(count_ptr, w_ptr, row, n_chunks, PARTS: tl.constexpr, BLOCK_C: t
 
 
 def _sent_late(parts):
-    """SENTINEL's edit of a cooperative kernel's late leave (`parts` partials a chunk)."""
-    return ("""        if PHASE == 3 and LATE_LEAVE:
+    """SENTINEL's edit of a cooperative kernel's late leave (`parts` partials a chunk; the
+    forward's is an `elif` since the kernel's own SENT)."""
+    return ("""PHASE == 3 and LATE_LEAVE:
             _leave_row(count_ptr, row, n_chunks)""",
-            f"""        if LATE_LEAVE:
+            f"""LATE_LEAVE:
             _sent_leave(count_ptr, _sent_words(count_ptr, M, row, n_chunks, {parts}), row, n_chunks, {parts}, BLOCK_C)""")
 
 
@@ -1156,12 +1157,15 @@ SENTINEL = {
 
 def _as_sent(plan, late=None):
     """A cooperative plan on counters (one launch, PHASE 3) as SENTINEL's scratch kernel: its
-    chunks, packing and flags kept, LATE_LEAVE `late` (None: dispatch's)."""
+    chunks, packing and flags kept (but the kernel's own SENT, which came from this probe:
+    off), LATE_LEAVE `late` (None: dispatch's)."""
     import dataclasses
     (l,) = plan
     assert not l.kwargs["TAG"] and l.kwargs["PHASE"] == 3
     M, n_chunks, parts = l.scalars[0], l.scalars[-1], 2 if l.kernel.startswith("softmax_fwd") else 1
     kw = dict(l.kwargs, LATE_LEAVE=l.kwargs["LATE_LEAVE"] if late is None else late)
+    if "SENT" in kw:
+        kw["SENT"] = False
     outputs = (("part", (1,), "acc"), ("count", (M + 1 + M * parts * n_chunks,), "zeros"), l.outputs[-1])
     return (dataclasses.replace(l, kernel=l.kernel + "_S", outputs=outputs, meta=tuple(kw.items())),)
 

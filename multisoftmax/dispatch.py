@@ -355,6 +355,20 @@ COOP_FWD16_LOG_WIDE_MIN_PER_SM = 96
 COOP_TAG_FWD16_FEW_MAX_PER_SM = 6
 COOP_TAG_FWD16_FEW_MIN_PER_SM = 1.5
 COOP_TAG_FWD16_LOG_MIN_PER_SM = 0.75
+# COOP_SENT_MIN_PER_SM: the cooperative forward on counters (rows of more than COOP_TAG_MAX_CHUNKS
+# chunks) waits through keyed partials (SENT, kernels/softmax.py: published by relaxed atomic
+# exchanges, the arrival and polls relaxed: no release fence before the arrival) where its grid
+# of COOP_CHUNK_N chunks has at least this many programs an SM, for 16-bit rows held packed in
+# wide chunks (COOP_PACK_WIDE_MIN_PER_SM) and the float32 softmax (not log_softmax). On the H100
+# (bench/results/h100/probe_sentinel.log and probe_sentinel_rerun.log, the benchmark's clock, two
+# runs; 63-64 registers a thread either way at 16-bit) the softmax forward went from 2,571 to
+# 2,685 GB/s at bf16 128 x 1048576 (fp16 2,555 to 2,666), the log_softmax from 2,711 to 2,844
+# (fp16 2,707 to 2,809), the float32 softmax from 2,687 to 2,795 at 64 x 1048576 (54 -> 63
+# registers, 4 programs an SM either way). Where its loop over the words costs an occupancy
+# step it lost: the float32 log_softmax (48 -> 68 registers: 2,700 to 2,402), bf16 16 x 1048576
+# (15.5 an SM, 32 -> 40-44: 33.5 to 36.9 us), 64 x 128256 (32 -> 44); the backward (bf16 128 x
+# 1048576: even; float32: 80 -> 94 registers, lost) keeps the fenced counters.
+COOP_SENT_MIN_PER_SM = 32
 # Rows that are not 16-byte aligned (N or a row stride not a multiple of 16 bytes: N = 3001,
 # 16385 or 50257 in 16-bit types) are cut into a head, an aligned body and a tail (PEEL), so
 # the body moves in 16-byte vectors instead of one value a lane. A peeled row of the rows
@@ -615,6 +629,13 @@ def _coop_tag(n_chunks: int, itemsize: int) -> bool:
     return itemsize <= 4 and n_chunks <= COOP_TAG_MAX_CHUNKS
 
 
+def _coop_sent(programs: int, itemsize: int, log: bool, packed_wide: bool, num_sms: int) -> bool:
+    """Whether the forward on counters waits through keyed partials (COOP_SENT_MIN_PER_SM)."""
+    if programs < COOP_SENT_MIN_PER_SM * num_sms:
+        return False
+    return packed_wide if itemsize == 2 else itemsize == 4 and not log
+
+
 def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: int, num_sms: int,
                   log: bool) -> dict | None:
     """TAG of the cooperative forward: the chunks it takes, as `_coop_launches`' keyword
@@ -680,6 +701,9 @@ def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, i
                 num_warps=warps or COOP_WARPS, num_stages=1)
     if acc.get("TAG"):  # part is not used; count: the int64 words of TAG, as int32 pairs
         outputs = (("part", (1,), "acc"), ("count", (2 * (1 + M * part_rows * n_chunks),), "sync"),
+                   (out, (M, N), "io"))
+    elif acc.get("SENT"):  # part is not used; count: the counters, the ticket, then the keyed partials
+        outputs = (("part", (1,), "acc"), ("count", (M + 1 + M * part_rows * n_chunks,), "zeros"),
                    (out, (M, N), "io"))
     else:
         outputs = (("part", (M, part_rows, n_chunks), "acc"), ("count", (M + 1,), "zeros"), (out, (M, N), "io"))
@@ -762,7 +786,7 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         if tag is not None:  # SPLIT_SUM: see COOP_FWD16_WARPS
             take = {k: v for k, v in tag.items() if k != "pack"}
             acc.update(PACK=words and tag.get("pack", True), LATE_LEAVE=False, TAG=True,
-                       SPLIT_SUM=take.get("warps") == COOP_FWD16_WARPS)
+                       SPLIT_SUM=take.get("warps") == COOP_FWD16_WARPS, SENT=False)
             return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,
                                   num_sms, acc, 2, "y", **take)
         acc.update(TAG=False, SPLIT_SUM=False)
@@ -771,6 +795,7 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         packed_wide = acc["PACK"] and _coop_pack_wide(programs, peeled, num_sms)
         taken = M * _coop_chunks(N, itemsize, wide or packed_wide)[1]
         acc["LATE_LEAVE"] = not wide and _coop_late_leave(taken, log and not acc["PACK"], num_sms)
+        acc["SENT"] = _coop_sent(programs, itemsize, log, packed_wide, num_sms)
         return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,
                               num_sms, acc, 2, "y", wide=wide or packed_wide,
                               narrow=_coop_narrow(programs, itemsize, num_sms))

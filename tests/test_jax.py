@@ -152,6 +152,39 @@ def test_few_long_rows_split_and_cooperative(dtype):
                              f"bwd M={M} log={log}", scale_atol=True)
 
 
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
+def test_keyed_partials_forward(monkeypatch, dtype):
+    """The cooperative forward on keyed partials (SENT, dispatch.COOP_SENT_MIN_PER_SM), forced on a
+    small grid, through the JAX adapter (which zeroes its counters and words on every call): the
+    forward and its vjp match float64, twice over."""
+    from multisoftmax import dispatch
+
+    for name, value in (("_coop_tag_fwd", lambda *a: None), ("COOP_SENT_MIN_PER_SM", 0),
+                        ("COOP_FWD_UNPACKED_PER_SM", 0), ("COOP_PACK_WIDE_MIN_PER_SM", 0), ("COOP_WIDE_MAX_N", 0)):
+        monkeypatch.setattr(dispatch, name, value)
+    dispatch.plan_forward.cache_clear()
+    jax.clear_caches()
+    try:
+        sms, name = mj._num_sms(), jnp.dtype(dtype).name
+        M, N = 3 * sms, 20000  # aligned: 3 chunks of 8192 a row (16-bit: 2 packed of 16384)
+        x = randn(M, N, dtype=dtype, seed=M + 5)
+        dy = randn(M, N, dtype=dtype, seed=M + 6, scale=1.0)
+        for ours, _, log in OPS:
+            kw = dispatch.plan_forward(M, N, N, N, name, log, sms, counters_per_call=True)[-1].kwargs
+            assert kw["SENT"] == (dtype == jnp.bfloat16 or not log) and not kw["TAG"]
+            for _ in range(2):
+                y, pull = jax.vjp(lambda t: ours(t, -1), x)
+                ref.assert_close(np.asarray(y, np.float64), ref.softmax(np.asarray(x, np.float64), -1, log), name,
+                                 f"keyed log={log}")
+                y64, dy64 = np.asarray(y, np.float64), np.asarray(dy, np.float64)
+                ref.assert_close(np.asarray(pull(dy)[0], np.float64), ref.softmax_backward(y64, dy64, -1, log),
+                                 name, f"keyed bwd log={log}", scale_atol=True)
+    finally:
+        monkeypatch.undo()
+        dispatch.plan_forward.cache_clear()
+        jax.clear_caches()
+
+
 def test_kernels_run_not_the_native_op(monkeypatch):
     """On a GPU or with the interpreter, jax.nn's softmax must never be called."""
     def refuse(*args, **kwargs):

@@ -493,6 +493,68 @@ def test_coop_tagged_partials(forced_family, torch_device, monkeypatch, dtype, l
         ref.assert_close(dx.double().cpu(), expected, dtype, "tagged coop bwd", scale_atol=True)
 
 
+def test_coop_sent_rule():
+    """SENT (keyed partials, no release fence): the forward on counters from COOP_SENT_MIN_PER_SM
+    programs an SM (132 SMs: 4224 programs of 8192 values), 16-bit rows packed in wide chunks and
+    the float32 softmax; not the float32 log_softmax, not TAG's rows, fewer programs, float64 or
+    the backward. Its count buffer holds the counters, the ticket and 2 words a chunk."""
+    def kw(M, N, dtype, log, jax=False):
+        return dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, 132, counters_per_call=jax)[0]
+
+    for dtype in ("bfloat16", "float16"):
+        for log in (False, True):
+            for jax in (False, True):
+                plan = kw(128, 1048576, dtype, log, jax)
+                k = plan.kwargs
+                assert k["SENT"] and not k["TAG"] and k["PACK"] and k["CHUNK_N"] == 16384
+                assert plan.outputs[1] == ("count", (128 + 1 + 128 * 2 * 64,), "zeros")
+            assert not kw(16, 1048576, dtype, log).kwargs["SENT"]  # 2048 programs < 4224
+            assert not kw(256, 256000, dtype, log).kwargs["SENT"]  # TAG
+    assert kw(64, 1048576, "float32", False).kwargs["SENT"]
+    assert kw(33, 1048576, "float32", False).kwargs["SENT"] and not kw(32, 1048576, "float32", False).kwargs["SENT"]
+    assert not kw(64, 1048576, "float32", True).kwargs["SENT"]  # log_softmax: more registers, lost
+    assert not kw(64, 262144, "float32", False).kwargs["SENT"]  # TAG
+    assert kw(128, 262144, "float64", False).kernel == "softmax_fwd_coop"  # 64 chunks of 4096: counters
+    assert not kw(128, 262144, "float64", False).kwargs["SENT"]
+    assert "SENT" not in dispatch.plan_backward.__wrapped__(128, 1048576, 1048576, 1048576, 1048576, "bfloat16",
+                                                           False, 132)[0].kwargs
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+@pytest.mark.parametrize("late", [False, True], ids=["early", "late"])
+def test_coop_keyed_partials(forced_family, torch_device, monkeypatch, dtype, log, late):
+    """SENT: the cooperative forward publishing its partials as keyed words (16-bit: packed, wide
+    chunks of 128 values), launch after launch of several shapes on one "zeros" buffer, which each
+    launch must leave zero (the counters, the ticket and the words); a NaN row, a chunk of -inf, a
+    row of one chunk; no input is modified. LATE_LEAVE early and late."""
+    forced_family("coop")
+    monkeypatch.setattr(dispatch, "_coop_tag_fwd", lambda *a: None)  # counters
+    monkeypatch.setattr(dispatch, "_coop_narrow", lambda *a: False)
+    monkeypatch.setattr(dispatch, "COOP_FWD_UNPACKED_PER_SM", 0)
+    monkeypatch.setattr(dispatch, "COOP_PACK_WIDE_MIN_PER_SM", 0)
+    monkeypatch.setattr(dispatch, "COOP_SENT_MIN_PER_SM", 0)
+    monkeypatch.setattr(dispatch, "_coop_late_leave", lambda *a: late)
+    monkeypatch.setattr(dispatch, "_coop_sent", lambda *a, sent=dispatch._coop_sent: sent(*a) or a[1] == 4)
+    count = torch.zeros(8192, dtype=torch.int32, device=torch_device)
+    for M, N in ((3, 300), (5, 520), (2, 100), (3, 300), (4, 390)):
+        x = _random((M, N), dtype, torch_device, seed=M * 41 + N)
+        x[0, :min(128, N - 1)] = -float("inf")  # a chunk of -inf (the whole row but one value at N = 100)
+        x[M - 1, N // 3] = float("nan")
+        x_before = x.clone()
+        fwd = dispatch.plan_forward(M, N, N, N, dtype, log, 132)
+        k = fwd[-1].kwargs
+        assert k["SENT"] and not k["TAG"] and k["LATE_LEAVE"] == late
+        assert k["PACK"] == (dtype != "float32") and k["CHUNK_N"] == (128 if dtype != "float32" else 64)
+        call = lambda l, ins, b: launch.torch_call(l, ins, b, x.dtype, x.device)  # noqa: E731
+        y = launch.execute(fwd, {"x": x, "count": count}, call)
+        assert not count.any(), "the launch left its counters or words set"
+        assert torch.equal(x.nan_to_num(), x_before.nan_to_num())
+        expected = ref.softmax(x.double().cpu().numpy(), log=log)
+        assert torch.isnan(y[M - 1]).all() and not torch.isnan(y[:M - 1]).any()
+        ref.assert_close(y.double().cpu(), expected, dtype, f"keyed coop fwd {M} x {N}")
+
+
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
 @pytest.mark.parametrize("M,N,pad", [(3, 130, 0), (2, 200, 6), (5, 131, 0), (4, 67, 0), (2, 129, 3)])
@@ -700,7 +762,7 @@ def test_jax_and_torch_launchers_compile_alike_subprocess():
         "                      (65536, 64, 'float32', False),\n"
         "                      (4095, 16385, 'float16', False), (128, 1048576, 'bfloat16', False),\n"
         "                      (2670, 50257, 'bfloat16', True), (4096, 4194304, 'float32', False),\n"
-        "                      (8, 4194304, 'bfloat16', True)]:\n"
+        "                      (8, 4194304, 'bfloat16', True), (64, 1048576, 'float32', False)]:\n"
         "    for plan in (dispatch.plan_forward(M, N, N, N, dt, log, 132),\n"
         "                 dispatch.plan_backward(M, N, N, N, N, dt, log, 132)):\n"
         "        a, b = (c.compile_launches(plan, dt, specialize=s) for s in ('torch', 'jax'))\n"
@@ -708,7 +770,7 @@ def test_jax_and_torch_launchers_compile_alike_subprocess():
         "        print(M, N, dt, log, [l.kernel for l in plan], 'same' if same else 'DIFFERENT')\n", timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
     lines = out.stdout.splitlines()
-    assert len(lines) == 16 and all(line.endswith("same") for line in lines), out.stdout
+    assert len(lines) == 18 and all(line.endswith("same") for line in lines), out.stdout
 
 
 def test_even_m_rule():

@@ -36,7 +36,9 @@ Four families, each for softmax (LOG=False) and log_softmax (LOG=True):
   chunk as packed 32-bit words of two values across the wait (PACK), half the registers;
   the log_softmax backward, whose row sum needs dy alone, may load y after it (DEFER_Y).
   Rows of few chunks wait without a counter (TAG): each partial carries the launch's tag,
-  and a program reads its row's partials until all do (see "Tagged partials" below).
+  and a program reads its row's partials until all do (see "Tagged partials" below). The
+  forward of some long rows waits on the counter without a release fence (SENT: partials
+  as keyed words that show whether they are written yet; see "Keyed partials" below).
 
 Arithmetic: float16/bfloat16/float32 inputs are computed in float32, float64 in float64
 (ACC_FP64), and the result is stored in the output pointer's dtype.
@@ -476,6 +478,67 @@ def _tag_gather(slot_ptr, n_chunks, tag, BLOCK_C: tl.constexpr, PARTS: tl.conste
     return a_f, tl.where(ok, b_f, 0.0)
 
 
+# Keyed partials (SENT): the forward's arrival counters without the release fence of the
+# arrival (an atomic with release semantics waits until the partials it publishes are stored).
+# A float32 partial is published by a relaxed atomic exchange as its bits XOR SENT_KEY, a NaN
+# payload no partial has once NaNs are made canonical, so a zero word is one not yet written.
+# The arrival and the polls of the counter are relaxed; once the counter says every chunk of
+# the row has arrived, a program reads the row's words until none is zero (the counter may be
+# seen before a word is). The words follow the counters and the ticket in the "zeros" buffer
+# (count_ptr + M + 1 + row * 2 * n_chunks), and the last of a row's 2 * n_chunks arrivals
+# (every program of the row has read the words) sets them and the counter back to zero.
+SENT_KEY = tl.constexpr(0x7FBADBAD)
+
+
+@triton.jit
+def _sent_word(v):
+    """SENT: the float32 partial `v` as its keyed word (never zero: NaNs made canonical)."""
+    v = tl.where(v != v, float("nan"), v)
+    return v.to(tl.int32, bitcast=True) ^ SENT_KEY
+
+
+@triton.jit
+def _sent_arrive(count_ptr, row, n_chunks, PHASE: tl.constexpr):
+    """SENT: arrive at the row's counter (relaxed: the words carry their own validity), then
+    (PHASE 3) spin on it until all n_chunks programs of the row have."""
+    tl.debug_barrier()
+    arrived = tl.atomic_add(count_ptr + row, 1, sem="relaxed", scope="gpu") + 1
+    if PHASE == 3:
+        while arrived < n_chunks:
+            arrived = tl.atomic_add(count_ptr + row, 0, sem="relaxed", scope="gpu")
+    tl.debug_barrier()
+
+
+@triton.jit
+def _sent_gather(words_ptr, n_chunks, BLOCK_C: tl.constexpr, PHASE: tl.constexpr):
+    """SENT: the row's max and sum partials (2 arrays of n_chunks words from words_ptr) as
+    float32 vectors of BLOCK_C, once no word is zero (PHASE 3: read again by volatile loads
+    until then; PHASE 2, interpreted: read once, and a zero word gives NaN). Lanes past
+    n_chunks: -inf (max), 0 (sum)."""
+    c = tl.arange(0, BLOCK_C)
+    ok = c < n_chunks
+    a = tl.load(words_ptr + c, mask=ok, other=1, volatile=True)
+    b = tl.load(words_ptr + n_chunks + c, mask=ok, other=1, volatile=True)
+    if PHASE == 3:
+        while tl.min(((a != 0) & (b != 0)).to(tl.int32), axis=0) == 0:
+            a = tl.load(words_ptr + c, mask=ok, other=1, volatile=True)
+            b = tl.load(words_ptr + n_chunks + c, mask=ok, other=1, volatile=True)
+    m_c = tl.where(ok, (a ^ SENT_KEY).to(tl.float32, bitcast=True), -float("inf"))
+    return m_c, tl.where(ok, (b ^ SENT_KEY).to(tl.float32, bitcast=True), 0.0)
+
+
+@triton.jit
+def _sent_leave(count_ptr, words_ptr, row, n_chunks, BLOCK_C: tl.constexpr):
+    """SENT: arrive a second time, past the read of the words; the last of the row's
+    2 * n_chunks arrivals sets the row's words and counter back to 0 for the next launch."""
+    left = tl.atomic_add(count_ptr + row, 1, sem="relaxed", scope="gpu") + 1
+    if left == 2 * n_chunks:
+        c = tl.arange(0, BLOCK_C)
+        tl.store(words_ptr + c, tl.zeros([BLOCK_C], tl.int32), mask=c < n_chunks)
+        tl.store(words_ptr + n_chunks + c, tl.zeros([BLOCK_C], tl.int32), mask=c < n_chunks)
+        tl.atomic_xchg(count_ptr + row, 0, sem="relaxed", scope="gpu")
+
+
 @triton.jit
 def _coop_edges(row_start, N, chunk, n_chunks, VEC: tl.constexpr):
     """A PEEL row's edges (`_edges`) as the cooperative kernels share them out: the head to
@@ -491,6 +554,7 @@ def softmax_fwd_coop(
     PEEL: tl.constexpr,
     VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
     LATE_LEAVE: tl.constexpr, PACK: tl.constexpr, TAG: tl.constexpr, SPLIT_SUM: tl.constexpr,
+    SENT: tl.constexpr,
 ):
     """One item a program: chunk `item % n_chunks` of row `item // n_chunks`.
 
@@ -510,10 +574,14 @@ def softmax_fwd_coop(
     high halves unpacked anew, not over both at once: the compiler then holds fewer values at a
     time (packed chunks of 8192 values at 4 warps: 56-64 registers a thread instead of 90-96;
     dispatch.COOP_FWD16_WARPS: where that pays). The same sum, in another order.
+    SENT (float32 partials, not TAG): the partials are keyed words in count_ptr (an int32 "zeros"
+    buffer of M + 1 + M * 2 * n_chunks; part_ptr is not used), published and waited for with no
+    release fence (`_sent_arrive`, `_sent_gather`; dispatch.COOP_SENT_MIN_PER_SM: where that pays).
     """
     tl.static_assert(not PACK or PEEL or ALIGN >= 2, "PACK needs whole words: PEEL, or ALIGN >= 2")
     tl.static_assert(not (TAG and ACC_FP64), "TAG: float32 partials only")
     tl.static_assert(not (TAG and LATE_LEAVE), "TAG has no second arrival: LATE_LEAVE must be off")
+    tl.static_assert(not (SENT and (TAG or ACC_FP64)), "SENT: float32 partials on counters only")
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     if TAG:
         sync = count_ptr.to(tl.pointer_type(tl.int64))
@@ -550,6 +618,8 @@ def softmax_fwd_coop(
         m_own = tl.maximum(m_own, tl.max(xe, axis=0))
     if TAG:
         part_row = sync + 1 + row * 2 * n_chunks
+    elif SENT:  # the row's keyed words
+        part_row = count_ptr + M + 1 + row * 2 * n_chunks
     else:
         part_row = part_ptr + row * 2 * n_chunks
     # The chunk's own max and exp(x - max): an all -inf chunk gets max 0 here, sum 0.
@@ -574,6 +644,10 @@ def softmax_fwd_coop(
         if TAG:
             _tag_publish(part_row + chunk, m_own, tag)
             _tag_publish(part_row + n_chunks + chunk, s_own, tag)
+        elif SENT:
+            tl.atomic_xchg(part_row + chunk, _sent_word(m_own), sem="relaxed", scope="gpu")
+            tl.atomic_xchg(part_row + n_chunks + chunk, _sent_word(s_own), sem="relaxed", scope="gpu")
+            _sent_arrive(count_ptr, row, n_chunks, PHASE)
         else:
             tl.store(part_row + chunk, m_own)
             tl.store(part_row + n_chunks + chunk, s_own)
@@ -583,6 +657,10 @@ def softmax_fwd_coop(
         # Combine the row's partials: max of maxes, sums rescaled to it.
         if TAG:
             m_c, s_c = _tag_gather(part_row, n_chunks, tag, BLOCK_C, 2, PHASE)
+        elif SENT:
+            m_c, s_c = _sent_gather(part_row, n_chunks, BLOCK_C, PHASE)
+            if not LATE_LEAVE:
+                _sent_leave(count_ptr, part_row, row, n_chunks, BLOCK_C)
         else:
             c = tl.arange(0, BLOCK_C)
             m_c = tl.load(part_row + c, mask=c < n_chunks, other=-float("inf"), volatile=True)
@@ -617,7 +695,9 @@ def softmax_fwd_coop(
             else:
                 ye = ee * scale
             tl.store(y_ptr + e_offs, ye.to(y_ptr.dtype.element_ty), mask=e_mask)
-        if PHASE == 3 and LATE_LEAVE:
+        if SENT and LATE_LEAVE:
+            _sent_leave(count_ptr, part_row, row, n_chunks, BLOCK_C)
+        elif PHASE == 3 and LATE_LEAVE:
             _leave_row(count_ptr, row, n_chunks)
 
 
