@@ -367,7 +367,10 @@ COOP_TAG_FWD16_LOG_MIN_PER_SM = 0.75
 # registers, 4 programs an SM either way). Where its loop over the words costs an occupancy
 # step it lost: the float32 log_softmax (48 -> 68 registers: 2,700 to 2,402), bf16 16 x 1048576
 # (15.5 an SM, 32 -> 40-44: 33.5 to 36.9 us), 64 x 128256 (32 -> 44); the backward (bf16 128 x
-# 1048576: even; float32: 80 -> 94 registers, lost) keeps the fenced counters.
+# 1048576: even; float32: 80 -> 94 registers, lost) keeps the fenced counters. The benchmark
+# (run_rerun_sent.log, torch adapter): 2,575 -> 2,693 GB/s bf16 softmax, 2,705 -> 2,832 log_softmax,
+# fp16 2,551 -> 2,657 and 2,713 -> 2,820, float32 softmax 2,677 -> 2,814 (128 and 64 x 1048576).
+# Between 15.5 and 62 programs an SM (8192-value chunks) the threshold rests on nothing measured.
 COOP_SENT_MIN_PER_SM = 32
 # Rows that are not 16-byte aligned (N or a row stride not a multiple of 16 bytes: N = 3001,
 # 16385 or 50257 in 16-bit types) are cut into a head, an aligned body and a tail (PEEL), so
