@@ -1044,29 +1044,13 @@ def jax_fresh(sms, shapes=JAX_FRESH_SHAPES, dtypes=("bfloat16", "float32")):
 # (the counter may be seen before a word). The last of the 2 * n_chunks arrivals sets the counter
 # and the row's words back to zero. The words follow the counters and the ticket in the "zeros"
 # buffer (count_ptr + M + 1), which the kernels leave zero; part_ptr is not used.
+# SENT_KEY, _sent_word and _sent_arrive are the kernels' own (kernels/softmax.py's SENT, which
+# came from this probe); the helpers below are the probe's, the backward's and its words' reads.
 SENT_HELPERS = """
-
-SENT_KEY = tl.constexpr(0x7FBADBAD)
-
-
-@triton.jit
-def _sent_word(v):
-    v = tl.where(v != v, float("nan"), v)
-    return v.to(tl.int32, bitcast=True) ^ SENT_KEY
-
 
 @triton.jit
 def _sent_words(count_ptr, M, row, n_chunks, PARTS: tl.constexpr):
     return count_ptr + M + 1 + row * PARTS * n_chunks
-
-
-@triton.jit
-def _sent_arrive(count_ptr, row, n_chunks):
-    tl.debug_barrier()
-    arrived = tl.atomic_add(count_ptr + row, 1, sem="relaxed", scope="gpu") + 1
-    while arrived < n_chunks:
-        arrived = tl.atomic_add(count_ptr + row, 0, sem="relaxed", scope="gpu")
-    tl.debug_barrier()
 
 
 @triton.jit
@@ -1099,7 +1083,7 @@ def _sent_gather1(w_ptr, n_chunks, BLOCK_C: tl.constexpr):
 
 
 @triton.jit
-def _sent_leave(count_ptr, w_ptr, row, n_chunks, PARTS: tl.constexpr, BLOCK_C: tl.constexpr):
+def _sent_leave_parts(count_ptr, w_ptr, row, n_chunks, PARTS: tl.constexpr, BLOCK_C: tl.constexpr):
     left = tl.atomic_add(count_ptr + row, 1, sem="relaxed", scope="gpu") + 1
     if left == 2 * n_chunks:
         c = tl.arange(0, BLOCK_C)
@@ -1115,7 +1099,7 @@ def _sent_late(parts):
     return ("""PHASE == 3 and LATE_LEAVE:
             _leave_row(count_ptr, row, n_chunks)""",
             f"""LATE_LEAVE:
-            _sent_leave(count_ptr, _sent_words(count_ptr, M, row, n_chunks, {parts}), row, n_chunks, {parts}, BLOCK_C)""")
+            _sent_leave_parts(count_ptr, _sent_words(count_ptr, M, row, n_chunks, {parts}), row, n_chunks, {parts}, BLOCK_C)""")
 
 
 SENTINEL = {
@@ -1127,7 +1111,7 @@ SENTINEL = {
          """            sw = _sent_words(count_ptr, M, row, n_chunks, 2)
             tl.atomic_xchg(sw + chunk, _sent_word(m_own), sem="relaxed", scope="gpu")
             tl.atomic_xchg(sw + n_chunks + chunk, _sent_word(s_own), sem="relaxed", scope="gpu")
-            _sent_arrive(count_ptr, row, n_chunks)"""),
+            _sent_arrive(count_ptr, row, n_chunks, 3)"""),
         ("""            c = tl.arange(0, BLOCK_C)
             m_c = tl.load(part_row + c, mask=c < n_chunks, other=-float("inf"), volatile=True)
             s_c = tl.load(part_row + n_chunks + c, mask=c < n_chunks, other=0.0, volatile=True)
@@ -1135,7 +1119,7 @@ SENTINEL = {
                 _leave_row(count_ptr, row, n_chunks)""",
          """            m_c, s_c = _sent_gather2(sw, n_chunks, BLOCK_C)
             if not LATE_LEAVE:
-                _sent_leave(count_ptr, sw, row, n_chunks, 2, BLOCK_C)"""),
+                _sent_leave_parts(count_ptr, sw, row, n_chunks, 2, BLOCK_C)"""),
         _sent_late(2)],
     "softmax_bwd_coop": [
         ("""            tl.store(part_row + chunk, dot_own)
@@ -1143,14 +1127,14 @@ SENTINEL = {
                 _wait_for_row(count_ptr, row, n_chunks)""",
          """            sw = _sent_words(count_ptr, M, row, n_chunks, 1)
             tl.atomic_xchg(sw + chunk, _sent_word(dot_own), sem="relaxed", scope="gpu")
-            _sent_arrive(count_ptr, row, n_chunks)"""),
+            _sent_arrive(count_ptr, row, n_chunks, 3)"""),
         ("""            c = tl.arange(0, BLOCK_C)
             dot = tl.sum(tl.load(part_row + c, mask=c < n_chunks, other=0.0, volatile=True), axis=0)
             if PHASE == 3 and not LATE_LEAVE:
                 _leave_row(count_ptr, row, n_chunks)""",
          """            dot = tl.sum(_sent_gather1(sw, n_chunks, BLOCK_C), axis=0)
             if not LATE_LEAVE:
-                _sent_leave(count_ptr, sw, row, n_chunks, 1, BLOCK_C)"""),
+                _sent_leave_parts(count_ptr, sw, row, n_chunks, 1, BLOCK_C)"""),
         _sent_late(1)],
 }
 
