@@ -533,9 +533,11 @@ def test_coop_keyed_partials(forced_family, torch_device, monkeypatch, dtype, lo
     monkeypatch.setattr(dispatch, "_coop_narrow", lambda *a: False)
     monkeypatch.setattr(dispatch, "COOP_FWD_UNPACKED_PER_SM", 0)
     monkeypatch.setattr(dispatch, "COOP_PACK_WIDE_MIN_PER_SM", 0)
-    monkeypatch.setattr(dispatch, "COOP_SENT_MIN_PER_SM", 0)
     monkeypatch.setattr(dispatch, "_coop_late_leave", lambda *a: late)
-    monkeypatch.setattr(dispatch, "_coop_sent", lambda *a, sent=dispatch._coop_sent: sent(*a) or a[1] == 4)
+    # SENT at any grid: 16-bit rows packed in wide chunks, as the rule; float32's log_softmax too,
+    # which the rule leaves on fenced counters (registers), so that the kernel's path is tested
+    monkeypatch.setattr(dispatch, "_coop_sent", lambda programs, itemsize, log, packed_wide, num_sms:
+                        packed_wide or itemsize == 4)
     count = torch.zeros(8192, dtype=torch.int32, device=torch_device)
     for M, N in ((3, 300), (5, 520), (2, 100), (3, 300), (4, 390)):
         x = _random((M, N), dtype, torch_device, seed=M * 41 + N)
