@@ -127,6 +127,15 @@ off (dispatch.py's SPLIT_FRESH_FWD_MAX_PER_SM, SPLIT_FRESH_CHUNKS).
 
 the plans on counters against scratch kernels that wait without the release fence of the
 arrival (SENTINEL, below: partials as keyed words that say whether they are written yet).
+
+    python bench/probe_coop.py --sent-more > bench/results/h100/probe_sent_more.log
+
+the kernels' own SENT where dispatch does not take it: the float32 forward on counters (16, 32
+and 64 rows of 1048576) with SENT and LATE_LEAVE each way, and the 16-bit 128 x 1048576 forward
+in packed 8192-value chunks (4 and 8 warps, SPLIT_SUM) with SENT, against dispatch's plans;
+(--sent-more-few) the float32 part on 16 down to 1 row of 1048576; (--sent-wide) the 16-bit
+forward of 16 to 48 rows of 1048576 (below dispatch's SENT grids) in packed chunks of 16384 values
+with SENT; (--sent-wide-gap) bf16 18 and 21 rows, between the grids measured there.
 """
 
 from __future__ import annotations
@@ -1183,6 +1192,61 @@ def sentinel(sms, cases=SENT_CASES):
                       + _compare(M, N, dtype, direction, log, variants, sms), flush=True)
 
 
+def _with_sent(plan, late=None):
+    """A cooperative forward plan on counters (one launch) with the kernels' SENT on, its
+    "zeros" buffer grown for the keyed words; LATE_LEAVE `late` (None: the plan's)."""
+    import dataclasses
+    (l,) = plan
+    assert l.kernel == "softmax_fwd_coop" and not l.kwargs["TAG"] and l.kwargs["PHASE"] == 3
+    M, n_chunks = l.scalars[0], l.scalars[-1]
+    kw = dict(l.kwargs, SENT=True, LATE_LEAVE=l.kwargs["LATE_LEAVE"] if late is None else late)
+    outputs = (("part", (1,), "acc"), ("count", (M + 1 + M * 2 * n_chunks,), "zeros"), l.outputs[-1])
+    return (dataclasses.replace(l, outputs=outputs, meta=tuple(kw.items())),)
+
+
+SENT_MORE_FP32 = [(64, 1048576), (32, 1048576), (16, 1048576)]
+SENT_MORE_FEW = [(16, 1048576), (12, 1048576), (8, 1048576), (4, 1048576), (2, 1048576), (1, 1048576)]
+SENT_MORE_16 = [(128, 1048576)]
+
+
+def sent_more(sms, fp32_shapes=SENT_MORE_FP32, shapes16=SENT_MORE_16):
+    """SENT where dispatch's rule does not take it (`_with_sent`), twice each, by the benchmark's
+    clock: float32 (S0/S1: LATE_LEAVE off/on), 16-bit packed chunks of 8192 values (SPLIT_SUM) at
+    4 and 8 warps with SENT and LATE_LEAVE (P4/P8)."""
+    for M, N in fp32_shapes:
+        for log in (False, True):
+            plan, _ = _dispatch_plan(M, N, "float32", "fwd", sms, None, log)
+            variants = [("dispatch", plan), ("S0", _with_sent(plan, False)), ("S1", _with_sent(plan, True))]
+            print(_head(M, N, "float32", "fwd", log, plan, sms) + f"sent={plan[0].kwargs['SENT']:d} | "
+                  + _compare(M, N, "float32", "fwd", log, variants, sms), flush=True)
+    for dtype in ("bfloat16", "float16"):
+        for M, N in shapes16:
+            for log in (False, True):
+                plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
+                variants = [("dispatch", plan)] + [
+                    (f"P{w}", _with_sent(tune.with_meta(tune.coop_plan(M, N, dtype, "fwd", sms, 8192, w, log),
+                                                        PACK=True, SPLIT_SUM=True), True)) for w in (4, 8)]
+                print(_head(M, N, dtype, "fwd", log, plan, sms) + f"sent={plan[0].kwargs['SENT']:d} | "
+                      + _compare(M, N, dtype, "fwd", log, variants, sms), flush=True)
+
+
+SENT_WIDE_16 = [(16, 1048576), (24, 1048576), (32, 1048576), (48, 1048576)]
+
+
+def sent_wide(sms, shapes=SENT_WIDE_16, dtypes=("bfloat16", "float16")):
+    """The 16-bit forward on counters below dispatch's SENT grids: dispatch's plan against packed
+    chunks of 16384 values at 8 warps with SENT, LATE_LEAVE off and on (W0/W1), twice each, by the
+    benchmark's clock."""
+    for dtype in dtypes:
+        for M, N in shapes:
+            for log in (False, True):
+                plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
+                wide = tune.with_meta(tune.coop_plan(M, N, dtype, "fwd", sms, 16384, 8, log), PACK=True, SPLIT_SUM=False)
+                variants = [("dispatch", plan), ("W0", _with_sent(wide, False)), ("W1", _with_sent(wide, True))]
+                print(_head(M, N, dtype, "fwd", log, plan, sms) + f"sent={plan[0].kwargs['SENT']:d} | "
+                      + _compare(M, N, dtype, "fwd", log, variants, sms), flush=True)
+
+
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
@@ -1198,7 +1262,9 @@ def main():
              "--rows-odd": lambda sms: rows16(sms, ROWS_ODD_N, ("bfloat16", "float32"), ("fwd", "bwd"), True),
              "--rows781": lambda sms: rows16(sms, (781,), ("bfloat16", "float16"), ("fwd", "bwd")),
              "--rows-odd16": lambda sms: rows16(sms, ROWS_ODD16_N, ("bfloat16", "float16"), ("bwd",), True),
-             "--split-few": split_few, "--sentinel": sentinel, "--split-tiny": split_tiny, "--jax-fresh": jax_fresh,
+             "--split-few": split_few, "--sentinel": sentinel, "--sent-more": sent_more, "--sent-wide": sent_wide,
+             "--sent-wide-gap": lambda sms: sent_wide(sms, [(18, 1048576), (21, 1048576)], ("bfloat16",)),
+             "--sent-more-few": lambda sms: sent_more(sms, SENT_MORE_FEW, ()), "--split-tiny": split_tiny, "--jax-fresh": jax_fresh,
              "--rows-short": lambda sms: rows16(sms, ROWS_SHORT_N, ("float32", "bfloat16", "float16"), ("fwd", "bwd"))}
     for flag, mode in modes.items():
         if flag in sys.argv[1:]:

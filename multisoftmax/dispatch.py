@@ -214,8 +214,17 @@ COOP_FWD_UNPACKED_PER_SM = 5
 # 65536, 2,605 -> 2,716 at 131072, 2,675 -> 2,739 at 262144, 2,575 -> 2,702 at 128256). Peeled
 # rows keep 8192 (2670 x 50257: 2,642 against 2,541). Packed, the log_softmax forward takes
 # LATE_LEAVE by its rule too (7.76 an SM: 15.0 us without, 15.6 with; 124: 2,784 with, 2,750
-# without at 65536).
-COOP_PACK_WIDE_MIN_PER_SM = 32
+# without at 65536). That threshold was 32 until the wide chunks took SENT (COOP_SENT_MIN_PER_SM,
+# which now follows it): then they gained from 23.3 programs an SM (probe_sent_wide.log, the
+# benchmark's clock, two runs, 8192 -> 16384 packed with SENT and LATE_LEAVE: bf16 softmax 48.0 ->
+# 45.1-46.9 us at 24 x 1048576, 62.4-62.7 -> 56.9-58.5 at 32 x 1048576; log_softmax 45.1-46.4 ->
+# 42.8-43.5 and 58.2-58.6 -> 53.2-54.5; float16 47.5-47.7 -> 46.7-47.1, 61.5-61.7 -> 57.7-59.4,
+# 45.7-45.8 -> 41.1-43.7 and 58.2-58.6 -> 54.4-54.6), but not at 15.5 (16 x 1048576: bf16 33.2-33.3
+# -> 34.4 us, log_softmax 31.8-32.1 -> 30.2-32.0; float16 33.0 -> 33.3-33.8, 31.5-31.7 -> 31.8-32.1).
+# Between 15.5 and 23.3 the threshold rests on nothing measured. The wide chunks with SENT leave
+# their row late at every grid: at 24 x 1048576 (11.6 wide programs an SM, below
+# COOP_LATE_LEAVE_MIN_PER_SM) leaving early lost to the 8192-value chunks (bf16 48.0 -> 49.5-50.8 us).
+COOP_PACK_WIDE_MIN_PER_SM = 20
 # COOP_NARROW_MIN_SMS_PER_PROGRAM: where the grid of the cooperative kernels has at most one
 # program every this many SMs (single rows: 33 programs at 132 SMs, N <= 270336), chunks are
 # half as wide (4096 values for 16-bit and float32; 8 warps): twice the programs, each waiting
@@ -359,19 +368,36 @@ COOP_TAG_FWD16_LOG_MIN_PER_SM = 0.75
 # chunks) waits through keyed partials (SENT, kernels/softmax.py: published by relaxed atomic
 # exchanges, the arrival and polls relaxed: no release fence before the arrival) where its grid
 # of COOP_CHUNK_N chunks has at least this many programs an SM, for 16-bit rows held packed in
-# wide chunks (COOP_PACK_WIDE_MIN_PER_SM) and the float32 softmax (not log_softmax). On the H100
+# wide chunks (COOP_PACK_WIDE_MIN_PER_SM) (float32: below). On the H100
 # (bench/results/h100/probe_sentinel.log and probe_sentinel_rerun.log, the benchmark's clock, two
 # runs; 63-64 registers a thread either way at 16-bit) the softmax forward went from 2,571 to
 # 2,685 GB/s at bf16 128 x 1048576 (fp16 2,555 to 2,666), the log_softmax from 2,711 to 2,844
 # (fp16 2,707 to 2,809), the float32 softmax from 2,687 to 2,795 at 64 x 1048576 (54 -> 63
 # registers, 4 programs an SM either way). Where its loop over the words costs an occupancy
-# step it lost: the float32 log_softmax (48 -> 68 registers: 2,700 to 2,402), bf16 16 x 1048576
+# step it lost: the float32 log_softmax leaving early (48 -> 68 registers: 2,700 to 2,402; late:
+# below), bf16 16 x 1048576
 # (15.5 an SM, 32 -> 40-44: 33.5 to 36.9 us), 64 x 128256 (32 -> 44); the backward (bf16 128 x
 # 1048576: even; float32: 80 -> 94 registers, lost) keeps the fenced counters. The benchmark
 # (run_rerun_sent.log, torch adapter): 2,575 -> 2,693 GB/s bf16 softmax, 2,705 -> 2,832 log_softmax,
 # fp16 2,551 -> 2,657 and 2,713 -> 2,820, float32 softmax 2,677 -> 2,814 (128 and 64 x 1048576).
-# Between 15.5 and 62 programs an SM (8192-value chunks) the threshold rests on nothing measured.
-COOP_SENT_MIN_PER_SM = 32
+# Its threshold for 16-bit rows then came down with COOP_PACK_WIDE_MIN_PER_SM's (probe_sent_wide.log,
+# there).
+# COOP_SENT32_MIN_PER_SM, COOP_SENT32_LOG_MIN_PER_SM: the float32 forward on counters takes SENT
+# from these grids instead (programs an SM), the softmax with LATE_LEAVE by its rule, the log_softmax
+# always with LATE_LEAVE: so its kernel takes 62 registers a thread, 4 programs an SM (48 on fenced
+# counters: 5; 68 with SENT and an early leave: 3). On the H100 (bench/results/h100/
+# probe_sent_more.log, probe_sent_more_few.log, the benchmark's clock, two runs each) the log_softmax
+# went from 2,681 to 2,787 GB/s at 64 x 1048576 (62 programs an SM), 2,535 to 2,628 at 32 x 1048576,
+# 56.7-59.8 to 53.4-55.2 us at 16 x 1048576 (15.5) and 47.1-47.4 to 41.8-44.4 at 12 x 1048576 (11.6),
+# but lost at 8 x 1048576 (7.76: 31.4-32.4 to 32.4-32.6) and fewer; the softmax (early leave below
+# COOP_LATE_LEAVE_MIN_PER_SM) from 2,612 to 2,685 GB/s at 32 x 1048576, 55.1-56.9 to 54.0-55.9 us at
+# 16 x 1048576, 42.5-44.2 to 41.5-43.7 at 12 x 1048576 and 31.4-31.8 to 29.1-29.3 at 8 x 1048576,
+# but lost at 4 x 1048576 (3.88: 16.8-17.3 to 17.0) and fewer (1 x 1048576: 7.5 to 7.7-7.8). Between
+# 3.88 and 7.76 (softmax) and between 7.76 and 11.6 (log_softmax) the thresholds rest on nothing
+# measured.
+COOP_SENT_MIN_PER_SM = COOP_PACK_WIDE_MIN_PER_SM
+COOP_SENT32_MIN_PER_SM = 6
+COOP_SENT32_LOG_MIN_PER_SM = 10
 # Rows that are not 16-byte aligned (N or a row stride not a multiple of 16 bytes: N = 3001,
 # 16385 or 50257 in 16-bit types) are cut into a head, an aligned body and a tail (PEEL), so
 # the body moves in 16-byte vectors instead of one value a lane. A peeled row of the rows
@@ -633,10 +659,12 @@ def _coop_tag(n_chunks: int, itemsize: int) -> bool:
 
 
 def _coop_sent(programs: int, itemsize: int, log: bool, packed_wide: bool, num_sms: int) -> bool:
-    """Whether the forward on counters waits through keyed partials (COOP_SENT_MIN_PER_SM)."""
-    if programs < COOP_SENT_MIN_PER_SM * num_sms:
-        return False
-    return packed_wide if itemsize == 2 else itemsize == 4 and not log
+    """Whether the forward on counters waits through keyed partials: 16-bit rows packed in wide
+    chunks from COOP_SENT_MIN_PER_SM programs an SM, float32 rows from COOP_SENT32_MIN_PER_SM
+    (log_softmax: COOP_SENT32_LOG_MIN_PER_SM); never float64."""
+    if itemsize == 4:
+        return programs >= (COOP_SENT32_LOG_MIN_PER_SM if log else COOP_SENT32_MIN_PER_SM) * num_sms
+    return itemsize == 2 and packed_wide and programs >= COOP_SENT_MIN_PER_SM * num_sms
 
 
 def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: int, num_sms: int,
@@ -797,8 +825,11 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         acc["PACK"] = not wide and _coop_pack_fwd(programs, words, num_sms)
         packed_wide = acc["PACK"] and _coop_pack_wide(programs, peeled, num_sms)
         taken = M * _coop_chunks(N, itemsize, wide or packed_wide)[1]
-        acc["LATE_LEAVE"] = not wide and _coop_late_leave(taken, log and not acc["PACK"], num_sms)
         acc["SENT"] = _coop_sent(programs, itemsize, log, packed_wide, num_sms)
+        # LATE_LEAVE by the grid taken, but always with SENT, except for the float32 softmax
+        # (COOP_PACK_WIDE_MIN_PER_SM, COOP_SENT32_LOG_MIN_PER_SM)
+        acc["LATE_LEAVE"] = not wide and (_coop_late_leave(taken, log and not acc["PACK"], num_sms)
+                                          or (acc["SENT"] and (log or itemsize == 2)))
         return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,
                               num_sms, acc, 2, "y", wide=wide or packed_wide,
                               narrow=_coop_narrow(programs, itemsize, num_sms))

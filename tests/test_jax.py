@@ -154,12 +154,13 @@ def test_few_long_rows_split_and_cooperative(dtype):
 
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
 def test_keyed_partials_forward(monkeypatch, dtype):
-    """The cooperative forward on keyed partials (SENT, dispatch.COOP_SENT_MIN_PER_SM), forced on a
-    small grid, through the JAX adapter (which zeroes its counters and words on every call): the
-    forward and its vjp match float64, twice over."""
+    """The cooperative forward on keyed partials (SENT, dispatch.COOP_SENT_MIN_PER_SM and
+    COOP_SENT32_*), forced on a small grid, through the JAX adapter (which zeroes its counters and
+    words on every call): the forward and its vjp match float64, twice over."""
     from multisoftmax import dispatch
 
     for name, value in (("_coop_tag_fwd", lambda *a: None), ("COOP_SENT_MIN_PER_SM", 0),
+                        ("COOP_SENT32_MIN_PER_SM", 0), ("COOP_SENT32_LOG_MIN_PER_SM", 0),
                         ("COOP_FWD_UNPACKED_PER_SM", 0), ("COOP_PACK_WIDE_MIN_PER_SM", 0), ("COOP_WIDE_MAX_N", 0)):
         monkeypatch.setattr(dispatch, name, value)
     dispatch.plan_forward.cache_clear()
@@ -171,7 +172,7 @@ def test_keyed_partials_forward(monkeypatch, dtype):
         dy = randn(M, N, dtype=dtype, seed=M + 6, scale=1.0)
         for ours, _, log in OPS:
             kw = dispatch.plan_forward(M, N, N, N, name, log, sms, counters_per_call=True)[-1].kwargs
-            assert kw["SENT"] == (dtype == jnp.bfloat16 or not log) and not kw["TAG"]
+            assert kw["SENT"] and not kw["TAG"] and (kw["LATE_LEAVE"] or not (log and dtype == jnp.float32))
             for _ in range(2):
                 y, pull = jax.vjp(lambda t: ours(t, -1), x)
                 ref.assert_close(np.asarray(y, np.float64), ref.softmax(np.asarray(x, np.float64), -1, log), name,

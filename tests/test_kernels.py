@@ -167,13 +167,14 @@ def test_coop_pack_and_late_leave_rules():
     assert not bwd(16, 1048576, "float32")["PACK"] and not bwd(16, 524288, "float64")["PACK"]
     # LATE_LEAVE: the softmax kernels, not log_softmax, nor the wide forward chunks, nor TAG, and
     # only from COOP_LATE_LEAVE_MIN_PER_SM programs an SM (132 SMs: 1584 programs).
-    # (The 16-bit forward's, packed: test_coop_forward_pack_rule.)
+    # (The 16-bit forward's, packed: test_coop_forward_pack_rule; the float32 log_softmax forward
+    # with SENT, which always leaves late: test_coop_sent_rule.)
     fwd = lambda M, N, dtype, log=False: dispatch.plan_forward(M, N, N, N, dtype, log, 132)[0].kwargs  # noqa: E731
     for M, N in ((2670, 50257), (16, 1048576), (128, 1048576)):
         if N == 50257:  # float32 forward: TAG (COOP_TAG_FWD32_MIN_PER_SM)
             assert fwd(M, N, "float32")["TAG"] and not fwd(M, N, "float32")["LATE_LEAVE"]
         else:
-            assert fwd(M, N, "float32")["LATE_LEAVE"] and not fwd(M, N, "float32", log=True)["LATE_LEAVE"]
+            assert fwd(M, N, "float32")["LATE_LEAVE"] and fwd(M, N, "float32", log=True)["SENT"]
         for dtype in ("bfloat16", "float32"):
             if N == 50257:  # 7 chunks: TAG, which has no second arrival
                 assert bwd(M, N, dtype)["TAG"] and not bwd(M, N, dtype)["LATE_LEAVE"]
@@ -239,7 +240,7 @@ def test_coop_forward_pack_rule():
     # their grid has more than COOP_WIDE_MIN_PER_SM programs an SM (132 SMs: 528); else x is held
     # packed where the grid of 8192-value chunks has more than COOP_FWD_UNPACKED_PER_SM programs
     # an SM (660); packed, unpeeled rows take 16384-value chunks from COOP_PACK_WIDE_MIN_PER_SM
-    # programs an SM (4224 of 8192); LATE_LEAVE by the grid taken (1584).
+    # programs an SM (2640 of 8192); LATE_LEAVE by the grid taken (1584).
     def fwd(M, N, dtype, log=False, strides=None):
         kw = dispatch.plan_forward(M, N, *(strides or (N, N)), dtype, log, 132)[0].kwargs
         return kw["PACK"], kw["CHUNK_N"], kw["LATE_LEAVE"]
@@ -260,9 +261,9 @@ def test_coop_forward_pack_rule():
         for log in (False, True):
             assert fwd(5, 1048576, dtype, log=log) == (False, 8192, False)  # 640 programs <= 660
             assert fwd(6, 1048576, dtype, log=log) == (True, 8192, False)
-            assert fwd(16, 1048576, dtype, log=log) == (True, 8192, True)  # 2048 programs < 4224
-            assert fwd(32, 1048576, dtype, log=log) == (True, 8192, True)
-            assert fwd(33, 1048576, dtype, log=log) == (True, 16384, True)  # 4224 programs of 8192
+            assert fwd(16, 1048576, dtype, log=log) == (True, 8192, True)  # 2048 programs < 2640
+            assert fwd(20, 1048576, dtype, log=log) == (True, 8192, True)
+            assert fwd(21, 1048576, dtype, log=log) == (True, 16384, True)  # 2688 programs of 8192
             assert fwd(128, 1048576, dtype, log=log) == (True, 16384, True)
             assert fwd(2670, 50257, dtype, log=log) == (True, 8192, False)  # peeled: TAG, 4 warps
             assert fwd(256, 50257, dtype, log=log) == (True, 8192, True)  # 1792 programs < 4224
@@ -494,10 +495,11 @@ def test_coop_tagged_partials(forced_family, torch_device, monkeypatch, dtype, l
 
 
 def test_coop_sent_rule():
-    """SENT (keyed partials, no release fence): the forward on counters from COOP_SENT_MIN_PER_SM
-    programs an SM (132 SMs: 4224 programs of 8192 values), 16-bit rows packed in wide chunks and
-    the float32 softmax; not the float32 log_softmax, not TAG's rows, fewer programs, float64 or
-    the backward. Its count buffer holds the counters, the ticket and 2 words a chunk."""
+    """SENT (keyed partials, no release fence): the forward on counters, 16-bit rows packed in wide
+    chunks from COOP_SENT_MIN_PER_SM programs an SM (132 SMs: 2640 programs of 8192 values), float32
+    rows from COOP_SENT32_MIN_PER_SM (792), the log_softmax from COOP_SENT32_LOG_MIN_PER_SM (1320);
+    with SENT all but the float32 softmax leave late at any grid; not TAG's rows, fewer programs, float64 or the backward. Its
+    count buffer holds the counters, the ticket and 2 words a chunk."""
     def kw(M, N, dtype, log, jax=False):
         return dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, 132, counters_per_call=jax)[0]
 
@@ -508,11 +510,19 @@ def test_coop_sent_rule():
                 k = plan.kwargs
                 assert k["SENT"] and not k["TAG"] and k["PACK"] and k["CHUNK_N"] == 16384
                 assert plan.outputs[1] == ("count", (128 + 1 + 128 * 2 * 64,), "zeros")
-            assert not kw(16, 1048576, dtype, log).kwargs["SENT"]  # 2048 programs < 4224
+            assert not kw(16, 1048576, dtype, log).kwargs["SENT"]  # 2048 programs < 2640
+            assert kw(21, 1048576, dtype, log).kwargs["SENT"] and not kw(20, 1048576, dtype, log).kwargs["SENT"]
+            assert kw(21, 1048576, dtype, log).kwargs["LATE_LEAVE"]  # with SENT, below 1584 wide programs too
             assert not kw(256, 256000, dtype, log).kwargs["SENT"]  # TAG
-    assert kw(64, 1048576, "float32", False).kwargs["SENT"]
-    assert kw(33, 1048576, "float32", False).kwargs["SENT"] and not kw(32, 1048576, "float32", False).kwargs["SENT"]
-    assert not kw(64, 1048576, "float32", True).kwargs["SENT"]  # log_softmax: more registers, lost
+    for jax in (False, True):
+        assert kw(64, 1048576, "float32", False, jax).kwargs["SENT"]
+        assert kw(7, 1048576, "float32", False, jax).kwargs["SENT"]  # 896 programs
+        assert not kw(6, 1048576, "float32", False, jax).kwargs["SENT"]  # 768
+        assert not kw(7, 1048576, "float32", False, jax).kwargs["LATE_LEAVE"]  # the softmax: by the grid
+        for M in (11, 16, 64):  # 1408 programs and more: the log_softmax with SENT always leaves late
+            assert kw(M, 1048576, "float32", True, jax).kwargs["SENT"] and kw(M, 1048576, "float32", True, jax).kwargs["LATE_LEAVE"]
+        assert not kw(10, 1048576, "float32", True, jax).kwargs["SENT"]  # 1280
+        assert not kw(10, 1048576, "float32", True, jax).kwargs["LATE_LEAVE"]
     assert not kw(64, 262144, "float32", False).kwargs["SENT"]  # TAG
     assert kw(128, 262144, "float64", False).kernel == "softmax_fwd_coop"  # 64 chunks of 4096: counters
     assert not kw(128, 262144, "float64", False).kwargs["SENT"]
@@ -527,15 +537,16 @@ def test_coop_keyed_partials(forced_family, torch_device, monkeypatch, dtype, lo
     """SENT: the cooperative forward publishing its partials as keyed words (16-bit: packed, wide
     chunks of 128 values), launch after launch of several shapes on one "zeros" buffer, which each
     launch must leave zero (the counters, the ticket and the words); a NaN row, a chunk of -inf, a
-    row of one chunk; no input is modified. LATE_LEAVE early and late."""
+    row of one chunk; no input is modified. LATE_LEAVE early (the float32 softmax: the rule takes
+    no other early) and late."""
     forced_family("coop")
     monkeypatch.setattr(dispatch, "_coop_tag_fwd", lambda *a: None)  # counters
     monkeypatch.setattr(dispatch, "_coop_narrow", lambda *a: False)
     monkeypatch.setattr(dispatch, "COOP_FWD_UNPACKED_PER_SM", 0)
     monkeypatch.setattr(dispatch, "COOP_PACK_WIDE_MIN_PER_SM", 0)
     monkeypatch.setattr(dispatch, "_coop_late_leave", lambda *a: late)
-    # SENT at any grid: 16-bit rows packed in wide chunks, as the rule; float32's log_softmax too,
-    # which the rule leaves on fenced counters (registers), so that the kernel's path is tested
+    # SENT at any grid: 16-bit rows packed in wide chunks and float32 rows, as the rule (which then
+    # leaves late whatever the grid, but for the float32 softmax)
     monkeypatch.setattr(dispatch, "_coop_sent", lambda programs, itemsize, log, packed_wide, num_sms:
                         packed_wide or itemsize == 4)
     count = torch.zeros(8192, dtype=torch.int32, device=torch_device)
@@ -546,7 +557,7 @@ def test_coop_keyed_partials(forced_family, torch_device, monkeypatch, dtype, lo
         x_before = x.clone()
         fwd = dispatch.plan_forward(M, N, N, N, dtype, log, 132)
         k = fwd[-1].kwargs
-        assert k["SENT"] and not k["TAG"] and k["LATE_LEAVE"] == late
+        assert k["SENT"] and not k["TAG"] and k["LATE_LEAVE"] == (late or log or dtype != "float32")
         assert k["PACK"] == (dtype != "float32") and k["CHUNK_N"] == (128 if dtype != "float32" else 64)
         call = lambda l, ins, b: launch.torch_call(l, ins, b, x.dtype, x.device)  # noqa: E731
         y = launch.execute(fwd, {"x": x, "count": count}, call)
@@ -694,12 +705,13 @@ def test_coop_plan(M, N):
             assert [o[2] for o in plan[0].outputs] == ["acc", "sync", "io"]
             parts = 2 if "fwd" in plan[0].kernel else 1
             assert plan[0].outputs[1][1] == (2 * (1 + M * parts * n_chunks),)
-        else:
+        else:  # row counters and the ticket counter (SENT: then 2 keyed words a chunk)
             assert [o[2] for o in plan[0].outputs] == ["acc", "zeros", "io"]
-            assert plan[0].outputs[1][1] == (M + 1,)  # row counters and the ticket counter
+            assert plan[0].outputs[1][1] == (M + 1 + (M * 2 * n_chunks if kw.get("SENT") else 0),)
+        assert kw.get("SENT", False) == (plan[0].kernel == "softmax_fwd_coop" and (M, N) == (16, 1048576))
         assert kw["TICKET"] == (M * n_chunks > 132)  # a grid the GPU holds at once: no ticket
     # Wider chunks for the forward of aligned 16-bit rows only: the softmax's unpacked up to
-    # COOP_WIDE_MAX_N, packed beyond, and the log_softmax's, from 4224 programs of 8192; with TAG
+    # COOP_WIDE_MAX_N, packed beyond, and the log_softmax's, from 2640 programs of 8192; with TAG
     # (4224 programs of 8192, at most 32 a row) 8192 values at 4 warps, but the log_softmax's
     # from 12672 programs.
     chunk = {(N, dtype, log): dispatch.plan_forward(512, N, N, N, dtype, log, 132)[0].kwargs["CHUNK_N"]
