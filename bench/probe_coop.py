@@ -135,7 +135,8 @@ and 64 rows of 1048576) with SENT and LATE_LEAVE each way, and the 16-bit 128 x 
 in packed 8192-value chunks (4 and 8 warps, SPLIT_SUM) with SENT, against dispatch's plans;
 (--sent-more-few) the float32 part on 16 down to 1 row of 1048576; (--sent-wide) the 16-bit
 forward of 16 to 48 rows of 1048576 (below dispatch's SENT grids) in packed chunks of 16384 values
-with SENT; (--sent-wide-gap) bf16 18 and 21 rows, between the grids measured there.
+with SENT; (--sent-wide-gap) bf16 18 and 21 rows, between the grids measured there; (--sent-wide-llm)
+the softmax of 64 x 256000, 64 x 128256 and 32 x 256000 (few LLM rows on counters) so.
 """
 
 from __future__ import annotations
@@ -1233,15 +1234,18 @@ def sent_more(sms, fp32_shapes=SENT_MORE_FP32, shapes16=SENT_MORE_16):
 SENT_WIDE_16 = [(16, 1048576), (24, 1048576), (32, 1048576), (48, 1048576)]
 
 
-def sent_wide(sms, shapes=SENT_WIDE_16, dtypes=("bfloat16", "float16")):
+def sent_wide(sms, shapes=SENT_WIDE_16, dtypes=("bfloat16", "float16"), logs=(False, True)):
     """The 16-bit forward on counters below dispatch's SENT grids: dispatch's plan against packed
     chunks of 16384 values at 8 warps with SENT, LATE_LEAVE off and on (W0/W1), twice each, by the
     benchmark's clock."""
     for dtype in dtypes:
         for M, N in shapes:
-            for log in (False, True):
+            for log in logs:
                 plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
-                wide = tune.with_meta(tune.coop_plan(M, N, dtype, "fwd", sms, 16384, 8, log), PACK=True, SPLIT_SUM=False)
+                from multisoftmax import dispatch
+                with mock.patch.object(dispatch, "_coop_tag_fwd", lambda *a: None):  # counters, whatever TAG's rule
+                    wide = tune.with_meta(tune.coop_plan(M, N, dtype, "fwd", sms, 16384, 8, log), PACK=True,
+                                          SPLIT_SUM=False)
                 variants = [("dispatch", plan), ("W0", _with_sent(wide, False)), ("W1", _with_sent(wide, True))]
                 print(_head(M, N, dtype, "fwd", log, plan, sms) + f"sent={plan[0].kwargs['SENT']:d} | "
                       + _compare(M, N, dtype, "fwd", log, variants, sms), flush=True)
@@ -1264,6 +1268,7 @@ def main():
              "--rows-odd16": lambda sms: rows16(sms, ROWS_ODD16_N, ("bfloat16", "float16"), ("bwd",), True),
              "--split-few": split_few, "--sentinel": sentinel, "--sent-more": sent_more, "--sent-wide": sent_wide,
              "--sent-wide-gap": lambda sms: sent_wide(sms, [(18, 1048576), (21, 1048576)], ("bfloat16",)),
+             "--sent-wide-llm": lambda sms: sent_wide(sms, [(64, 256000), (64, 128256), (32, 256000)], logs=(False,)),
              "--sent-more-few": lambda sms: sent_more(sms, SENT_MORE_FEW, ()), "--split-tiny": split_tiny, "--jax-fresh": jax_fresh,
              "--rows-short": lambda sms: rows16(sms, ROWS_SHORT_N, ("float32", "bfloat16", "float16"), ("fwd", "bwd"))}
     for flag, mode in modes.items():

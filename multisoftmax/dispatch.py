@@ -220,11 +220,13 @@ COOP_FWD_UNPACKED_PER_SM = 5
 # 45.1-46.9 us at 24 x 1048576, 62.4-62.7 -> 56.9-58.5 at 32 x 1048576; log_softmax 45.1-46.4 ->
 # 42.8-43.5 and 58.2-58.6 -> 53.2-54.5; float16 47.5-47.7 -> 46.7-47.1, 61.5-61.7 -> 57.7-59.4,
 # 45.7-45.8 -> 41.1-43.7 and 58.2-58.6 -> 54.4-54.6), but not at 15.5 (16 x 1048576: bf16 33.2-33.3
-# -> 34.4 us, log_softmax 31.8-32.1 -> 30.2-32.0; float16 33.0 -> 33.3-33.8, 31.5-31.7 -> 31.8-32.1).
-# Between 15.5 and 23.3 the threshold rests on nothing measured. The wide chunks with SENT leave
+# -> 34.4 us, log_softmax 31.8-32.1 -> 30.2-32.0; float16 33.0 -> 33.3-33.8, 31.5-31.7 -> 31.8-32.1);
+# then (probe_sent_wide_gap.log) bf16 at 17.45 (18 x 1048576) gained too: 38.7-38.8 -> 36.4-36.5 us,
+# log_softmax 36.3-36.6 -> 33.4-33.5. Between 15.5 and 17.45 the threshold rests on nothing
+# measured. The wide chunks with SENT leave
 # their row late at every grid: at 24 x 1048576 (11.6 wide programs an SM, below
 # COOP_LATE_LEAVE_MIN_PER_SM) leaving early lost to the 8192-value chunks (bf16 48.0 -> 49.5-50.8 us).
-COOP_PACK_WIDE_MIN_PER_SM = 20
+COOP_PACK_WIDE_MIN_PER_SM = 17
 # COOP_NARROW_MIN_SMS_PER_PROGRAM: where the grid of the cooperative kernels has at most one
 # program every this many SMs (single rows: 33 programs at 132 SMs, N <= 270336), chunks are
 # half as wide (4096 values for 16-bit and float32; 8 warps): twice the programs, each waiting

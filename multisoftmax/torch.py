@@ -16,7 +16,6 @@ The raw ops accept CPU tensors only in that interpreted mode.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 

@@ -240,7 +240,7 @@ def test_coop_forward_pack_rule():
     # their grid has more than COOP_WIDE_MIN_PER_SM programs an SM (132 SMs: 528); else x is held
     # packed where the grid of 8192-value chunks has more than COOP_FWD_UNPACKED_PER_SM programs
     # an SM (660); packed, unpeeled rows take 16384-value chunks from COOP_PACK_WIDE_MIN_PER_SM
-    # programs an SM (2640 of 8192); LATE_LEAVE by the grid taken (1584).
+    # programs an SM (2244 of 8192); LATE_LEAVE by the grid taken (1584).
     def fwd(M, N, dtype, log=False, strides=None):
         kw = dispatch.plan_forward(M, N, *(strides or (N, N)), dtype, log, 132)[0].kwargs
         return kw["PACK"], kw["CHUNK_N"], kw["LATE_LEAVE"]
@@ -261,9 +261,8 @@ def test_coop_forward_pack_rule():
         for log in (False, True):
             assert fwd(5, 1048576, dtype, log=log) == (False, 8192, False)  # 640 programs <= 660
             assert fwd(6, 1048576, dtype, log=log) == (True, 8192, False)
-            assert fwd(16, 1048576, dtype, log=log) == (True, 8192, True)  # 2048 programs < 2640
-            assert fwd(20, 1048576, dtype, log=log) == (True, 8192, True)
-            assert fwd(21, 1048576, dtype, log=log) == (True, 16384, True)  # 2688 programs of 8192
+            assert fwd(17, 1048576, dtype, log=log) == (True, 8192, True)  # 2176 programs < 2244
+            assert fwd(18, 1048576, dtype, log=log) == (True, 16384, True)  # 2304 programs of 8192
             assert fwd(128, 1048576, dtype, log=log) == (True, 16384, True)
             assert fwd(2670, 50257, dtype, log=log) == (True, 8192, False)  # peeled: TAG, 4 warps
             assert fwd(256, 50257, dtype, log=log) == (True, 8192, True)  # 1792 programs < 4224
@@ -496,7 +495,7 @@ def test_coop_tagged_partials(forced_family, torch_device, monkeypatch, dtype, l
 
 def test_coop_sent_rule():
     """SENT (keyed partials, no release fence): the forward on counters, 16-bit rows packed in wide
-    chunks from COOP_SENT_MIN_PER_SM programs an SM (132 SMs: 2640 programs of 8192 values), float32
+    chunks from COOP_SENT_MIN_PER_SM programs an SM (132 SMs: 2244 programs of 8192 values), float32
     rows from COOP_SENT32_MIN_PER_SM (792), the log_softmax from COOP_SENT32_LOG_MIN_PER_SM (1320);
     with SENT all but the float32 softmax leave late at any grid; not TAG's rows, fewer programs, float64 or the backward. Its
     count buffer holds the counters, the ticket and 2 words a chunk."""
@@ -510,9 +509,9 @@ def test_coop_sent_rule():
                 k = plan.kwargs
                 assert k["SENT"] and not k["TAG"] and k["PACK"] and k["CHUNK_N"] == 16384
                 assert plan.outputs[1] == ("count", (128 + 1 + 128 * 2 * 64,), "zeros")
-            assert not kw(16, 1048576, dtype, log).kwargs["SENT"]  # 2048 programs < 2640
-            assert kw(21, 1048576, dtype, log).kwargs["SENT"] and not kw(20, 1048576, dtype, log).kwargs["SENT"]
-            assert kw(21, 1048576, dtype, log).kwargs["LATE_LEAVE"]  # with SENT, below 1584 wide programs too
+            assert not kw(16, 1048576, dtype, log).kwargs["SENT"]  # 2048 programs < 2244
+            assert kw(18, 1048576, dtype, log).kwargs["SENT"] and not kw(17, 1048576, dtype, log).kwargs["SENT"]
+            assert kw(18, 1048576, dtype, log).kwargs["LATE_LEAVE"]  # with SENT, below 1584 wide programs too
             assert not kw(256, 256000, dtype, log).kwargs["SENT"]  # TAG
     for jax in (False, True):
         assert kw(64, 1048576, "float32", False, jax).kwargs["SENT"]
@@ -711,7 +710,7 @@ def test_coop_plan(M, N):
         assert kw.get("SENT", False) == (plan[0].kernel == "softmax_fwd_coop" and (M, N) == (16, 1048576))
         assert kw["TICKET"] == (M * n_chunks > 132)  # a grid the GPU holds at once: no ticket
     # Wider chunks for the forward of aligned 16-bit rows only: the softmax's unpacked up to
-    # COOP_WIDE_MAX_N, packed beyond, and the log_softmax's, from 2640 programs of 8192; with TAG
+    # COOP_WIDE_MAX_N, packed beyond, and the log_softmax's, from 2244 programs of 8192; with TAG
     # (4224 programs of 8192, at most 32 a row) 8192 values at 4 warps, but the log_softmax's
     # from 12672 programs.
     chunk = {(N, dtype, log): dispatch.plan_forward(512, N, N, N, dtype, log, 132)[0].kwargs["CHUNK_N"]
