@@ -1238,11 +1238,11 @@ def sent_wide(sms, shapes=SENT_WIDE_16, dtypes=("bfloat16", "float16"), logs=(Fa
     """The 16-bit forward on counters below dispatch's SENT grids: dispatch's plan against packed
     chunks of 16384 values at 8 warps with SENT, LATE_LEAVE off and on (W0/W1), twice each, by the
     benchmark's clock."""
+    from multisoftmax import dispatch
     for dtype in dtypes:
         for M, N in shapes:
             for log in logs:
                 plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
-                from multisoftmax import dispatch
                 with mock.patch.object(dispatch, "_coop_tag_fwd", lambda *a: None):  # counters, whatever TAG's rule
                     wide = tune.with_meta(tune.coop_plan(M, N, dtype, "fwd", sms, 16384, 8, log), PACK=True,
                                           SPLIT_SUM=False)
@@ -1269,7 +1269,8 @@ def main():
              "--split-few": split_few, "--sentinel": sentinel, "--sent-more": sent_more, "--sent-wide": sent_wide,
              "--sent-wide-gap": lambda sms: sent_wide(sms, [(18, 1048576), (21, 1048576)], ("bfloat16",)),
              "--sent-wide-llm": lambda sms: sent_wide(sms, [(64, 256000), (64, 128256), (32, 256000)], logs=(False,)),
-             "--sent-more-few": lambda sms: sent_more(sms, SENT_MORE_FEW, ()), "--split-tiny": split_tiny, "--jax-fresh": jax_fresh,
+             "--sent-more-few": lambda sms: sent_more(sms, SENT_MORE_FEW, ()), "--split-tiny": split_tiny,
+             "--jax-fresh": jax_fresh,
              "--rows-short": lambda sms: rows16(sms, ROWS_SHORT_N, ("float32", "bfloat16", "float16"), ("fwd", "bwd"))}
     for flag, mode in modes.items():
         if flag in sys.argv[1:]:

@@ -223,9 +223,9 @@ COOP_FWD_UNPACKED_PER_SM = 5
 # -> 34.4 us, log_softmax 31.8-32.1 -> 30.2-32.0; float16 33.0 -> 33.3-33.8, 31.5-31.7 -> 31.8-32.1);
 # then (probe_sent_wide_gap.log) bf16 at 17.45 (18 x 1048576) gained too: 38.7-38.8 -> 36.4-36.5 us,
 # log_softmax 36.3-36.6 -> 33.4-33.5. Between 15.5 and 17.45 the threshold rests on nothing
-# measured. The wide chunks with SENT leave
-# their row late at every grid: at 24 x 1048576 (11.6 wide programs an SM, below
-# COOP_LATE_LEAVE_MIN_PER_SM) leaving early lost to the 8192-value chunks (bf16 48.0 -> 49.5-50.8 us).
+# measured. The wide chunks with SENT leave their row late at every grid: at 24 x 1048576 (11.6
+# wide programs an SM, below COOP_LATE_LEAVE_MIN_PER_SM) leaving early lost to the 8192-value
+# chunks (bf16 48.0 -> 49.5-50.8 us).
 COOP_PACK_WIDE_MIN_PER_SM = 17
 # COOP_NARROW_MIN_SMS_PER_PROGRAM: where the grid of the cooperative kernels has at most one
 # program every this many SMs (single rows: 33 programs at 132 SMs, N <= 270336), chunks are
@@ -808,11 +808,13 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
     if fam == "coop":
         # TAG where it pays (COOP_TAG_FWD_MIN_PER_SM, COOP_TAG_FWD16_FEW_MAX_PER_SM), packed where
         # rows are whole words, in the chunks of COOP_FWD16_WARPS (summed in halves) or wide ones.
-        # Else: unpacked wide chunks (COOP_WIDE_MAX_N), else PACK where it pays
-        # (COOP_FWD_UNPACKED_PER_SM), packed in wide chunks where those pay (COOP_PACK_WIDE_MIN_PER_SM); LATE_LEAVE by the
-        # grid of the chunks taken, never for the unpacked wide chunks, for log_softmax only
-        # packed (COOP_LATE_LEAVE); narrow chunks for grids of a few programs
-        # (COOP_NARROW_MIN_SMS_PER_PROGRAM), which take none of the others.
+        # Else, on counters: unpacked wide chunks (COOP_WIDE_MAX_N), else PACK where it pays
+        # (COOP_FWD_UNPACKED_PER_SM), packed in wide chunks where those pay (COOP_PACK_WIDE_MIN_PER_SM);
+        # keyed partials where they pay (COOP_SENT_MIN_PER_SM, COOP_SENT32_*); LATE_LEAVE by the grid
+        # of the chunks taken, never for the unpacked wide chunks, for log_softmax only packed
+        # (COOP_LATE_LEAVE), but with keyed partials always (the float32 softmax: by the grid);
+        # narrow chunks for grids of a few programs (COOP_NARROW_MIN_SMS_PER_PROGRAM), which take
+        # none of the others.
         programs = M * _coop_chunks(N, itemsize)[1]
         words = _whole_words(itemsize, peeled, acc["ALIGN"])
         tag = _coop_tag_fwd(N, itemsize, words, peeled, programs, num_sms, log)  # the chunks TAG takes, if it does
@@ -828,8 +830,6 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         packed_wide = acc["PACK"] and _coop_pack_wide(programs, peeled, num_sms)
         taken = M * _coop_chunks(N, itemsize, wide or packed_wide)[1]
         acc["SENT"] = _coop_sent(programs, itemsize, log, packed_wide, num_sms)
-        # LATE_LEAVE by the grid taken, but always with SENT, except for the float32 softmax
-        # (COOP_PACK_WIDE_MIN_PER_SM, COOP_SENT32_LOG_MIN_PER_SM)
         acc["LATE_LEAVE"] = not wide and (_coop_late_leave(taken, log and not acc["PACK"], num_sms)
                                           or (acc["SENT"] and (log or itemsize == 2)))
         return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,

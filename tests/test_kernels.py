@@ -497,8 +497,8 @@ def test_coop_sent_rule():
     """SENT (keyed partials, no release fence): the forward on counters, 16-bit rows packed in wide
     chunks from COOP_SENT_MIN_PER_SM programs an SM (132 SMs: 2244 programs of 8192 values), float32
     rows from COOP_SENT32_MIN_PER_SM (792), the log_softmax from COOP_SENT32_LOG_MIN_PER_SM (1320);
-    with SENT all but the float32 softmax leave late at any grid; not TAG's rows, fewer programs, float64 or the backward. Its
-    count buffer holds the counters, the ticket and 2 words a chunk."""
+    with SENT all but the float32 softmax leave late at any grid; not TAG's rows, fewer programs,
+    float64 or the backward. Its count buffer holds the counters, the ticket and 2 words a chunk."""
     def kw(M, N, dtype, log, jax=False):
         return dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, 132, counters_per_call=jax)[0]
 
@@ -519,7 +519,8 @@ def test_coop_sent_rule():
         assert not kw(6, 1048576, "float32", False, jax).kwargs["SENT"]  # 768
         assert not kw(7, 1048576, "float32", False, jax).kwargs["LATE_LEAVE"]  # the softmax: by the grid
         for M in (11, 16, 64):  # 1408 programs and more: the log_softmax with SENT always leaves late
-            assert kw(M, 1048576, "float32", True, jax).kwargs["SENT"] and kw(M, 1048576, "float32", True, jax).kwargs["LATE_LEAVE"]
+            k = kw(M, 1048576, "float32", True, jax).kwargs
+            assert k["SENT"] and k["LATE_LEAVE"]
         assert not kw(10, 1048576, "float32", True, jax).kwargs["SENT"]  # 1280
         assert not kw(10, 1048576, "float32", True, jax).kwargs["LATE_LEAVE"]
     assert not kw(64, 262144, "float32", False).kwargs["SENT"]  # TAG
