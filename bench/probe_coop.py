@@ -136,7 +136,8 @@ in packed 8192-value chunks (4 and 8 warps, SPLIT_SUM) with SENT, against dispat
 (--sent-more-few) the float32 part on 16 down to 1 row of 1048576; (--sent-wide) the 16-bit
 forward of 16 to 48 rows of 1048576 (below dispatch's SENT grids) in packed chunks of 16384 values
 with SENT; (--sent-wide-gap) bf16 18 and 21 rows, between the grids measured there; (--sent-wide-llm)
-the softmax of 64 x 256000, 64 x 128256 and 32 x 256000 (few LLM rows on counters) so.
+the softmax of 64 x 256000, 64 x 128256 and 32 x 256000 (few LLM rows on counters) so; (--narrow-llm)
+the softmax of 64 x 128256 and 64 x 256000 in packed 4096-value chunks at 4 warps.
 """
 
 from __future__ import annotations
@@ -1251,6 +1252,20 @@ def sent_wide(sms, shapes=SENT_WIDE_16, dtypes=("bfloat16", "float16"), logs=(Fa
                       + _compare(M, N, dtype, "fwd", log, variants, sms), flush=True)
 
 
+def narrow_llm(sms, shapes=((64, 128256), (64, 256000)), dtypes=("bfloat16", "float16")):
+    """The 16-bit softmax forward of few LLM rows on counters in packed chunks of 4096 values at 4
+    warps (N4: 32 registers, 16 programs an SM), on fenced counters and with SENT (N4S), against
+    dispatch's plans; twice each, by the benchmark's clock."""
+    for dtype in dtypes:
+        for M, N in shapes:
+            plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, False)
+            n4 = tune.coop_plan(M, N, dtype, "fwd", sms, 4096, 4, False)
+            assert n4[0].kwargs["PACK"] and not n4[0].kwargs["TAG"]
+            variants = [("dispatch", plan), ("N4", n4), ("N4S", _with_sent(n4, True))]
+            print(_head(M, N, dtype, "fwd", False, plan, sms) + _compare(M, N, dtype, "fwd", False, variants, sms),
+                  flush=True)
+
+
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
@@ -1270,7 +1285,7 @@ def main():
              "--sent-wide-gap": lambda sms: sent_wide(sms, [(18, 1048576), (21, 1048576)], ("bfloat16",)),
              "--sent-wide-llm": lambda sms: sent_wide(sms, [(64, 256000), (64, 128256), (32, 256000)], logs=(False,)),
              "--sent-more-few": lambda sms: sent_more(sms, SENT_MORE_FEW, ()), "--split-tiny": split_tiny,
-             "--jax-fresh": jax_fresh,
+             "--jax-fresh": jax_fresh, "--narrow-llm": narrow_llm,
              "--rows-short": lambda sms: rows16(sms, ROWS_SHORT_N, ("float32", "bfloat16", "float16"), ("fwd", "bwd"))}
     for flag, mode in modes.items():
         if flag in sys.argv[1:]:
