@@ -214,8 +214,8 @@ COOP_FWD_UNPACKED_PER_SM = 5
 # 65536, 2,605 -> 2,716 at 131072, 2,675 -> 2,739 at 262144, 2,575 -> 2,702 at 128256). Peeled
 # rows keep 8192 (2670 x 50257: 2,642 against 2,541). Packed, the log_softmax forward takes
 # LATE_LEAVE by its rule too (7.76 an SM: 15.0 us without, 15.6 with; 124: 2,784 with, 2,750
-# without at 65536). That threshold was 32 until the wide chunks took SENT (COOP_SENT_MIN_PER_SM,
-# which now follows it): then they gained from 23.3 programs an SM (probe_sent_wide.log, the
+# without at 65536). That threshold was 32 until the wide chunks took SENT (keyed partials, below,
+# at the same grids): then they gained from 23.3 programs an SM (probe_sent_wide.log, the
 # benchmark's clock, two runs, 8192 -> 16384 packed with SENT and LATE_LEAVE: bf16 softmax 48.0 ->
 # 45.1-46.9 us at 24 x 1048576, 62.4-62.7 -> 56.9-58.5 at 32 x 1048576; log_softmax 45.1-46.4 ->
 # 42.8-43.5 and 58.2-58.6 -> 53.2-54.5; float16 47.5-47.7 -> 46.7-47.1, 61.5-61.7 -> 57.7-59.4,
@@ -366,11 +366,10 @@ COOP_FWD16_LOG_WIDE_MIN_PER_SM = 96
 COOP_TAG_FWD16_FEW_MAX_PER_SM = 6
 COOP_TAG_FWD16_FEW_MIN_PER_SM = 1.5
 COOP_TAG_FWD16_LOG_MIN_PER_SM = 0.75
-# COOP_SENT_MIN_PER_SM: the cooperative forward on counters (rows of more than COOP_TAG_MAX_CHUNKS
+# Keyed partials: the cooperative forward on counters (rows of more than COOP_TAG_MAX_CHUNKS
 # chunks) waits through keyed partials (SENT, kernels/softmax.py: published by relaxed atomic
-# exchanges, the arrival and polls relaxed: no release fence before the arrival) where its grid
-# of COOP_CHUNK_N chunks has at least this many programs an SM, for 16-bit rows held packed in
-# wide chunks (COOP_PACK_WIDE_MIN_PER_SM) (float32: below). On the H100
+# exchanges, the arrival and polls relaxed: no release fence before the arrival) wherever 16-bit
+# rows are held packed in wide chunks (COOP_PACK_WIDE_MIN_PER_SM) (float32: below). On the H100
 # (bench/results/h100/probe_sentinel.log and probe_sentinel_rerun.log, the benchmark's clock, two
 # runs; 63-64 registers a thread either way at 16-bit) the softmax forward went from 2,571 to
 # 2,685 GB/s at bf16 128 x 1048576 (fp16 2,555 to 2,666), the log_softmax from 2,711 to 2,844
@@ -382,8 +381,8 @@ COOP_TAG_FWD16_LOG_MIN_PER_SM = 0.75
 # 1048576: even; float32: 80 -> 94 registers, lost) keeps the fenced counters. The benchmark
 # (run_rerun_sent.log, torch adapter): 2,575 -> 2,693 GB/s bf16 softmax, 2,705 -> 2,832 log_softmax,
 # fp16 2,551 -> 2,657 and 2,713 -> 2,820, float32 softmax 2,677 -> 2,814 (128 and 64 x 1048576).
-# Its threshold for 16-bit rows then came down with COOP_PACK_WIDE_MIN_PER_SM's (probe_sent_wide.log,
-# there).
+# (It took them from 32 programs an SM then, as the wide chunks did; both came down together:
+# probe_sent_wide.log, at COOP_PACK_WIDE_MIN_PER_SM.)
 # COOP_SENT32_MIN_PER_SM, COOP_SENT32_LOG_MIN_PER_SM: the float32 forward on counters takes SENT
 # from these grids instead (programs an SM), the softmax with LATE_LEAVE by its rule, the log_softmax
 # always with LATE_LEAVE: so its kernel takes 62 registers a thread, 4 programs an SM (48 on fenced
@@ -397,7 +396,6 @@ COOP_TAG_FWD16_LOG_MIN_PER_SM = 0.75
 # but lost at 4 x 1048576 (3.88: 16.8-17.3 to 17.0) and fewer (1 x 1048576: 7.5 to 7.7-7.8). Between
 # 3.88 and 7.76 (softmax) and between 7.76 and 11.6 (log_softmax) the thresholds rest on nothing
 # measured.
-COOP_SENT_MIN_PER_SM = COOP_PACK_WIDE_MIN_PER_SM
 COOP_SENT32_MIN_PER_SM = 6
 COOP_SENT32_LOG_MIN_PER_SM = 10
 # Rows that are not 16-byte aligned (N or a row stride not a multiple of 16 bytes: N = 3001,
@@ -662,11 +660,11 @@ def _coop_tag(n_chunks: int, itemsize: int) -> bool:
 
 def _coop_sent(programs: int, itemsize: int, log: bool, packed_wide: bool, num_sms: int) -> bool:
     """Whether the forward on counters waits through keyed partials: 16-bit rows packed in wide
-    chunks from COOP_SENT_MIN_PER_SM programs an SM, float32 rows from COOP_SENT32_MIN_PER_SM
-    (log_softmax: COOP_SENT32_LOG_MIN_PER_SM); never float64."""
+    chunks (`packed_wide`, COOP_PACK_WIDE_MIN_PER_SM), float32 rows from COOP_SENT32_MIN_PER_SM
+    programs an SM (log_softmax: COOP_SENT32_LOG_MIN_PER_SM); never float64."""
     if itemsize == 4:
         return programs >= (COOP_SENT32_LOG_MIN_PER_SM if log else COOP_SENT32_MIN_PER_SM) * num_sms
-    return itemsize == 2 and packed_wide and programs >= COOP_SENT_MIN_PER_SM * num_sms
+    return itemsize == 2 and packed_wide
 
 
 def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: int, num_sms: int,
@@ -810,7 +808,7 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         # rows are whole words, in the chunks of COOP_FWD16_WARPS (summed in halves) or wide ones.
         # Else, on counters: unpacked wide chunks (COOP_WIDE_MAX_N), else PACK where it pays
         # (COOP_FWD_UNPACKED_PER_SM), packed in wide chunks where those pay (COOP_PACK_WIDE_MIN_PER_SM);
-        # keyed partials where they pay (COOP_SENT_MIN_PER_SM, COOP_SENT32_*); LATE_LEAVE by the grid
+        # keyed partials where they pay (the wide packed chunks, COOP_SENT32_*); LATE_LEAVE by the grid
         # of the chunks taken, never for the unpacked wide chunks, for log_softmax only packed
         # (COOP_LATE_LEAVE), but with keyed partials always (the float32 softmax: by the grid);
         # narrow chunks for grids of a few programs (COOP_NARROW_MIN_SMS_PER_PROGRAM), which take

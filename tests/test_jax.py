@@ -154,12 +154,12 @@ def test_few_long_rows_split_and_cooperative(dtype):
 
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
 def test_keyed_partials_forward(monkeypatch, dtype):
-    """The cooperative forward on keyed partials (SENT, dispatch.COOP_SENT_MIN_PER_SM and
+    """The cooperative forward on keyed partials (SENT: dispatch's wide packed chunks and
     COOP_SENT32_*), forced on a small grid, through the JAX adapter (which zeroes its counters and
     words on every call): the forward and its vjp match float64, twice over."""
     from multisoftmax import dispatch
 
-    for name, value in (("_coop_tag_fwd", lambda *a: None), ("COOP_SENT_MIN_PER_SM", 0),
+    for name, value in (("_coop_tag_fwd", lambda *a: None),
                         ("COOP_SENT32_MIN_PER_SM", 0), ("COOP_SENT32_LOG_MIN_PER_SM", 0),
                         ("COOP_FWD_UNPACKED_PER_SM", 0), ("COOP_PACK_WIDE_MIN_PER_SM", 0), ("COOP_WIDE_MAX_N", 0)):
         monkeypatch.setattr(dispatch, name, value)

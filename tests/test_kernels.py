@@ -495,7 +495,7 @@ def test_coop_tagged_partials(forced_family, torch_device, monkeypatch, dtype, l
 
 def test_coop_sent_rule():
     """SENT (keyed partials, no release fence): the forward on counters, 16-bit rows packed in wide
-    chunks from COOP_SENT_MIN_PER_SM programs an SM (132 SMs: 2244 programs of 8192 values), float32
+    chunks (from COOP_PACK_WIDE_MIN_PER_SM programs an SM; 132 SMs: 2244 of 8192 values), float32
     rows from COOP_SENT32_MIN_PER_SM (792), the log_softmax from COOP_SENT32_LOG_MIN_PER_SM (1320);
     with SENT all but the float32 softmax leave late at any grid; not TAG's rows, fewer programs,
     float64 or the backward. Its count buffer holds the counters, the ticket and 2 words a chunk."""

@@ -576,7 +576,7 @@ def softmax_fwd_coop(
     dispatch.COOP_FWD16_WARPS: where that pays). The same sum, in another order.
     SENT (float32 partials, not TAG): the partials are keyed words in count_ptr (an int32 "zeros"
     buffer of M + 1 + M * 2 * n_chunks; part_ptr is not used), published and waited for with no
-    release fence (`_sent_arrive`, `_sent_gather`; dispatch.COOP_SENT_MIN_PER_SM: where that pays).
+    release fence (`_sent_arrive`, `_sent_gather`; dispatch's "Keyed partials": where that pays).
     """
     tl.static_assert(not PACK or PEEL or ALIGN >= 2, "PACK needs whole words: PEEL, or ALIGN >= 2")
     tl.static_assert(not (TAG and ACC_FP64), "TAG: float32 partials only")
