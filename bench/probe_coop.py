@@ -137,7 +137,8 @@ in packed 8192-value chunks (4 and 8 warps, SPLIT_SUM) with SENT, against dispat
 forward of 16 to 48 rows of 1048576 (below dispatch's SENT grids) in packed chunks of 16384 values
 with SENT; (--sent-wide-gap) bf16 18 and 21 rows, between the grids measured there; (--sent-wide-llm)
 the softmax of 64 x 256000, 64 x 128256 and 32 x 256000 (few LLM rows on counters) so; (--narrow-llm)
-the softmax of 64 x 128256 and 64 x 256000 in packed 4096-value chunks at 4 warps.
+the softmax of 64 x 128256 and 64 x 256000 in packed 4096-value chunks at 4 warps; (--reload-x) a
+scratch forward that holds nothing across the wait and reads its chunk again after it (RELOAD_X).
 """
 
 from __future__ import annotations
@@ -1266,6 +1267,85 @@ def narrow_llm(sms, shapes=((64, 128256), (64, 256000)), dtypes=("bfloat16", "fl
                   flush=True)
 
 
+# RELOAD_X (scratch): the cooperative forward for grids that must be resident whole at few registers.
+# A program reads its chunk in tiles of BLOCK_N (running max and sum, as the online kernel), holds
+# nothing across the row's wait (fenced counters), then reads the chunk again (from L2, where it
+# has just been read; the tiles read last first) and writes y.
+RELOAD_X_SRC = """
+import triton
+import triton.language as tl
+from multisoftmax.kernels.softmax import _aligned, _coop_item, _online_update, _normalize, _wait_for_row, _leave_row
+
+
+@triton.jit
+def softmax_fwd_coop_rl(
+    x_ptr, M, N, stride_xm, stride_ym, n_chunks, part_ptr, count_ptr, y_ptr,
+    CHUNK_N: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_C: tl.constexpr, TICKET: tl.constexpr,
+    ALIGN: tl.constexpr, LOG: tl.constexpr, LATE_LEAVE: tl.constexpr,
+):
+    row, chunk = _coop_item(count_ptr, M, n_chunks, 3, TICKET)
+    N, stride_xm, stride_ym = _aligned(N, ALIGN), _aligned(stride_xm, ALIGN), _aligned(stride_ym, ALIGN)
+    x_row = x_ptr + row * stride_xm
+    y_row = y_ptr + row * stride_ym
+    cols = tl.arange(0, BLOCK_N)
+    lo = chunk * CHUNK_N
+    m = tl.full((), -float("inf"), tl.float32)
+    s = tl.zeros((), tl.float32)
+    for t in range(0, CHUNK_N // BLOCK_N):  # a loop, not unrolled: one tile's registers
+        offs = lo + t * BLOCK_N + cols
+        x = tl.load(x_row + offs, mask=offs < N, other=-float("inf")).to(tl.float32)
+        m, s = _online_update(m, s, x)
+    part_row = part_ptr + row * 2 * n_chunks
+    tl.store(part_row + chunk, m)
+    tl.store(part_row + n_chunks + chunk, s)
+    _wait_for_row(count_ptr, row, n_chunks)
+    c = tl.arange(0, BLOCK_C)
+    m_c = tl.load(part_row + c, mask=c < n_chunks, other=-float("inf"), volatile=True)
+    s_c = tl.load(part_row + n_chunks + c, mask=c < n_chunks, other=0.0, volatile=True)
+    if not LATE_LEAVE:
+        _leave_row(count_ptr, row, n_chunks)
+    m = tl.max(m_c, axis=0)
+    m_safe = tl.where(m == -float("inf"), 0.0, m)
+    s = tl.sum(s_c * tl.exp(m_c - m_safe), axis=0)
+    for t in range(0, CHUNK_N // BLOCK_N):
+        offs = lo + (CHUNK_N // BLOCK_N - 1 - t) * BLOCK_N + cols
+        mask = offs < N
+        x = tl.load(x_row + offs, mask=mask, other=-float("inf")).to(tl.float32)
+        tl.store(y_row + offs, _normalize(x, m, s, LOG).to(y_ptr.dtype.element_ty), mask=mask)
+    if LATE_LEAVE:
+        _leave_row(count_ptr, row, n_chunks)
+"""
+
+
+def _reload_x_plan(M, N, chunk, block_n, warps, log, late=True):
+    """A one-launch plan of RELOAD_X's scratch kernel: chunks of `chunk` values, tiles of `block_n`."""
+    from multisoftmax import dispatch
+    n_chunks = triton.cdiv(N, chunk)
+    meta = dict(CHUNK_N=chunk, BLOCK_N=block_n, BLOCK_C=triton.next_power_of_2(n_chunks), TICKET=True,
+                ALIGN=dispatch.alignment(N), LOG=log, LATE_LEAVE=late, num_warps=warps, num_stages=1)
+    return (dispatch.Launch("softmax_fwd_coop_rl", ("x",), (M, N, N, N, n_chunks),
+                            (("part", (M, 2, n_chunks), "acc"), ("count", (M + 1,), "zeros"), ("y", (M, N), "io")),
+                            (M * n_chunks,), tuple(meta.items())),)
+
+
+RELOAD_X_SHAPES = [(16, 1048576), (64, 256000), (128, 1048576)]
+
+
+def reload_x(sms, shapes=RELOAD_X_SHAPES, dtypes=("bfloat16", "float32")):
+    """dispatch's cooperative forward against RELOAD_X (R<tile>w<warps>), twice each, by the
+    benchmark's clock."""
+    from multisoftmax.kernels import softmax as kernels_src
+    kernels_src.softmax_fwd_coop_rl = _module_from_source("reload_x", RELOAD_X_SRC).softmax_fwd_coop_rl
+    for dtype in dtypes:
+        for M, N in shapes:
+            for log in (False, True):
+                plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
+                variants = [("dispatch", plan)] + [(f"R{b}w{w}", _reload_x_plan(M, N, 8192, b, w, log))
+                                                   for b, w in ((2048, 4), (1024, 4), (1024, 2))]
+                print(_head(M, N, dtype, "fwd", log, plan, sms) + _compare(M, N, dtype, "fwd", log, variants, sms),
+                      flush=True)
+
+
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
@@ -1285,7 +1365,7 @@ def main():
              "--sent-wide-gap": lambda sms: sent_wide(sms, [(18, 1048576), (21, 1048576)], ("bfloat16",)),
              "--sent-wide-llm": lambda sms: sent_wide(sms, [(64, 256000), (64, 128256), (32, 256000)], logs=(False,)),
              "--sent-more-few": lambda sms: sent_more(sms, SENT_MORE_FEW, ()), "--split-tiny": split_tiny,
-             "--jax-fresh": jax_fresh, "--narrow-llm": narrow_llm,
+             "--jax-fresh": jax_fresh, "--narrow-llm": narrow_llm, "--reload-x": reload_x,
              "--rows-short": lambda sms: rows16(sms, ROWS_SHORT_N, ("float32", "bfloat16", "float16"), ("fwd", "bwd"))}
     for flag, mode in modes.items():
         if flag in sys.argv[1:]:
