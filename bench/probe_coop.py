@@ -1151,19 +1151,24 @@ SENTINEL = {
 }
 
 
-def _as_sent(plan, late=None):
-    """A cooperative plan on counters (one launch, PHASE 3) as SENTINEL's scratch kernel: its
-    chunks, packing and flags kept (but the kernel's own SENT, which came from this probe:
-    off), LATE_LEAVE `late` (None: dispatch's)."""
+def _keyed_words(plan, late=None, suffix="", **meta):
+    """A cooperative plan on counters (one launch, PHASE 3, not TAG) with its "zeros" buffer grown
+    for keyed partials (the counters, the ticket, then a word a partial: 2 a chunk forward, 1
+    backward; part_ptr not used), LATE_LEAVE `late` (None: the plan's), the constexprs `meta` set
+    and `suffix` appended to its kernel's name."""
     import dataclasses
     (l,) = plan
     assert not l.kwargs["TAG"] and l.kwargs["PHASE"] == 3
     M, n_chunks, parts = l.scalars[0], l.scalars[-1], 2 if l.kernel.startswith("softmax_fwd") else 1
-    kw = dict(l.kwargs, LATE_LEAVE=l.kwargs["LATE_LEAVE"] if late is None else late)
-    if "SENT" in kw:
-        kw["SENT"] = False
+    kw = dict(l.kwargs, LATE_LEAVE=l.kwargs["LATE_LEAVE"] if late is None else late, **meta)
     outputs = (("part", (1,), "acc"), ("count", (M + 1 + M * parts * n_chunks,), "zeros"), l.outputs[-1])
-    return (dataclasses.replace(l, kernel=l.kernel + "_S", outputs=outputs, meta=tuple(kw.items())),)
+    return (dataclasses.replace(l, kernel=l.kernel + suffix, outputs=outputs, meta=tuple(kw.items())),)
+
+
+def _as_sent(plan, late=None):
+    """A cooperative plan on counters as SENTINEL's scratch kernel (`_keyed_words`): its chunks,
+    packing and flags kept (but the kernel's own SENT, which came from this probe: off)."""
+    return _keyed_words(plan, late, "_S", **({"SENT": False} if "SENT" in plan[0].kwargs else {}))
 
 
 SENT_CASES = [("bfloat16", 128, 1048576, ("fwd", "bwd")), ("float16", 128, 1048576, ("fwd",)),
@@ -1196,15 +1201,9 @@ def sentinel(sms, cases=SENT_CASES):
 
 
 def _with_sent(plan, late=None):
-    """A cooperative forward plan on counters (one launch) with the kernels' SENT on, its
-    "zeros" buffer grown for the keyed words; LATE_LEAVE `late` (None: the plan's)."""
-    import dataclasses
-    (l,) = plan
-    assert l.kernel == "softmax_fwd_coop" and not l.kwargs["TAG"] and l.kwargs["PHASE"] == 3
-    M, n_chunks = l.scalars[0], l.scalars[-1]
-    kw = dict(l.kwargs, SENT=True, LATE_LEAVE=l.kwargs["LATE_LEAVE"] if late is None else late)
-    outputs = (("part", (1,), "acc"), ("count", (M + 1 + M * 2 * n_chunks,), "zeros"), l.outputs[-1])
-    return (dataclasses.replace(l, outputs=outputs, meta=tuple(kw.items())),)
+    """A cooperative forward plan on counters with the kernels' own SENT on (`_keyed_words`)."""
+    assert plan[0].kernel == "softmax_fwd_coop"
+    return _keyed_words(plan, late, SENT=True)
 
 
 SENT_MORE_FP32 = [(64, 1048576), (32, 1048576), (16, 1048576)]
