@@ -139,6 +139,18 @@ with SENT; (--sent-wide-gap) bf16 18 and 21 rows, between the grids measured the
 the softmax of 64 x 256000, 64 x 128256 and 32 x 256000 (few LLM rows on counters) so; (--narrow-llm)
 the softmax of 64 x 128256 and 64 x 256000 in packed 4096-value chunks at 4 warps; (--reload-x) a
 scratch forward that holds nothing across the wait and reads its chunk again after it (RELOAD_X).
+
+    python bench/probe_coop.py --poly > bench/results/h100/probe_poly.log
+    python bench/probe_coop.py --poly-wide > bench/results/h100/probe_poly_wide.log
+    python bench/probe_coop.py --poly-few > bench/results/h100/probe_poly_few.log
+    python bench/probe_coop.py --tag-wide > bench/results/h100/probe_tag_wide.log
+
+the 16-bit softmax forward with MUFU alone against scratch kernels that compute part of its exps
+by a polynomial on the FMA pipe (POLY, below; dispatch.py's COOP_POLY): on the benchmark's
+cooperative shapes, on every grid of wide packed chunks (--poly-wide), a quarter of the values in
+the 8192-value chunks of few long rows (--poly-few); (--tag-wide) rows of 33 to 64 chunks of 8192
+values in TAG's wide packed chunks against counters with SENT, with and without POLY
+(COOP_TAG_FWD_MIN_PER_SM's note).
 """
 
 from __future__ import annotations
@@ -1345,6 +1357,101 @@ def reload_x(sms, shapes=RELOAD_X_SHAPES, dtypes=("bfloat16", "float32")):
                       flush=True)
 
 
+# POLY (scratch copies, before the kernels took POLY): part of the 16-bit forward's exps as a
+# polynomial on the FMA pipe instead of MUFU.EX2 (4 lanes an SM quarter: 8 cycles a warp's
+# instruction, the post-wait phase's bound): 2 ** z = 2 ** j * p(f), j = round(z) by the 1.5 * 2 ** 23
+# trick, f = z - j in [-0.5, 0.5], p a relative-minimax polynomial with p(0) = 1 (degree 3: 1.0e-4,
+# degree 4: 2.8e-6 relative error), 2 ** j built in the exponent bits (j clamped to -127: exactly 0).
+# About 10 FMA/ALU instructions a value against one MUFU. The kernels' POLY is A4 (`_exp2_poly`).
+POLY_HELPERS = """
+
+@triton.jit
+def _exp2_poly_deg(z, DEG: tl.constexpr):
+    z = tl.maximum(z, -127.0, propagate_nan=tl.PropagateNan.ALL)
+    r = z + 12582912.0
+    f = z - (r - 12582912.0)
+    if DEG == 3:
+        p = ((0.05500818493638798 * f + 0.2422090571853994) * f + 0.693283026087641) * f + 1.0
+    else:
+        p = (((0.009582726679034264 * f + 0.05590605891407117) * f + 0.2402409860715051) * f
+             + 0.6931242444227651) * f + 1.0
+    scale = ((r.to(tl.int32, bitcast=True) << 23) + 0x3F800000).to(tl.float32, bitcast=True)
+    return p * scale
+"""
+POLY_POST = ("y_hi = _exp2_ftz(x_hi * LOG2E - shift2, PHASE)", "y_hi = _exp2_poly_deg(x_hi * LOG2E - shift2, {deg})")
+POLY_PRE = ("+ _exp2_ftz(x_hi * LOG2E - m2, PHASE), axis=0)", "+ _exp2_poly_deg(x_hi * LOG2E - m2, {deg}), axis=0)")
+POLY_PRE_SPLIT = ("s_own += tl.sum(_exp2_ftz(x_hi * LOG2E - m2, PHASE), axis=0)",
+                  "s_own += tl.sum(_exp2_poly_deg(x_hi * LOG2E - m2, {deg}), axis=0)")
+# Q: a quarter, the high halves' odd pairs (a split of the held layout, no data moved).
+POLY_QUARTER = ("y_hi = _exp2_ftz(x_hi * LOG2E - shift2, PHASE)",
+                """h_a, h_b = tl.split(tl.reshape(x_hi, (CHUNK_N // 4, 2)))
+                    y_hi = tl.reshape(tl.join(_exp2_ftz(h_a * LOG2E - shift2, PHASE),
+                                              _exp2_poly_deg(h_b * LOG2E - shift2, {deg})), (CHUNK_N // 2,))""")
+POLY_VARIANTS = {"A3": ((POLY_POST,), 3), "A4": ((POLY_POST,), 4), "B3": ((POLY_PRE, POLY_PRE_SPLIT), 3),
+                 "C3": ((POLY_POST, POLY_PRE, POLY_PRE_SPLIT), 3), "Q3": ((POLY_QUARTER,), 3),
+                 "Q4": ((POLY_QUARTER,), 4)}
+POLY_SHAPES = [(128, 1048576), (16, 1048576), (64, 128256), (64, 256000), (1024, 128256)]
+POLY_WIDE_SHAPES = [(18, 1048576), (24, 1048576), (32, 1048576), (64, 1048576), (128, 1048576), (48, 524288),
+                    (256, 524288), (16, 2097152)]
+POLY_FEW_SHAPES = [(16, 1048576), (12, 1048576), (8, 1048576), (64, 128256), (32, 128256)]
+
+
+def _poly_variant(plan, name):
+    """`plan` (a 16-bit cooperative forward, packed) with the kernels' POLY off, run by POLY's
+    scratch kernel `name` (None: the kernels' own, MUFU only)."""
+    import dataclasses
+    p = tune.with_meta(plan, POLY=False)
+    return p if name is None else (dataclasses.replace(p[0], kernel=p[0].kernel + "_" + name),)
+
+
+def _poly_kernels(variants):
+    for name, (edits, deg) in variants.items():
+        _function_variants("_" + name, {"softmax_fwd_coop": [(o, n.format(deg=deg)) for o, n in edits]},
+                           POLY_HELPERS)
+
+
+def poly(sms, shapes=POLY_SHAPES, dtypes=("bfloat16", "float16"), variants=POLY_VARIANTS):
+    """The 16-bit cooperative softmax forward with MUFU alone (M; dispatch's plan before POLY) against
+    POLY's scratch kernels (A: the post-wait exps of the words' high halves by the polynomial; B:
+    the pre-wait sum's; C: both; Q: a quarter of the post-wait ones; the digit: its degree), twice
+    each, by the benchmark's clock. (Logs before POLY name M "dispatch".)"""
+    _poly_kernels(variants)
+    for dtype in dtypes:
+        for M, N in shapes:
+            plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, False)
+            if plan[0].kernel != "softmax_fwd_coop" or not plan[0].kwargs["PACK"]:
+                continue
+            vs = [("M", _poly_variant(plan, None))] + [(name, _poly_variant(plan, name)) for name in variants]
+            print(_head(M, N, dtype, "fwd", False, plan, sms) + _compare(M, N, dtype, "fwd", False, vs, sms),
+                  flush=True)
+
+
+TAG_WIDE_SHAPES = [(256, 524288), (128, 524288), (66, 524288), (116, 300000), (160, 393216)]
+
+
+def tag_wide(sms, shapes=TAG_WIDE_SHAPES, dtypes=("bfloat16", "float16")):
+    """The 16-bit forward of rows of 33 to 64 chunks of 8192 values in grids where dispatch took TAG
+    in wide packed chunks until POLY came (T) against the plan on counters (C: packed wide chunks
+    with SENT from COOP_PACK_WIDE_MIN_PER_SM; dispatch's now) and, for the softmax, both with
+    POLY (TP, CP; dispatch's softmax now: CP); twice each, by the benchmark's clock. (Logs before
+    POLY name T "dispatch" and take POLY from the scratch kernel A4, the same polynomial.)"""
+    from multisoftmax import dispatch
+    for dtype in dtypes:
+        for M, N in shapes:
+            for log in (False, True):
+                with mock.patch.object(dispatch, "_coop_tag_fwd", lambda *a: dict(wide=True)):
+                    tag, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
+                with mock.patch.object(dispatch, "_coop_tag_fwd", lambda *a: None):
+                    counters, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
+                assert tag[0].kwargs["TAG"] and tag[0].kwargs["CHUNK_N"] == 16384 and not counters[0].kwargs["TAG"]
+                variants = [("T", tune.with_meta(tag, POLY=False)), ("C", tune.with_meta(counters, POLY=False))]
+                if not log:
+                    variants += [("TP", tune.with_meta(tag, POLY=True)), ("CP", tune.with_meta(counters, POLY=True))]
+                kw = counters[0].kwargs
+                print(_head(M, N, dtype, "fwd", log, tag, sms) + f"tag=1 | C: chunk="
+                      f"{kw['CHUNK_N']},sent={kw['SENT']:d},late={kw['LATE_LEAVE']:d} | "
+                      + _compare(M, N, dtype, "fwd", log, variants, sms), flush=True)
+
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
@@ -1365,6 +1472,10 @@ def main():
              "--sent-wide-llm": lambda sms: sent_wide(sms, [(64, 256000), (64, 128256), (32, 256000)], logs=(False,)),
              "--sent-more-few": lambda sms: sent_more(sms, SENT_MORE_FEW, ()), "--split-tiny": split_tiny,
              "--jax-fresh": jax_fresh, "--narrow-llm": narrow_llm, "--reload-x": reload_x,
+             "--poly": poly, "--tag-wide": tag_wide,
+             "--poly-few": lambda sms: poly(sms, POLY_FEW_SHAPES, variants={k: POLY_VARIANTS[k] for k in ("Q3", "Q4")}),
+             "--poly-wide": lambda sms: poly(sms, POLY_WIDE_SHAPES, variants={
+                 k: POLY_VARIANTS[k] for k in ("A3", "A4", "Q4")}),
              "--rows-short": lambda sms: rows16(sms, ROWS_SHORT_N, ("float32", "bfloat16", "float16"), ("fwd", "bwd"))}
     for flag, mode in modes.items():
         if flag in sys.argv[1:]:

@@ -314,6 +314,12 @@ COOP_TAG_MAX_CHUNKS = 32
 # 2,656 to 2,862 at 1024 x 131072 and 2,583 to 2,609 at 256 x 256000. Fewer programs lost or tied
 # (bf16 64 x 256000, 7.8 an SM: 30.2 to 32.1 us; 1 x 256000: 4.1 to 4.4; 8 x 256000: 6.6 to 6.3),
 # and so did peeled rows in 8192-value chunks (bf16 2670 x 50257: 2,443 to 2,428; 32 to 44 registers).
+# Rows of more than COOP_TAG_MAX_CHUNKS chunks of 8192 values (262144 < N <= 524288: 17 to 32 wide
+# ones) took TAG in wide chunks until the wide chunks on counters took keyed partials (SENT, below):
+# at 92-93 registers a thread (61-62 on counters) that TAG lost to counters by 17-25% (bench/results/
+# h100/probe_tag_wide.log, the benchmark's clock, two runs: bf16 256 x 524288 softmax 2,023 -> 2,513
+# GB/s, log_softmax 2,181 -> 2,718; 128 x 524288 1,971 -> 2,386 and 2,129 -> 2,569; 66 x 524288,
+# 116 x 300000 and 160 x 393216 alike; fp16 alike), so those rows wait on counters.
 COOP_TAG_FWD_MIN_PER_SM = 32
 # COOP_TAG_FWD32_MIN_PER_SM: float32 rows (unpacked chunks) take TAG in the forward, peeled or not,
 # from this many programs an SM. On the H100 (bench/results/h100/probe_tag32.log, counters -> TAG,
@@ -398,6 +404,22 @@ COOP_TAG_FWD16_LOG_MIN_PER_SM = 0.75
 # measured.
 COOP_SENT32_MIN_PER_SM = 6
 COOP_SENT32_LOG_MIN_PER_SM = 10
+# COOP_POLY: the 16-bit softmax forward packed in wide chunks (COOP_PACK_WIDE_MIN_PER_SM, with SENT)
+# computes the post-wait exps of its words' high halves by a polynomial on the FMA pipe (the
+# kernel's POLY, `_exp2_poly`), the low halves' by MUFU.EX2, whose 4 lanes an SM quarter bound that
+# phase. These kernels keep their 61-64 registers a thread. On the H100 (bench/results/h100/
+# probe_poly.log, probe_poly_wide.log, the benchmark's clock, two runs; degree 4 here, degree 3
+# measured alike) the softmax went from 2,684-2,693 to 2,740-2,746 GB/s at bf16 128 x 1048576
+# (fp16 2,664-2,668 to 2,721-2,742), 2,541 to 2,616 at 64 x 1048576, 36.3 to 35.3-35.9 us at 18 x
+# 1048576, 48.3-48.6 to 47.8-48.0 at 48 x 524288, and on counters 2,513 to 2,567 at 256 x 524288
+# (probe_tag_wide.log). The same polynomial elsewhere lost: on the high halves' pre-wait exps too
+# (79-80 registers: 200 to 225-266 us at 128 x 1048576), on a quarter of the values (71-73
+# registers: 200 to 218), on the high halves in the 8192-value chunks (32 -> 40-54 registers: bf16
+# 16 x 1048576 33.3 to 36.8 us, 64 x 128256 17.3 to 17.8). On a quarter of the values there it kept
+# 32 registers on rows of 1048576 and gained 1-2% (16 x 1048576: 33.4 to 32.8-33.2 us), but took 40
+# and lost at 64 x 128256 (probe_poly_few.log): not taken. In the tagged chunks of 4 warps (1024 x
+# 128256, 56 -> 64-70 registers) it moved by -1% to +1%: not taken.
+COOP_POLY = True
 # Rows that are not 16-byte aligned (N or a row stride not a multiple of 16 bytes: N = 3001,
 # 16385 or 50257 in 16-bit types) are cut into a head, an aligned body and a tail (PEEL), so
 # the body moves in 16-byte vectors instead of one value a lane. A peeled row of the rows
@@ -667,6 +689,12 @@ def _coop_sent(programs: int, itemsize: int, log: bool, packed_wide: bool, num_s
     return itemsize == 2 and packed_wide
 
 
+def _coop_poly(log: bool, packed_wide: bool) -> bool:
+    """POLY of the cooperative forward (see COOP_POLY): the softmax of 16-bit rows packed in wide
+    chunks (`packed_wide`, COOP_PACK_WIDE_MIN_PER_SM)."""
+    return COOP_POLY and packed_wide and not log
+
+
 def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: int, num_sms: int,
                   log: bool) -> dict | None:
     """TAG of the cooperative forward: the chunks it takes, as `_coop_launches`' keyword
@@ -674,9 +702,9 @@ def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: in
     packed, or None where the forward waits on counters instead.
     float32 rows, peeled or not, from COOP_TAG_FWD32_MIN_PER_SM programs an SM (narrow chunks for
     the fewest programs, COOP_NARROW_MIN_SMS_PER_PROGRAM); 16-bit rows from COOP_TAG_FWD_MIN_PER_SM,
-    rows of whole words (`words`, peeled or not) at COOP_FWD16_WARPS warps, but unpeeled ones of
-    more than COOP_TAG_MAX_CHUNKS such chunks, and the log_softmax's (`log`) in a grid of at least
-    COOP_FWD16_LOG_WIDE_MIN_PER_SM programs an SM, in wide ones; unpeeled ones in grids of fewer
+    rows of whole words (`words`, peeled or not) at COOP_FWD16_WARPS warps, but the log_softmax's
+    (`log`) in a grid of at least COOP_FWD16_LOG_WIDE_MIN_PER_SM programs an SM in wide ones, and
+    never rows of more than COOP_TAG_MAX_CHUNKS such chunks; unpeeled ones in grids of fewer
     programs as COOP_TAG_FWD16_FEW_MAX_PER_SM says; float64 never (as every TAG). Rows of at most
     COOP_TAG_MAX_CHUNKS chunks as TAG takes them, at most one an SM as every cooperative launch
     (_coop_launches)."""
@@ -687,8 +715,9 @@ def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: in
     elif not peeled and programs < COOP_TAG_FWD16_FEW_MAX_PER_SM * num_sms:  # few programs: 8 warps
         take = {} if log else dict(pack=False)
         min_per_sm = COOP_TAG_FWD16_LOG_MIN_PER_SM if log else COOP_TAG_FWD16_FEW_MIN_PER_SM
-    elif peeled or (_coop_chunks(N, itemsize)[1] <= COOP_TAG_MAX_CHUNKS
-                    and not (log and programs >= COOP_FWD16_LOG_WIDE_MIN_PER_SM * num_sms)):
+    elif _coop_chunks(N, itemsize)[1] > COOP_TAG_MAX_CHUNKS:  # counters (COOP_TAG_FWD_MIN_PER_SM)
+        return None
+    elif peeled or not (log and programs >= COOP_FWD16_LOG_WIDE_MIN_PER_SM * num_sms):
         take = dict(warps=COOP_FWD16_WARPS)
         min_per_sm = COOP_TAG_FWD16_LOG_MIN_PER_SM if log and not peeled else COOP_TAG_FWD_MIN_PER_SM
     else:
@@ -819,7 +848,7 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         if tag is not None:  # SPLIT_SUM: see COOP_FWD16_WARPS
             take = {k: v for k, v in tag.items() if k != "pack"}
             acc.update(PACK=words and tag.get("pack", True), LATE_LEAVE=False, TAG=True,
-                       SPLIT_SUM=take.get("warps") == COOP_FWD16_WARPS, SENT=False)
+                       SPLIT_SUM=take.get("warps") == COOP_FWD16_WARPS, SENT=False, POLY=False)
             return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,
                                   num_sms, acc, 2, "y", **take)
         acc.update(TAG=False, SPLIT_SUM=False)
@@ -828,6 +857,7 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         packed_wide = acc["PACK"] and _coop_pack_wide(programs, peeled, num_sms)
         taken = M * _coop_chunks(N, itemsize, wide or packed_wide)[1]
         acc["SENT"] = _coop_sent(programs, itemsize, log, packed_wide, num_sms)
+        acc["POLY"] = _coop_poly(log, packed_wide)
         acc["LATE_LEAVE"] = not wide and (_coop_late_leave(taken, log and not acc["PACK"], num_sms)
                                           or (acc["SENT"] and (log or itemsize == 2)))
         return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,

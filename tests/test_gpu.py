@@ -71,12 +71,13 @@ def test_jax_then_torch_in_one_process():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("M,N", [(65536, 128), (4096, 781), (2048, 3000), (1024, 16385), (300, 29440), (1, 32768),
                                  (256, 65536), (1024, 50257), (3, 50257), (4, 262144), (1, 1048576), (64, 128256),
-                                 (64, 1048576), (16, 1048576), (8, 1048576), (24, 1048576)])
+                                 (64, 1048576), (16, 1048576), (8, 1048576), (24, 1048576), (128, 524288)])
 def test_dispatched_plans_at_real_sizes(dtype, M, N):
     """Whatever plan dispatch picks for a benchmark shape, its output is right everywhere
     (the forward on keyed partials, SENT: 64 x 1048576; float32 16 x 1048576, the log_softmax
     leaving late; the float32 softmax of 8 x 1048576, leaving early; 16-bit 24 x 1048576 in
-    wide packed chunks, leaving late below COOP_LATE_LEAVE_MIN_PER_SM)."""
+    wide packed chunks, leaving late below COOP_LATE_LEAVE_MIN_PER_SM; the 16-bit softmax there and
+    at 128 x 524288 with POLY, `_exp2_poly` on half its values)."""
     g = torch.Generator(device="cuda").manual_seed(M + N)
     x = (torch.randn(M, N, device="cuda", generator=g) * 4).to(dtype)
     name = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}[dtype]

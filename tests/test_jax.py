@@ -155,8 +155,9 @@ def test_few_long_rows_split_and_cooperative(dtype):
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
 def test_keyed_partials_forward(monkeypatch, dtype):
     """The cooperative forward on keyed partials (SENT: dispatch's wide packed chunks and
-    COOP_SENT32_*), forced on a small grid, through the JAX adapter (which zeroes its counters and
-    words on every call): the forward and its vjp match float64, twice over."""
+    COOP_SENT32_*; the bfloat16 softmax with POLY), forced on a small grid, through the JAX adapter
+    (which zeroes its counters and words on every call): the forward and its vjp match float64,
+    twice over."""
     from multisoftmax import dispatch
 
     for name, value in (("_coop_tag_fwd", lambda *a: None),
@@ -173,6 +174,7 @@ def test_keyed_partials_forward(monkeypatch, dtype):
         for ours, _, log in OPS:
             kw = dispatch.plan_forward(M, N, N, N, name, log, sms, counters_per_call=True)[-1].kwargs
             assert kw["SENT"] and not kw["TAG"] and (kw["LATE_LEAVE"] or not (log and dtype == jnp.float32))
+            assert kw["POLY"] == (dtype == jnp.bfloat16 and not log)  # _exp2_poly on half the values
             for _ in range(2):
                 y, pull = jax.vjp(lambda t: ours(t, -1), x)
                 ref.assert_close(np.asarray(y, np.float64), ref.softmax(np.asarray(x, np.float64), -1, log), name,

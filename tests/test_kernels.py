@@ -14,6 +14,8 @@ import reference64 as ref
 import multisoftmax.torch  # noqa: F401  (registers torch.ops.multisoftmax)
 from multisoftmax import dispatch, launch
 from multisoftmax.kernels import softmax as kernel_module
+import triton  # noqa: E402  (after multisoftmax, which sets TRITON_INTERPRET where asked)
+import triton.language as tl  # noqa: E402
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16,
           "float64": torch.float64}
@@ -301,8 +303,9 @@ def test_coop_tag_rule():
     # of at most COOP_TAG_MAX_CHUNKS chunks (of the chunks taken); the forward of unpeeled ones in
     # a grid of at least COOP_TAG_FWD_MIN_PER_SM programs an SM (132 SMs: 4224), 16-bit rows of
     # whole words then packed in 8192-value chunks at COOP_FWD16_WARPS warps, summed in halves
-    # (SPLIT_SUM), or in 16384-value chunks at 8 warps where a row has more than
-    # COOP_TAG_MAX_CHUNKS of 8192. Never float64, never LATE_LEAVE with it.
+    # (SPLIT_SUM), the log_softmax's in 16384-value chunks at 8 warps from
+    # COOP_FWD16_LOG_WIDE_MIN_PER_SM programs an SM; never rows of more than COOP_TAG_MAX_CHUNKS
+    # chunks of 8192 (those wait on counters). Never float64, never LATE_LEAVE with it.
     def plan(M, N, dtype, fwd, log=False, strides=None):
         if fwd:
             kw = dispatch.plan_forward(M, N, *(strides or (N, N)), dtype, log, 132)[0].kwargs
@@ -333,16 +336,20 @@ def test_coop_tag_rule():
             assert plan(4, 256000, dtype, True)["TAG"] and not plan(1, 50257, dtype, True)["TAG"]
         else:
             assert plan(528, 65536, dtype, True)["TAG"] and not plan(527, 65536, dtype, True)["TAG"]  # 4224
-        # 16-bit: 32 chunks of 8192 at 262144 (TAG, 4 warps), 32 of 16384 at 524288 (TAG, 8 warps),
-        # 64 of 16384 at 1048576 (not); float32: 32 chunks of 8192 at 262144, 64 at 524288.
+        # 32 chunks of 8192 at 262144 (TAG; 16-bit at 4 warps), 64 at 524288 and 128 at 1048576
+        # (counters, with keyed partials; 16-bit in wide packed chunks: COOP_TAG_FWD_MIN_PER_SM).
         kw = plan(512, 262144, dtype, True)
         assert kw["TAG"] and (kw["CHUNK_N"], kw["num_warps"], kw["SPLIT_SUM"]) == (8192, 8 if dtype == "float32" else 4,
                                                                                   dtype != "float32")
-        kw = plan(256, 524288, dtype, True)
-        assert kw["TAG"] == (dtype != "float32") and not kw["SPLIT_SUM"]
-        if dtype != "float32":
-            assert (kw["CHUNK_N"], kw["num_warps"]) == (16384, 8)
-        assert not plan(128, 1048576, dtype, True)["TAG"]
+        for M, N in ((256, 524288), (512, 524288), (128, 1048576)):
+            for log in (False, True):
+                kw = plan(M, N, dtype, True, log)
+                assert not kw["TAG"] and kw["SENT"] and kw["CHUNK_N"] == (8192 if dtype == "float32" else 16384)
+        # 16-bit log_softmax from COOP_FWD16_LOG_WIDE_MIN_PER_SM (12672 programs of 8192): wide chunks
+        kw = plan(2048, 65536, dtype, True, True)
+        assert kw["TAG"] and (kw["CHUNK_N"], kw["num_warps"]) == ((8192, 8) if dtype == "float32" else (16384, 8))
+        kw = plan(1536, 65536, dtype, True, True)  # 12288
+        assert kw["TAG"] and (kw["CHUNK_N"], kw["num_warps"]) == ((8192, 8) if dtype == "float32" else (8192, 4))
     # Peeled 16-bit rows under TAG take 8192-value chunks at 4 warps, as unpeeled ones do.
     kw = plan(4096, 200003, "bfloat16", True)
     assert kw["TAG"] and kw["PEEL"] and kw["SPLIT_SUM"] and (kw["CHUNK_N"], kw["num_warps"]) == (8192, 4)
@@ -513,6 +520,7 @@ def test_coop_sent_rule():
             assert kw(18, 1048576, dtype, log).kwargs["SENT"] and not kw(17, 1048576, dtype, log).kwargs["SENT"]
             assert kw(18, 1048576, dtype, log).kwargs["LATE_LEAVE"]  # with SENT, below 1584 wide programs too
             assert not kw(256, 256000, dtype, log).kwargs["SENT"]  # TAG
+            assert kw(256, 524288, dtype, log).kwargs["SENT"]  # 64 chunks of 8192: counters, not TAG
     for jax in (False, True):
         assert kw(64, 1048576, "float32", False, jax).kwargs["SENT"]
         assert kw(7, 1048576, "float32", False, jax).kwargs["SENT"]  # 896 programs
@@ -538,7 +546,7 @@ def test_coop_keyed_partials(forced_family, torch_device, monkeypatch, dtype, lo
     chunks of 128 values), launch after launch of several shapes on one "zeros" buffer, which each
     launch must leave zero (the counters, the ticket and the words); a NaN row, a chunk of -inf, a
     row of one chunk; no input is modified. LATE_LEAVE early (the float32 softmax: the rule takes
-    no other early) and late."""
+    no other early) and late. The 16-bit softmax so takes POLY (`_exp2_poly` on half its values)."""
     forced_family("coop")
     monkeypatch.setattr(dispatch, "_coop_tag_fwd", lambda *a: None)  # counters
     monkeypatch.setattr(dispatch, "_coop_narrow", lambda *a: False)
@@ -558,6 +566,7 @@ def test_coop_keyed_partials(forced_family, torch_device, monkeypatch, dtype, lo
         fwd = dispatch.plan_forward(M, N, N, N, dtype, log, 132)
         k = fwd[-1].kwargs
         assert k["SENT"] and not k["TAG"] and k["LATE_LEAVE"] == (late or log or dtype != "float32")
+        assert k["POLY"] == (dtype != "float32" and not log)  # the polynomial on the high halves
         assert k["PACK"] == (dtype != "float32") and k["CHUNK_N"] == (128 if dtype != "float32" else 64)
         call = lambda l, ins, b: launch.torch_call(l, ins, b, x.dtype, x.device)  # noqa: E731
         y = launch.execute(fwd, {"x": x, "count": count}, call)
@@ -566,6 +575,50 @@ def test_coop_keyed_partials(forced_family, torch_device, monkeypatch, dtype, lo
         expected = ref.softmax(x.double().cpu().numpy(), log=log)
         assert torch.isnan(y[M - 1]).all() and not torch.isnan(y[:M - 1]).any()
         ref.assert_close(y.double().cpu(), expected, dtype, f"keyed coop fwd {M} x {N}")
+
+
+def test_coop_poly_rule():
+    """POLY (the post-wait exps of the words' high halves by `_exp2_poly`): the 16-bit softmax
+    forward packed in wide chunks (COOP_POLY: from COOP_PACK_WIDE_MIN_PER_SM, with SENT), through
+    either adapter's plans; never the log_softmax, float32, TAG's chunks or fewer programs."""
+    def kw(M, N, dtype, log=False, jax=False):
+        return dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, 132, counters_per_call=jax)[0].kwargs
+
+    for dtype in ("bfloat16", "float16"):
+        for jax in (False, True):
+            for M, N in ((128, 1048576), (18, 1048576), (256, 524288), (36, 524288)):
+                k = kw(M, N, dtype, jax=jax)
+                assert k["POLY"] and k["PACK"] and k["SENT"] and k["CHUNK_N"] == 16384, (M, N, dtype)
+                assert not kw(M, N, dtype, True, jax)["POLY"]
+            for M, N in ((17, 1048576), (16, 1048576), (512, 262144), (2048, 65536), (64, 128256)):
+                assert not kw(M, N, dtype, jax=jax)["POLY"], (M, N, dtype)
+    assert not kw(128, 1048576, "float32")["POLY"] and not kw(128, 1048576, "float64").get("POLY")
+
+
+@triton.jit
+def _exp2_poly_kernel(z_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + i, kernel_module._exp2_poly(tl.load(z_ptr + i, mask=i < n)), mask=i < n)
+
+
+def test_exp2_poly(torch_device):
+    """`_exp2_poly` against float64 2 ** z: at most 3e-6 relative error from 2 ** -126 to 2 ** 0.5
+    (densely, and at the rounding boundaries of j = round(z)); exactly 0 from z = -127 down and at
+    -inf, exactly 1 at 0, NaN at NaN; a result below 2 ** -126 is at most 2 ** -126."""
+    z = torch.cat([torch.linspace(-126.0, 0.5, 100003, dtype=torch.float64),
+                   torch.arange(-126, 1, dtype=torch.float64) + 0.5,
+                   torch.arange(-126, 1, dtype=torch.float64) - 0.5]).float()
+    special = torch.tensor([-127.0, -200.0, -3e38, -float("inf"), 0.0, float("nan"), -126.75, -126.5, -127.5])
+    x = torch.cat([z, special]).to(torch_device)
+    y = torch.empty_like(x)
+    _exp2_poly_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+    y = y.cpu().double()
+    expected = torch.exp2(z.double())
+    rel = ((y[:z.numel()] - expected) / expected).abs()
+    assert rel.max().item() <= 3e-6, rel.max().item()
+    tail = y[z.numel():]
+    assert (tail[:4] == 0).all() and tail[4] == 1 and torch.isnan(tail[5])
+    assert (tail[6:] >= 0).all() and (tail[6:] <= 2.0 ** -126).all()
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])

@@ -38,7 +38,9 @@ Four families, each for softmax (LOG=False) and log_softmax (LOG=True):
   Rows of few chunks wait without a counter (TAG): each partial carries the launch's tag,
   and a program reads its row's partials until all do (see "Tagged partials" below). The
   forward of some long rows waits on the counter without a release fence (SENT: partials
-  as keyed words that show whether they are written yet; see "Keyed partials" below).
+  as keyed words that show whether they are written yet; see "Keyed partials" below). The
+  softmax forward may compute half its exps after the wait by a polynomial on the FMA pipe,
+  beside the MUFU unit's ex2 (POLY, `_exp2_poly`).
 
 Arithmetic: float16/bfloat16/float32 inputs are computed in float32, float64 in float64
 (ACC_FP64), and the result is stored in the output pointer's dtype.
@@ -190,6 +192,27 @@ def _exp2_ftz(z, PHASE: tl.constexpr):
     else:
         z = tl.exp2(z)
     return z
+
+
+@triton.jit
+def _exp2_poly(z):
+    """2 ** z (float32) on the FMA and integer pipes, not on MUFU (POLY): about ten instructions a
+    value that issue beside the MUFU.EX2 of `_exp2_ftz`, whose 4 lanes an SM quarter (8 cycles a
+    warp's instruction) bound the softmax forward's post-wait phase. 2 ** z = 2 ** j * p(f) with
+    j = round(z) (adding then subtracting 1.5 * 2 ** 23), f = z - j in [-0.5, 0.5] and p a degree-4
+    polynomial fitted to 2 ** f for least relative error, p(0) = 1: at most 2.9e-6 relative error
+    (ex2.approx: 2 ** -22; a float16 ulp: 2 ** -10); 2 ** j is built in the exponent bits, j
+    clamped below at -127, where the result is exactly 0 (so -inf gives 0), as `_exp2_ftz` flushes
+    results below 2 ** -126; NaN stays NaN (a NaN-propagating max, then NaN * 2 ** j). The same
+    idea as FlashAttention-4's software exp2 (Dao et al., 2025: part of the exps of a tile on the
+    FMA pipe); the coefficients are our own fit (tests/test_kernels.py checks the error bound)."""
+    z = tl.maximum(z, -127.0, propagate_nan=tl.PropagateNan.ALL)
+    r = z + 12582912.0  # 1.5 * 2 ** 23: the sum's low mantissa bits hold round(z)
+    f = z - (r - 12582912.0)
+    p = ((((0.009582726679034264 * f + 0.05590605891407117) * f + 0.2402409860715051) * f
+          + 0.6931242444227651) * f + 1.0)
+    scale = ((r.to(tl.int32, bitcast=True) << 23) + 0x3F800000).to(tl.float32, bitcast=True)  # 2 ** j
+    return p * scale
 
 
 # --------------------------------------------------------------------------------------
@@ -554,7 +577,7 @@ def softmax_fwd_coop(
     PEEL: tl.constexpr,
     VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
     LATE_LEAVE: tl.constexpr, PACK: tl.constexpr, TAG: tl.constexpr, SPLIT_SUM: tl.constexpr,
-    SENT: tl.constexpr,
+    SENT: tl.constexpr, POLY: tl.constexpr,
 ):
     """One item a program: chunk `item % n_chunks` of row `item // n_chunks`.
 
@@ -577,8 +600,12 @@ def softmax_fwd_coop(
     SENT (float32 partials, not TAG): the partials are keyed words in count_ptr (an int32 "zeros"
     buffer of M + 1 + M * 2 * n_chunks; part_ptr is not used), published and waited for with no
     release fence (`_sent_arrive`, `_sent_gather`; dispatch's "Keyed partials": where that pays).
+    POLY (PACK, softmax): after the wait, the exps of the words' high halves are computed by
+    `_exp2_poly` on the FMA pipe, the low halves' by MUFU.EX2, so that the two pipes share them
+    (dispatch.COOP_POLY: where that pays).
     """
     tl.static_assert(not PACK or PEEL or ALIGN >= 2, "PACK needs whole words: PEEL, or ALIGN >= 2")
+    tl.static_assert(not POLY or (PACK and not LOG), "POLY: the packed softmax only")
     tl.static_assert(not (TAG and ACC_FP64), "TAG: float32 partials only")
     tl.static_assert(not (TAG and LATE_LEAVE), "TAG has no second arrival: LATE_LEAVE must be off")
     tl.static_assert(not (SENT and (TAG or ACC_FP64)), "SENT: float32 partials on counters only")
@@ -681,7 +708,10 @@ def softmax_fwd_coop(
             else:  # exp(x - m) / s = 2 ** (x * log2(e) - (m * log2(e) + log2(s))), computed anew
                 shift2 = m_safe * LOG2E + tl.log2(s)
                 y_lo = _exp2_ftz(x_lo * LOG2E - shift2, PHASE)
-                y_hi = _exp2_ftz(x_hi * LOG2E - shift2, PHASE)
+                if POLY:  # the high halves on the FMA pipe
+                    y_hi = _exp2_poly(x_hi * LOG2E - shift2)
+                else:
+                    y_hi = _exp2_ftz(x_hi * LOG2E - shift2, PHASE)
             tl.store(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, _pack(y_lo, y_hi, io_ty), mask=mask)
         else:
             if LOG:
