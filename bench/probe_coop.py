@@ -1393,6 +1393,7 @@ POLY_VARIANTS = {"A3": ((POLY_POST,), 3), "A4": ((POLY_POST,), 4), "B3": ((POLY_
 POLY_SHAPES = [(128, 1048576), (16, 1048576), (64, 128256), (64, 256000), (1024, 128256)]
 POLY_WIDE_SHAPES = [(18, 1048576), (24, 1048576), (32, 1048576), (64, 1048576), (128, 1048576), (48, 524288),
                     (256, 524288), (16, 2097152)]
+POLY_DEG_SHAPES = [(128, 1048576), (64, 1048576), (256, 524288), (24, 1048576)]
 POLY_FEW_SHAPES = [(16, 1048576), (12, 1048576), (8, 1048576), (64, 128256), (32, 128256)]
 
 
@@ -1473,6 +1474,8 @@ def main():
              "--sent-more-few": lambda sms: sent_more(sms, SENT_MORE_FEW, ()), "--split-tiny": split_tiny,
              "--jax-fresh": jax_fresh, "--narrow-llm": narrow_llm, "--reload-x": reload_x,
              "--poly": poly, "--tag-wide": tag_wide,
+             "--poly-deg": lambda sms: [poly(sms, POLY_DEG_SHAPES, variants={k: POLY_VARIANTS[k] for k in ("A3", "A4")})
+                                        for _ in range(2)],
              "--poly-few": lambda sms: poly(sms, POLY_FEW_SHAPES, variants={k: POLY_VARIANTS[k] for k in ("Q3", "Q4")}),
              "--poly-wide": lambda sms: poly(sms, POLY_WIDE_SHAPES, variants={
                  k: POLY_VARIANTS[k] for k in ("A3", "A4", "Q4")}),
