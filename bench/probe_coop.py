@@ -1453,6 +1453,61 @@ def tag_wide(sms, shapes=TAG_WIDE_SHAPES, dtypes=("bfloat16", "float16")):
                       f"{kw['CHUNK_N']},sent={kw['SENT']:d},late={kw['LATE_LEAVE']:d} | "
                       + _compare(M, N, dtype, "fwd", log, variants, sms), flush=True)
 
+
+SCAN_N = [196608, 300000, 393216, 524288, 786432, 655360]
+
+
+def scan(sms, Ns=SCAN_N, dtypes=("bfloat16", "float16", "float32")):
+    """dispatch's plans on ~256 MB rows of lengths the benchmark's sweep leaves out (between its
+    131072, 262144 and 1048576), every dtype, op and direction: GB/s and the fraction of the copy
+    bandwidth measured at the start, by the benchmark's clock, to find dips the suite cannot see.
+    SCAN_N and SCAN_DTYPES (comma-separated) in the environment take other lengths and dtypes (a
+    process each, as torch's generator failed after some 20 cases in one: "Offset increment
+    outside graph capture")."""
+    Ns = [int(n) for n in os.environ.get("SCAN_N", ",".join(map(str, Ns))).split(",")]
+    dtypes = os.environ.get("SCAN_DTYPES", ",".join(dtypes)).split(",")
+    copy = tune.copy_bandwidth()
+    print(f"copy {copy:.0f} GB/s", flush=True)
+    for dtype in dtypes:
+        for N in Ns:
+            M = 256 * 2**20 // (N * getattr(torch, dtype).itemsize)
+            for log in (False, True):
+                for direction in ("fwd", "bwd"):
+                    plan, _ = _dispatch_plan(M, N, dtype, direction, sms, None, log)
+                    line = _compare(M, N, dtype, direction, log, [("dispatch", plan)], sms)
+                    gbs = float(line.split(" us ")[1].split()[0])
+                    kw = plan[0].kwargs
+                    print(f"{dtype} {M}x{N} {'log' if log else 'sm'} {direction} {plan[0].kernel} chunk="
+                          f"{kw.get('CHUNK_N', kw.get('BLOCK_N'))} tag={kw.get('TAG', 0):d} sent={kw.get('SENT', 0):d} "
+                          f"| {line} | {gbs / copy:.3f} of copy", flush=True)
+
+
+MID16_SHAPES = [(447, 300000), (341, 393216), (256, 524288), (128, 524288)]
+
+
+def mid16(sms, shapes=MID16_SHAPES, dtypes=("bfloat16",), names=("dispatch", "D0", "DE", "P4", "P4E", "T4"),
+          log=False):
+    """The 16-bit softmax forward of rows of 37 to 64 chunks of 8192 values (--scan: 0.86-0.88 of
+    copy) against other plans: dispatch's (wide packed chunks, SENT, POLY, late) without POLY (D0)
+    and leaving early (DE); packed 8192-value chunks at 4 warps summed in halves with SENT,
+    leaving late and early (P4, P4E); the same on TAG (T4, past COOP_TAG_MAX_CHUNKS); twice each,
+    by the benchmark's clock."""
+    from multisoftmax import dispatch
+    for dtype in dtypes:
+        for M, N in shapes:
+            plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
+            with mock.patch.object(dispatch, "_coop_tag_fwd", lambda *a: None):  # counters, whatever TAG's rule
+                p4 = tune.with_meta(tune.coop_plan(M, N, dtype, "fwd", sms, 8192, 4, log), PACK=True, SPLIT_SUM=True)
+            with mock.patch.object(dispatch, "_coop_tag_fwd", lambda *a: dict(warps=4)):
+                t4, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
+            assert t4[0].kwargs["TAG"] and t4[0].kwargs["SPLIT_SUM"] and t4[0].kwargs["CHUNK_N"] == 8192
+            variants = [("dispatch", plan), ("D0", tune.with_meta(plan, POLY=False)) if not log else ("D0", plan),
+                        ("DE", tune.with_meta(plan, LATE_LEAVE=False)), ("P4", _with_sent(p4, True)),
+                        ("P4E", _with_sent(p4, False)), ("T4", t4)]
+            variants = [(name, p) for name, p in variants if name in names]
+            print(_head(M, N, dtype, "fwd", log, plan, sms) + _compare(M, N, dtype, "fwd", log, variants, sms),
+                  flush=True)
+
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
@@ -1473,7 +1528,18 @@ def main():
              "--sent-wide-llm": lambda sms: sent_wide(sms, [(64, 256000), (64, 128256), (32, 256000)], logs=(False,)),
              "--sent-more-few": lambda sms: sent_more(sms, SENT_MORE_FEW, ()), "--split-tiny": split_tiny,
              "--jax-fresh": jax_fresh, "--narrow-llm": narrow_llm, "--reload-x": reload_x,
-             "--poly": poly, "--tag-wide": tag_wide,
+             "--poly": poly, "--tag-wide": tag_wide, "--scan": scan, "--mid16": mid16,
+             "--mid16b": lambda sms: mid16(sms, [(341, 393216), (256, 524288), (170, 786432)], names=("dispatch", "P4", "T4")),
+             "--mid16c": lambda sms: (
+                 mid16(sms, [(128, 524288), (66, 524288), (128, 393216), (200, 393216), (128, 655360)],
+                       names=("dispatch", "P4")),
+                 mid16(sms, [(256, 524288), (447, 300000)], ("float16",), names=("dispatch", "P4")),
+                 mid16(sms, [(341, 393216), (256, 524288), (128, 524288)], names=("dispatch", "P4"), log=True)),
+             "--mid16d": lambda sms: [mid16(sms, [(100, 262144), (150, 196608), (40, 524288), (36, 393216), (60, 300000)],
+                                            names=("dispatch", "P4"), log=log) for log in (False, True)],
+             "--mid16e": lambda sms: [mid16(sms, [(36, 393216), (60, 300000), (40, 524288), (24, 524288), (16, 524288),
+                                                  (8, 524288), (12, 393216)], names=("dispatch", "P4"), log=log)
+                                      for log in (True, False)],
              "--poly-deg": lambda sms: [poly(sms, POLY_DEG_SHAPES, variants={k: POLY_VARIANTS[k] for k in ("A3", "A4")})
                                         for _ in range(2)],
              "--poly-few": lambda sms: poly(sms, POLY_FEW_SHAPES, variants={k: POLY_VARIANTS[k] for k in ("Q3", "Q4")}),

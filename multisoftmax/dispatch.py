@@ -319,7 +319,8 @@ COOP_TAG_MAX_CHUNKS = 32
 # at 92-93 registers a thread (61-62 on counters) that TAG lost to counters by 17-25% (bench/results/
 # h100/probe_tag_wide.log, the benchmark's clock, two runs: bf16 256 x 524288 softmax 2,023 -> 2,513
 # GB/s, log_softmax 2,181 -> 2,718; 128 x 524288 1,971 -> 2,386 and 2,129 -> 2,569; 66 x 524288,
-# 116 x 300000 and 160 x 393216 alike; fp16 alike), so those rows wait on counters.
+# 116 x 300000 and 160 x 393216 alike; fp16 alike), so those rows wait on counters (where they have
+# since taken COOP_SPLIT_SUM_MAX_CHUNKS's chunks: 2,724 GB/s at bf16 256 x 524288 softmax).
 COOP_TAG_FWD_MIN_PER_SM = 32
 # COOP_TAG_FWD32_MIN_PER_SM: float32 rows (unpacked chunks) take TAG in the forward, peeled or not,
 # from this many programs an SM. On the H100 (bench/results/h100/probe_tag32.log, counters -> TAG,
@@ -412,7 +413,8 @@ COOP_SENT32_LOG_MIN_PER_SM = 10
 # measured alike) the softmax went from 2,684-2,693 to 2,740-2,746 GB/s at bf16 128 x 1048576
 # (fp16 2,664-2,668 to 2,721-2,742), 2,541 to 2,616 at 64 x 1048576, 36.3 to 35.3-35.9 us at 18 x
 # 1048576, 48.3-48.6 to 47.8-48.0 at 48 x 524288, and on counters 2,513 to 2,567 at 256 x 524288
-# (probe_tag_wide.log). The same polynomial elsewhere lost: on the high halves' pre-wait exps too
+# (probe_tag_wide.log; rows of at most 64 chunks of 8192 have since taken COOP_SPLIT_SUM_MAX_CHUNKS's
+# chunks instead). The same polynomial elsewhere lost: on the high halves' pre-wait exps too
 # (79-80 registers: 200 to 225-266 us at 128 x 1048576), on a quarter of the values (71-73
 # registers: 200 to 218), on the high halves in the 8192-value chunks (32 -> 40-54 registers: bf16
 # 16 x 1048576 33.3 to 36.8 us, 64 x 128256 17.3 to 17.8). On a quarter of the values there it kept
@@ -420,6 +422,24 @@ COOP_SENT32_LOG_MIN_PER_SM = 10
 # and lost at 64 x 128256 (probe_poly_few.log): not taken. In the tagged chunks of 4 warps (1024 x
 # 128256, 56 -> 64-70 registers) it moved by -1% to +1%: not taken.
 COOP_POLY = True
+# COOP_SPLIT_SUM_MAX_CHUNKS, COOP_SPLIT_SUM_MIN_PER_SM: unpeeled 16-bit rows of more than
+# COOP_TAG_MAX_CHUNKS and at most COOP_SPLIT_SUM_MAX_CHUNKS chunks of 8192 values (262144 < N <=
+# 524288), which wait on counters, are held packed in 8192-value chunks at COOP_FWD16_WARPS warps
+# summed in halves (SPLIT_SUM, as under TAG), with keyed partials (SENT) and LATE_LEAVE, in grids
+# of at least COOP_SPLIT_SUM_MIN_PER_SM programs an SM, both ops (no POLY: it costs registers in
+# these chunks). On the H100 (bench/results/h100/probe_mid16*.log, the benchmark's clock, two runs,
+# dispatch's plan before -> this one; probe_scan.log found these rows at 0.86-0.88 of copy) the bf16
+# softmax forward went from 2,616 to 2,725 GB/s at 447 x 300000, 2,618 to 2,735 at 341 x 393216,
+# 2,577 to 2,724 at 256 x 524288 (fp16 2,593 to 2,725), 2,428 to 2,658 at 128 x 524288, 41.9 to
+# 37.9 us at 40 x 524288 (9.7 wide programs an SM), 18.2 to 17.9 at 16 x 524288 (7.76 an SM) and
+# 12.9 to 12.4 at 12 x 393216 (4.36), but lost at 8 x 524288 (3.88: 10.9 to 11.5); the log_softmax
+# from 2,757 to 2,820 at 341 x 393216, 2,731 to 2,815 at 256 x 524288 and 17.5 to 16.7 us at 16 x
+# 524288 (it won at 3.88 too: 11.2 to 10.9). Rows of more chunks keep the wide ones: 2,769 against
+# 2,676 at 170 x 786432 (96 chunks), 2,710 against 2,600 at 128 x 655360 (80); rows of at most
+# COOP_TAG_MAX_CHUNKS gained 1.5-2% on counters (100 x 262144, 150 x 196608, unpacked wide chunks):
+# not taken. Between 64 and 80 chunks the bound rests on nothing measured.
+COOP_SPLIT_SUM_MAX_CHUNKS = 64
+COOP_SPLIT_SUM_MIN_PER_SM = 4
 # Rows that are not 16-byte aligned (N or a row stride not a multiple of 16 bytes: N = 3001,
 # 16385 or 50257 in 16-bit types) are cut into a head, an aligned body and a tail (PEEL), so
 # the body moves in 16-byte vectors instead of one value a lane. A peeled row of the rows
@@ -689,6 +709,16 @@ def _coop_sent(programs: int, itemsize: int, log: bool, packed_wide: bool, num_s
     return itemsize == 2 and packed_wide
 
 
+def _coop_split_sum(N: int, itemsize: int, words: bool, peeled: bool, programs: int, num_sms: int) -> bool:
+    """Whether the cooperative forward on counters holds 16-bit rows packed in COOP_FWD16_WARPS's
+    chunks summed in halves, with keyed partials (see COOP_SPLIT_SUM_MAX_CHUNKS): unpeeled rows of
+    whole words (`words`) of more than COOP_TAG_MAX_CHUNKS and at most COOP_SPLIT_SUM_MAX_CHUNKS
+    chunks of 8192 values, in grids of at least COOP_SPLIT_SUM_MIN_PER_SM programs an SM."""
+    n_chunks = _coop_chunks(N, itemsize)[1]
+    return (itemsize == 2 and words and not peeled and COOP_TAG_MAX_CHUNKS < n_chunks <= COOP_SPLIT_SUM_MAX_CHUNKS
+            and programs >= COOP_SPLIT_SUM_MIN_PER_SM * num_sms)
+
+
 def _coop_poly(log: bool, packed_wide: bool) -> bool:
     """POLY of the cooperative forward (see COOP_POLY): the softmax of 16-bit rows packed in wide
     chunks (`packed_wide`, COOP_PACK_WIDE_MIN_PER_SM)."""
@@ -835,7 +865,8 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
     if fam == "coop":
         # TAG where it pays (COOP_TAG_FWD_MIN_PER_SM, COOP_TAG_FWD16_FEW_MAX_PER_SM), packed where
         # rows are whole words, in the chunks of COOP_FWD16_WARPS (summed in halves) or wide ones.
-        # Else, on counters: unpacked wide chunks (COOP_WIDE_MAX_N), else PACK where it pays
+        # Else, on counters: rows of 33 to 64 chunks in COOP_FWD16_WARPS's chunks with keyed partials
+        # (COOP_SPLIT_SUM_MAX_CHUNKS), else unpacked wide chunks (COOP_WIDE_MAX_N), else PACK where it pays
         # (COOP_FWD_UNPACKED_PER_SM), packed in wide chunks where those pay (COOP_PACK_WIDE_MIN_PER_SM);
         # keyed partials where they pay (the wide packed chunks, COOP_SENT32_*); LATE_LEAVE by the grid
         # of the chunks taken, never for the unpacked wide chunks, for log_softmax only packed
@@ -851,18 +882,20 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
                        SPLIT_SUM=take.get("warps") == COOP_FWD16_WARPS, SENT=False, POLY=False)
             return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,
                                   num_sms, acc, 2, "y", **take)
-        acc.update(TAG=False, SPLIT_SUM=False)
-        wide = _coop_wide(M, N, itemsize, log, peeled, num_sms)
-        acc["PACK"] = not wide and _coop_pack_fwd(programs, words, num_sms)
-        packed_wide = acc["PACK"] and _coop_pack_wide(programs, peeled, num_sms)
+        split = _coop_split_sum(N, itemsize, words, peeled, programs, num_sms)
+        acc.update(TAG=False, SPLIT_SUM=split)
+        wide = not split and _coop_wide(M, N, itemsize, log, peeled, num_sms)
+        acc["PACK"] = split or (not wide and _coop_pack_fwd(programs, words, num_sms))
+        packed_wide = not split and acc["PACK"] and _coop_pack_wide(programs, peeled, num_sms)
         taken = M * _coop_chunks(N, itemsize, wide or packed_wide)[1]
-        acc["SENT"] = _coop_sent(programs, itemsize, log, packed_wide, num_sms)
+        acc["SENT"] = split or _coop_sent(programs, itemsize, log, packed_wide, num_sms)
         acc["POLY"] = _coop_poly(log, packed_wide)
         acc["LATE_LEAVE"] = not wide and (_coop_late_leave(taken, log and not acc["PACK"], num_sms)
                                           or (acc["SENT"] and (log or itemsize == 2)))
         return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,
                               num_sms, acc, 2, "y", wide=wide or packed_wide,
-                              narrow=_coop_narrow(programs, itemsize, num_sms))
+                              narrow=not split and _coop_narrow(programs, itemsize, num_sms),
+                              warps=COOP_FWD16_WARPS if split else None)
     BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))
     num_warps = 8
     if fam == "online":

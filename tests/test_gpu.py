@@ -76,8 +76,8 @@ def test_dispatched_plans_at_real_sizes(dtype, M, N):
     """Whatever plan dispatch picks for a benchmark shape, its output is right everywhere
     (the forward on keyed partials, SENT: 64 x 1048576; float32 16 x 1048576, the log_softmax
     leaving late; the float32 softmax of 8 x 1048576, leaving early; 16-bit 24 x 1048576 in
-    wide packed chunks, leaving late below COOP_LATE_LEAVE_MIN_PER_SM; the 16-bit softmax there and
-    at 128 x 524288 with POLY, `_exp2_poly` on half its values)."""
+    wide packed chunks, leaving late below COOP_LATE_LEAVE_MIN_PER_SM, the softmax there with POLY,
+    `_exp2_poly` on half its values; 16-bit 128 x 524288 in COOP_SPLIT_SUM_MAX_CHUNKS's chunks)."""
     g = torch.Generator(device="cuda").manual_seed(M + N)
     x = (torch.randn(M, N, device="cuda", generator=g) * 4).to(dtype)
     name = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}[dtype]

@@ -337,14 +337,15 @@ def test_coop_tag_rule():
         else:
             assert plan(528, 65536, dtype, True)["TAG"] and not plan(527, 65536, dtype, True)["TAG"]  # 4224
         # 32 chunks of 8192 at 262144 (TAG; 16-bit at 4 warps), 64 at 524288 and 128 at 1048576
-        # (counters, with keyed partials; 16-bit in wide packed chunks: COOP_TAG_FWD_MIN_PER_SM).
+        # (counters, with keyed partials; 16-bit: COOP_SPLIT_SUM_MAX_CHUNKS's chunks, wide ones).
         kw = plan(512, 262144, dtype, True)
         assert kw["TAG"] and (kw["CHUNK_N"], kw["num_warps"], kw["SPLIT_SUM"]) == (8192, 8 if dtype == "float32" else 4,
                                                                                   dtype != "float32")
         for M, N in ((256, 524288), (512, 524288), (128, 1048576)):
             for log in (False, True):
                 kw = plan(M, N, dtype, True, log)
-                assert not kw["TAG"] and kw["SENT"] and kw["CHUNK_N"] == (8192 if dtype == "float32" else 16384)
+                assert not kw["TAG"] and kw["SENT"] and kw["CHUNK_N"] == (16384 if dtype != "float32" and N > 524288
+                                                                          else 8192)
         # 16-bit log_softmax from COOP_FWD16_LOG_WIDE_MIN_PER_SM (12672 programs of 8192): wide chunks
         kw = plan(2048, 65536, dtype, True, True)
         assert kw["TAG"] and (kw["CHUNK_N"], kw["num_warps"]) == ((8192, 8) if dtype == "float32" else (16384, 8))
@@ -586,13 +587,70 @@ def test_coop_poly_rule():
 
     for dtype in ("bfloat16", "float16"):
         for jax in (False, True):
-            for M, N in ((128, 1048576), (18, 1048576), (256, 524288), (36, 524288)):
+            for M, N in ((128, 1048576), (18, 1048576), (24, 786432)):
                 k = kw(M, N, dtype, jax=jax)
                 assert k["POLY"] and k["PACK"] and k["SENT"] and k["CHUNK_N"] == 16384, (M, N, dtype)
                 assert not kw(M, N, dtype, True, jax)["POLY"]
-            for M, N in ((17, 1048576), (16, 1048576), (512, 262144), (2048, 65536), (64, 128256)):
+            for M, N in ((17, 1048576), (16, 1048576), (512, 262144), (2048, 65536), (64, 128256), (256, 524288),
+                         (23, 786432)):
                 assert not kw(M, N, dtype, jax=jax)["POLY"], (M, N, dtype)
     assert not kw(128, 1048576, "float32")["POLY"] and not kw(128, 1048576, "float64").get("POLY")
+
+
+def test_coop_split_sum_rule():
+    """COOP_SPLIT_SUM_MAX_CHUNKS: on counters, unpeeled 16-bit rows of 33 to 64 chunks of 8192 values
+    in grids of at least COOP_SPLIT_SUM_MIN_PER_SM programs an SM (132 SMs: 528) take 8192-value
+    chunks at COOP_FWD16_WARPS warps, packed, summed in halves, with keyed partials, leaving late,
+    without POLY; both ops, both adapters' plans. Not rows of 32 chunks or of 65, not peeled ones,
+    not float32, not smaller grids."""
+    def kw(M, N, dtype, log=False, jax=False):
+        return dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, 132, counters_per_call=jax)[0]
+
+    for dtype in ("bfloat16", "float16"):
+        for log in (False, True):
+            for jax in (False, True):
+                for M, N in ((9, 524288), (256, 524288), (447, 300000), (17, 270336), (4096, 393216)):
+                    plan = kw(M, N, dtype, log, jax)
+                    k, n_chunks = plan.kwargs, -(-N // 8192)
+                    assert plan.kernel == "softmax_fwd_coop" and not k["TAG"], (M, N)
+                    assert k["SPLIT_SUM"] and k["PACK"] and k["SENT"] and k["LATE_LEAVE"] and not k["POLY"], (M, N)
+                    assert (k["CHUNK_N"], k["num_warps"]) == (8192, dispatch.COOP_FWD16_WARPS), (M, N)
+                    assert plan.outputs[1] == ("count", (M + 1 + M * 2 * n_chunks,), "zeros")
+                assert not kw(8, 524288, dtype, log, jax).kwargs["SPLIT_SUM"]  # 512 programs < 528
+                assert kw(128, 540672, dtype, log, jax).kwargs["CHUNK_N"] == 16384  # 66 chunks: wide
+                assert not kw(128, 540672, dtype, log, jax).kwargs["SPLIT_SUM"]
+                assert not kw(300, 262144, dtype, log, jax).kwargs["SENT"]  # 32 chunks: TAG's rows
+                k = kw(256, 300001, dtype, log, jax).kwargs  # peeled
+                assert k["PEEL"] and not k["SPLIT_SUM"]
+    assert not kw(256, 524288, "float32").kwargs["SPLIT_SUM"]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_coop_split_sum_forward(forced_family, torch_device, monkeypatch, dtype, log):
+    """COOP_SPLIT_SUM_MAX_CHUNKS's plans (rows of 33 to 64 chunks, here of 64 values; any grid):
+    packed, summed in halves, keyed partials, leaving late, launch after launch on one "zeros"
+    buffer that each leaves zero; a NaN row, a chunk of -inf; no input is modified."""
+    forced_family("coop")
+    monkeypatch.setattr(dispatch, "_coop_tag_fwd", lambda *a: None)  # counters
+    monkeypatch.setattr(dispatch, "COOP_SPLIT_SUM_MIN_PER_SM", 0)
+    count = torch.zeros(4096, dtype=torch.int32, device=torch_device)
+    for M, N in ((2, 2112), (3, 4096), (2, 2176)):  # 33, 64 and 34 chunks of 64
+        x = _random((M, N), dtype, torch_device, seed=M * 43 + N)
+        x[0, 64:128] = -float("inf")
+        x[M - 1, N // 2] = float("nan")
+        x_before = x.clone()
+        fwd = dispatch.plan_forward(M, N, N, N, dtype, log, 132)
+        k = fwd[-1].kwargs
+        assert k["SPLIT_SUM"] and k["PACK"] and k["SENT"] and k["LATE_LEAVE"] and not k["TAG"] and not k["POLY"]
+        assert k["CHUNK_N"] == 64 and k["num_warps"] == dispatch.COOP_FWD16_WARPS
+        call = lambda l, ins, b: launch.torch_call(l, ins, b, x.dtype, x.device)  # noqa: E731
+        y = launch.execute(fwd, {"x": x, "count": count}, call)
+        assert not count.any(), "the launch left its counters or words set"
+        assert torch.equal(x.nan_to_num(), x_before.nan_to_num())
+        expected = ref.softmax(x.double().cpu().numpy(), log=log)
+        assert torch.isnan(y[M - 1]).all() and not torch.isnan(y[:M - 1]).any()
+        ref.assert_close(y.double().cpu(), expected, dtype, f"split-sum coop fwd {M} x {N}")
 
 
 @triton.jit
