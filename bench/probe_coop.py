@@ -150,7 +150,15 @@ by a polynomial on the FMA pipe (POLY, below; dispatch.py's COOP_POLY): on the b
 cooperative shapes, on every grid of wide packed chunks (--poly-wide), a quarter of the values in
 the 8192-value chunks of few long rows (--poly-few); (--tag-wide) rows of 33 to 64 chunks of 8192
 values in TAG's wide packed chunks against counters with SENT, with and without POLY
-(COOP_TAG_FWD_MIN_PER_SM's note).
+(COOP_TAG_FWD_MIN_PER_SM's note); (--poly-deg) the polynomial at degree 3 against 4.
+
+    python bench/probe_coop.py --scan > bench/results/h100/probe_scan.log
+    python bench/probe_coop.py --mid16 --mid16b ... --mid16e > bench/results/h100/probe_mid16.log
+
+dispatch's plans on ~256 MB rows of lengths the benchmark's sweep leaves out (N = 196608 to
+786432), every dtype, op and direction, against the copy bandwidth; the 16-bit forward of rows
+of 33 to 96 chunks of 8192 values against 8192-value chunks at 4 warps summed in halves with
+keyed partials and others (dispatch.py's COOP_SPLIT_SUM_MAX_CHUNKS). (One mode a call.)
 """
 
 from __future__ import annotations

@@ -427,7 +427,7 @@ COOP_POLY = True
 # 524288), which wait on counters, are held packed in 8192-value chunks at COOP_FWD16_WARPS warps
 # summed in halves (SPLIT_SUM, as under TAG), with keyed partials (SENT) and LATE_LEAVE, in grids
 # of at least COOP_SPLIT_SUM_MIN_PER_SM programs an SM, both ops (no POLY: it costs registers in
-# these chunks). On the H100 (bench/results/h100/probe_mid16*.log, the benchmark's clock, two runs,
+# these chunks). On the H100 (bench/results/h100/probe_mid16.log, the benchmark's clock, two runs,
 # dispatch's plan before -> this one; probe_scan.log found these rows at 0.86-0.88 of copy) the bf16
 # softmax forward went from 2,616 to 2,725 GB/s at 447 x 300000, 2,618 to 2,735 at 341 x 393216,
 # 2,577 to 2,724 at 256 x 524288 (fp16 2,593 to 2,725), 2,428 to 2,658 at 128 x 524288, 41.9 to
