@@ -376,7 +376,8 @@ COOP_TAG_FWD16_LOG_MIN_PER_SM = 0.75
 # Keyed partials: the cooperative forward on counters (rows of more than COOP_TAG_MAX_CHUNKS
 # chunks) waits through keyed partials (SENT, kernels/softmax.py: published by relaxed atomic
 # exchanges, the arrival and polls relaxed: no release fence before the arrival) wherever 16-bit
-# rows are held packed in wide chunks (COOP_PACK_WIDE_MIN_PER_SM) (float32: below). On the H100
+# rows are held packed in wide chunks (COOP_PACK_WIDE_MIN_PER_SM) or in COOP_SPLIT_SUM_MAX_CHUNKS's
+# (float32: below). On the H100
 # (bench/results/h100/probe_sentinel.log and probe_sentinel_rerun.log, the benchmark's clock, two
 # runs; 63-64 registers a thread either way at 16-bit) the softmax forward went from 2,571 to
 # 2,685 GB/s at bf16 128 x 1048576 (fp16 2,555 to 2,666), the log_softmax from 2,711 to 2,844
@@ -868,7 +869,8 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         # Else, on counters: rows of 33 to 64 chunks in COOP_FWD16_WARPS's chunks with keyed partials
         # (COOP_SPLIT_SUM_MAX_CHUNKS), else unpacked wide chunks (COOP_WIDE_MAX_N), else PACK where it pays
         # (COOP_FWD_UNPACKED_PER_SM), packed in wide chunks where those pay (COOP_PACK_WIDE_MIN_PER_SM);
-        # keyed partials where they pay (the wide packed chunks, COOP_SENT32_*); LATE_LEAVE by the grid
+        # keyed partials where they pay (those chunks and the wide packed ones, COOP_SENT32_*), and POLY
+        # in the wide packed softmax (COOP_POLY); LATE_LEAVE by the grid
         # of the chunks taken, never for the unpacked wide chunks, for log_softmax only packed
         # (COOP_LATE_LEAVE), but with keyed partials always (the float32 softmax: by the grid);
         # narrow chunks for grids of a few programs (COOP_NARROW_MIN_SMS_PER_PROGRAM), which take

@@ -569,13 +569,20 @@ def test_coop_keyed_partials(forced_family, torch_device, monkeypatch, dtype, lo
         assert k["SENT"] and not k["TAG"] and k["LATE_LEAVE"] == (late or log or dtype != "float32")
         assert k["POLY"] == (dtype != "float32" and not log)  # the polynomial on the high halves
         assert k["PACK"] == (dtype != "float32") and k["CHUNK_N"] == (128 if dtype != "float32" else 64)
-        call = lambda l, ins, b: launch.torch_call(l, ins, b, x.dtype, x.device)  # noqa: E731
-        y = launch.execute(fwd, {"x": x, "count": count}, call)
-        assert not count.any(), "the launch left its counters or words set"
-        assert torch.equal(x.nan_to_num(), x_before.nan_to_num())
-        expected = ref.softmax(x.double().cpu().numpy(), log=log)
-        assert torch.isnan(y[M - 1]).all() and not torch.isnan(y[:M - 1]).any()
-        ref.assert_close(y.double().cpu(), expected, dtype, f"keyed coop fwd {M} x {N}")
+        _check_keyed_forward(fwd, x, x_before, count, dtype, log, f"keyed coop fwd {M} x {N}")
+
+
+def _check_keyed_forward(fwd, x, x_before, count, dtype, log, what):
+    """Run the keyed-partials forward plan `fwd` on x (its last row holding a NaN) with the
+    "zeros" buffer `count`: the launch leaves `count` zero and x as `x_before`, the NaN row is
+    NaN, no other is, and y matches float64."""
+    call = lambda l, ins, b: launch.torch_call(l, ins, b, x.dtype, x.device)  # noqa: E731
+    y = launch.execute(fwd, {"x": x, "count": count}, call)
+    assert not count.any(), "the launch left its counters or words set"
+    assert torch.equal(x.nan_to_num(), x_before.nan_to_num())
+    expected = ref.softmax(x.double().cpu().numpy(), log=log)
+    assert torch.isnan(y[-1]).all() and not torch.isnan(y[:-1]).any()
+    ref.assert_close(y.double().cpu(), expected, dtype, what)
 
 
 def test_coop_poly_rule():
@@ -644,13 +651,7 @@ def test_coop_split_sum_forward(forced_family, torch_device, monkeypatch, dtype,
         k = fwd[-1].kwargs
         assert k["SPLIT_SUM"] and k["PACK"] and k["SENT"] and k["LATE_LEAVE"] and not k["TAG"] and not k["POLY"]
         assert k["CHUNK_N"] == 64 and k["num_warps"] == dispatch.COOP_FWD16_WARPS
-        call = lambda l, ins, b: launch.torch_call(l, ins, b, x.dtype, x.device)  # noqa: E731
-        y = launch.execute(fwd, {"x": x, "count": count}, call)
-        assert not count.any(), "the launch left its counters or words set"
-        assert torch.equal(x.nan_to_num(), x_before.nan_to_num())
-        expected = ref.softmax(x.double().cpu().numpy(), log=log)
-        assert torch.isnan(y[M - 1]).all() and not torch.isnan(y[:M - 1]).any()
-        ref.assert_close(y.double().cpu(), expected, dtype, f"split-sum coop fwd {M} x {N}")
+        _check_keyed_forward(fwd, x, x_before, count, dtype, log, f"split-sum coop fwd {M} x {N}")
 
 
 @triton.jit

@@ -201,11 +201,12 @@ def _exp2_poly(z):
     warp's instruction) bound the softmax forward's post-wait phase. 2 ** z = 2 ** j * p(f) with
     j = round(z) (adding then subtracting 1.5 * 2 ** 23), f = z - j in [-0.5, 0.5] and p a degree-4
     polynomial fitted to 2 ** f for least relative error, p(0) = 1: at most 2.9e-6 relative error
-    (ex2.approx: 2 ** -22; a float16 ulp: 2 ** -10); 2 ** j is built in the exponent bits, j
-    clamped below at -127, where the result is exactly 0 (so -inf gives 0), as `_exp2_ftz` flushes
-    results below 2 ** -126; NaN stays NaN (a NaN-propagating max, then NaN * 2 ** j). The same
-    idea as FlashAttention-4's software exp2 (Dao et al., 2025: part of the exps of a tile on the
-    FMA pipe); the coefficients are our own fit (tests/test_kernels.py checks the error bound)."""
+    (a float16 ulp is up to 2 ** -10 = 9.8e-4 of its value); 2 ** j is built in the exponent bits,
+    j clamped below at -127, where the result is exactly 0 (so -inf gives 0), as `_exp2_ftz`
+    flushes results below 2 ** -126; NaN stays NaN (a NaN-propagating max, then NaN * 2 ** j).
+    The idea is FlashAttention-4's exponential emulation by polynomials (Zadouri, Hoehnerbach,
+    Shah, Liu, Thakkar and Dao: part of the exps on the FMA units, the SFUs being the bound); the
+    coefficients are our own fit (tests/test_kernels.py::test_exp2_poly checks the error bound)."""
     z = tl.maximum(z, -127.0, propagate_nan=tl.PropagateNan.ALL)
     r = z + 12582912.0  # 1.5 * 2 ** 23: the sum's low mantissa bits hold round(z)
     f = z - (r - 12582912.0)
