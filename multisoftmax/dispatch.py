@@ -701,13 +701,14 @@ def _coop_tag(n_chunks: int, itemsize: int) -> bool:
     return itemsize <= 4 and n_chunks <= COOP_TAG_MAX_CHUNKS
 
 
-def _coop_sent(programs: int, itemsize: int, log: bool, packed_wide: bool, num_sms: int) -> bool:
+def _coop_sent(programs: int, itemsize: int, log: bool, packed16: bool, num_sms: int) -> bool:
     """Whether the forward on counters waits through keyed partials: 16-bit rows packed in wide
-    chunks (`packed_wide`, COOP_PACK_WIDE_MIN_PER_SM), float32 rows from COOP_SENT32_MIN_PER_SM
-    programs an SM (log_softmax: COOP_SENT32_LOG_MIN_PER_SM); never float64."""
+    chunks (COOP_PACK_WIDE_MIN_PER_SM) or in COOP_SPLIT_SUM_MAX_CHUNKS's (`packed16`), float32 rows
+    from COOP_SENT32_MIN_PER_SM programs an SM (log_softmax: COOP_SENT32_LOG_MIN_PER_SM); never
+    float64."""
     if itemsize == 4:
         return programs >= (COOP_SENT32_LOG_MIN_PER_SM if log else COOP_SENT32_MIN_PER_SM) * num_sms
-    return itemsize == 2 and packed_wide
+    return itemsize == 2 and packed16
 
 
 def _coop_split_sum(N: int, itemsize: int, words: bool, peeled: bool, programs: int, num_sms: int) -> bool:
@@ -890,7 +891,7 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         acc["PACK"] = split or (not wide and _coop_pack_fwd(programs, words, num_sms))
         packed_wide = not split and acc["PACK"] and _coop_pack_wide(programs, peeled, num_sms)
         taken = M * _coop_chunks(N, itemsize, wide or packed_wide)[1]
-        acc["SENT"] = split or _coop_sent(programs, itemsize, log, packed_wide, num_sms)
+        acc["SENT"] = _coop_sent(programs, itemsize, log, packed_wide or split, num_sms)
         acc["POLY"] = _coop_poly(log, packed_wide)
         acc["LATE_LEAVE"] = not wide and (_coop_late_leave(taken, log and not acc["PACK"], num_sms)
                                           or (acc["SENT"] and (log or itemsize == 2)))
