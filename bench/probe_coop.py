@@ -158,7 +158,19 @@ values in TAG's wide packed chunks against counters with SENT, with and without 
 dispatch's plans on ~256 MB rows of lengths the benchmark's sweep leaves out (N = 196608 to
 786432), every dtype, op and direction, against the copy bandwidth; the 16-bit forward of rows
 of 33 to 96 chunks of 8192 values against 8192-value chunks at 4 warps summed in halves with
-keyed partials and others (dispatch.py's COOP_SPLIT_SUM_MAX_CHUNKS). (One mode a call.)
+keyed partials and others (dispatch.py's COOP_SPLIT_SUM_MAX_CHUNKS).
+
+    python bench/probe_coop.py --tag-poly > bench/results/h100/probe_tag_poly.log
+
+the 16-bit forward of rows of at most 32 chunks of 8192 values (TAG's) and of few long rows
+against COOP_SPLIT_SUM_MAX_CHUNKS's plan on counters, with and without POLY.
+
+    python bench/probe_coop.py --cap-bwd > bench/results/h100/probe_cap_bwd.log
+
+the backward of rows of 1M values under a register cap, the float32 log_softmax also with DEFER_Y;
+(--cap-log32) that on every float32 log_softmax backward cooperative shape it might take, and
+(--cap-log32b) on more grids within dispatch's COOP_CAP32 bounds and beside them.
+(One mode a call.)
 """
 
 from __future__ import annotations
@@ -1516,6 +1528,86 @@ def mid16(sms, shapes=MID16_SHAPES, dtypes=("bfloat16",), names=("dispatch", "D0
             print(_head(M, N, dtype, "fwd", log, plan, sms) + _compare(M, N, dtype, "fwd", log, variants, sms),
                   flush=True)
 
+TAG_POLY_SHAPES = [(256, 256000), (512, 262144), (512, 151936), (1024, 128256), (64, 128256), (64, 256000),
+                   (16, 1048576)]
+
+
+def tag_poly(sms, shapes=TAG_POLY_SHAPES, dtypes=("bfloat16", "float16")):
+    """The 16-bit forward of rows of at most 32 chunks of 8192 values (and of few long rows)
+    against packed 8192-value chunks at 4 warps on counters, summed in halves, with keyed partials,
+    leaving late (P4, COOP_SPLIT_SUM_MAX_CHUNKS's plan) and, for the softmax, the same with POLY
+    (P4P: 56-64 registers a thread under Triton 3.6 where TAG with POLY (TP) takes 70); twice
+    each, by the benchmark's clock."""
+    from multisoftmax import dispatch
+    for dtype in dtypes:
+        for M, N in shapes:
+            for log in (False, True):
+                plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
+                with mock.patch.object(dispatch, "_coop_tag_fwd", lambda *a: None):
+                    p4 = tune.with_meta(tune.coop_plan(M, N, dtype, "fwd", sms, 8192, 4, log), PACK=True,
+                                        SPLIT_SUM=True)
+                p4 = _with_sent(p4, True)
+                variants = [("dispatch", plan), ("P4", p4)]
+                if not log:
+                    variants += [("P4P", tune.with_meta(p4, POLY=True))]
+                    if plan[0].kwargs["TAG"]:
+                        variants += [("TP", tune.with_meta(plan, POLY=True))]
+                kw = plan[0].kwargs
+                print(_head(M, N, dtype, "fwd", log, plan, sms) + f"tag={kw['TAG']:d},sent={kw['SENT']:d},"
+                      f"poly={kw['POLY']:d} | " + _compare(M, N, dtype, "fwd", log, variants, sms), flush=True)
+
+
+CAP_BWD_CASES = [("float32", 64, 1048576, True), ("float32", 128, 1048576, True), ("float32", 16, 1048576, True),
+                 ("float32", 64, 1048576, False), ("bfloat16", 16, 1048576, False),
+                 ("bfloat16", 128, 1048576, False), ("bfloat16", 64, 256000, False)]
+
+
+def cap_bwd(sms, cases=CAP_BWD_CASES):
+    """The cooperative backward of rows of 1M values (and bf16 64 x 256000) under Triton's
+    register cap (maxnreg: capN), the float32 log_softmax also with y first loaded after the wait
+    (DEFER_Y: D; uncapped 68 registers a thread where dispatch's plan takes 80, 3 programs an SM;
+    capped at 64: 4 an SM, 2 spill stores; at 48: 5, 12), twice each, by the benchmark's clock."""
+    for dtype, M, N, log in cases:
+        plan, _ = _dispatch_plan(M, N, dtype, "bwd", sms, None, log)
+        caps = (64, 56, 48) if dtype == "float32" and log else (64,) if dtype == "float32" else (56, 48)
+        variants = [("dispatch", plan)]
+        if dtype == "float32" and log:
+            variants.append(("D", tune.with_meta(plan, DEFER_Y=True)))
+            variants += [(f"Dcap{cap}", tune.with_meta(plan, DEFER_Y=True, maxnreg=cap)) for cap in caps]
+        else:
+            variants += [(f"cap{cap}", tune.with_meta(plan, maxnreg=cap)) for cap in caps]
+        print(_head(M, N, dtype, "bwd", log, plan, sms) + _compare(M, N, dtype, "bwd", log, variants, sms),
+              flush=True)
+
+
+CAP_LOG32_N = [65536, 131072, 262144, 393216, 524288, 786432, 1048576]
+CAP_LOG32_FEW = [(1, 1048576), (2, 1048576), (4, 1048576), (8, 1048576), (32, 1048576), (1, 256000), (8, 256000),
+                 (64, 256000), (8, 128256), (64, 128256), (1335, 50257)]
+
+CAP_LOG32_MORE = [(64, 65536), (256, 65536), (512, 65536), (128, 131072), (16, 262144), (3, 1048576), (48, 1048576),
+                  (100, 917504), (24, 128256), (32, 256000)]
+
+
+def cap_log32(sms, Ns=CAP_LOG32_N, few=CAP_LOG32_FEW):
+    """The float32 log_softmax backward (cooperative plans) against the same with DEFER_Y under
+    maxnreg=64 (Dcap64; --cap-bwd), at ~256 MB and on few long rows, twice each, by the
+    benchmark's clock. The first plan is dispatch's without COOP_CAP32_REGS (register_cap=False,
+    as for the JAX adapter; "dispatch" in logs from before the rule)."""
+    from multisoftmax import dispatch
+    shapes = [(256 * 2**20 // (4 * N), N) for N in Ns] + list(few)
+    for M, N in shapes:
+        plan = dispatch.plan_backward.__wrapped__(M, N, N, N, N, "float32", True, sms, None, register_cap=False)
+        if not plan[0].kernel.endswith("_coop"):
+            print(f"float32 {M}x{N}: {plan[0].kernel}", flush=True)
+            continue
+        kw = plan[0].kwargs
+        capped = dispatch.plan_backward.__wrapped__(M, N, N, N, N, "float32", True, sms, None)[0].kwargs
+        variants = [("uncapped", plan), ("Dcap64", tune.with_meta(plan, DEFER_Y=True, maxnreg=64))]
+        print(_head(M, N, "float32", "bwd", True, plan, sms) + f"tag={kw['TAG']:d} | dispatch: "
+              f"{'Dcap64' if capped.get('maxnreg') else 'uncapped'} | "
+              + _compare(M, N, "float32", "bwd", True, variants, sms), flush=True)
+
+
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
@@ -1536,7 +1628,8 @@ def main():
              "--sent-wide-llm": lambda sms: sent_wide(sms, [(64, 256000), (64, 128256), (32, 256000)], logs=(False,)),
              "--sent-more-few": lambda sms: sent_more(sms, SENT_MORE_FEW, ()), "--split-tiny": split_tiny,
              "--jax-fresh": jax_fresh, "--narrow-llm": narrow_llm, "--reload-x": reload_x,
-             "--poly": poly, "--tag-wide": tag_wide, "--scan": scan, "--mid16": mid16,
+             "--poly": poly, "--tag-wide": tag_wide, "--tag-poly": tag_poly, "--cap-bwd": cap_bwd, "--cap-log32": cap_log32,
+             "--cap-log32b": lambda sms: cap_log32(sms, [], CAP_LOG32_MORE), "--scan": scan, "--mid16": mid16,
              "--mid16b": lambda sms: mid16(sms, [(341, 393216), (256, 524288), (170, 786432)], names=("dispatch", "P4", "T4")),
              "--mid16c": lambda sms: (
                  mid16(sms, [(128, 524288), (66, 524288), (128, 393216), (200, 393216), (128, 655360)],

@@ -262,6 +262,36 @@ COOP_NARROW_MIN_SMS_PER_PROGRAM = 4
 # the packed softmax backward, 61-64 registers either way, by up to 1.4% (16 x 1048576; it moved
 # by -1.4% to +0.9%): neither takes it. (The forward, whose packed kernels are built around
 # `_fresh`, took more registers with it: 32 to 40 at bf16 128 x 1048576.)
+# COOP_CAP32_REGS: the cooperative log_softmax backward of unpeeled float32 rows defers y
+# (DEFER_Y) and is compiled under Triton's maxnreg option at this many registers a thread: 4
+# programs of 8 warps an SM, where the plan before took 80 registers on counters (3 an SM) and
+# 86-88 with TAG (2); deferred alone, 64-68. The cap spills 4 of them on counters, 6 with TAG.
+# It pays where the grid is more than the GPU holds uncapped (COOP_CAP32_MIN_PER_SM programs an
+# SM on counters, COOP_CAP32_TAG_MIN_PER_SM with TAG) and either at most COOP_CAP32_MAX_PER_SM
+# programs an SM or on rows of more than COOP_CAP32_MIN_CHUNKS chunks (about 3 such rows in
+# flight uncapped). On the H100 (bench/results/h100/probe_cap_log32.log, probe_cap_log32b.log
+# and probe_cap_bwd.log; uncapped -> deferred and capped, the benchmark's clock, two runs):
+#   taken: 64 x 1048576 294-300 -> 284-285 us, 128 x 1048576 583-587 -> 562, 100 x 917504
+#   405-410 -> 387, 48 x 1048576 224 -> 213.5, 32 x 1048576 150.5 -> 145.1, 16 x 1048576 81.1 ->
+#   75.1, 8 x 1048576 44.5 -> 40.1, 4 x 1048576 25.2 -> 22.0; 32 x 256000 40.3 -> 37.3, 64 x
+#   256000 72.6 -> 70.7, 24 x 128256 17.7 -> 16.0, 64 x 128256 39.1 -> 36.9, 128 x 131072 72.2
+#   -> 71.3, 16 x 262144 23.1 -> 21.1, 64 x 65536 22.3 -> 20.4, 256 x 65536 71.2 -> 71.3;
+#   not taken: grids the GPU holds whole uncapped (1 x 1048576 7.8 -> 9.0, 3 x 1048576 17.3 ->
+#   17.8, 8 x 128256 7.05 -> 7.74; 2 x 1048576 and 8 x 256000 within 1%), rows of at most 96
+#   chunks at 31 programs an SM and more (512 x 65536 136.0 -> 139.4; 1024 x 65536 265.8 ->
+#   275.8; 256 x 262144 272.1 -> 275.7; 128 x 524288 277.3 -> 283.8; 85 x 786432 285.0 ->
+#   286.3), peeled rows (1335 x 50257 268.0 -> 289.0, 10 spills).
+# The deferred kernel at 16 warps (40 registers: 3 programs an SM) or with its dx in two halves
+# (67) gains no program; the cap spills the softmax backward (22 at 64: float32 64 x 1048576 284
+# -> 401 us) and the 16-bit ones lose (bf16 16 x 1048576 softmax 44.5 -> 48.2 at 56).
+# Unmeasured: 17 to 30 programs an SM on rows of at most 96 chunks (left uncapped).
+# jax_triton.triton_call (0.3.1) takes no maxnreg: the JAX adapter's plans keep the uncapped
+# kernel (plan_backward(register_cap=False)).
+COOP_CAP32_REGS = 64
+COOP_CAP32_MIN_PER_SM = 3
+COOP_CAP32_TAG_MIN_PER_SM = 2
+COOP_CAP32_MAX_PER_SM = 16
+COOP_CAP32_MIN_CHUNKS = 96
 # COOP_LATE_LEAVE: in the cooperative softmax (not log_softmax) kernels, a program's second
 # arrival at its row's counter, an atomic whose result it waits for, comes after its stores
 # instead of before its compute (LATE_LEAVE). On the H100 (probe_pack.log, off -> on) the
@@ -516,7 +546,8 @@ class Launch:
              zeroed one will do). A name an earlier launch of the plan
              already made is passed on, not made anew (the cooperative kernel's PHASE 2).
     grid:    launch grid.
-    meta:    constexpr parameters plus num_warps and num_stages, as (key, value) pairs.
+    meta:    constexpr parameters plus num_warps and num_stages (and maxnreg, Triton's register
+             cap, where a plan takes one), as (key, value) pairs.
     """
 
     kernel: str
@@ -689,6 +720,17 @@ def _coop_defer_y(programs: int, itemsize: int, log: bool, num_sms: int) -> bool
     return log and itemsize == 2 and programs > COOP_UNPACKED_PER_SM * num_sms
 
 
+def _coop_cap32(n_chunks: int, itemsize: int, log: bool, peeled: bool, tag: bool, programs: int,
+                num_sms: int) -> bool:
+    """Whether the cooperative backward defers y under a register cap (see COOP_CAP32_REGS): the
+    log_softmax of unpeeled float32 rows in grids of more than COOP_CAP32_MIN_PER_SM programs an
+    SM (with TAG: COOP_CAP32_TAG_MIN_PER_SM) and at most COOP_CAP32_MAX_PER_SM, or of rows of more
+    than COOP_CAP32_MIN_CHUNKS chunks."""
+    least = COOP_CAP32_TAG_MIN_PER_SM if tag else COOP_CAP32_MIN_PER_SM
+    return (log and itemsize == 4 and not peeled and programs > least * num_sms
+            and (programs <= COOP_CAP32_MAX_PER_SM * num_sms or n_chunks > COOP_CAP32_MIN_CHUNKS))
+
+
 def _coop_late_leave(programs: int, log: bool, num_sms: int) -> bool:
     """LATE_LEAVE of the cooperative kernels for a grid of `programs` (of the chunks taken):
     see COOP_LATE_LEAVE (`log`: an unpacked log_softmax kernel, which never takes it)."""
@@ -762,10 +804,12 @@ def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: in
 
 def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, itemsize: int, num_sms: int,
                    acc: dict, part_rows: int, out: str, wide: bool = False,
-                   narrow: bool = False, warps: int | None = None) -> tuple[Launch, ...]:
+                   narrow: bool = False, warps: int | None = None,
+                   maxnreg: int | None = None) -> tuple[Launch, ...]:
     """The cooperative kernel: one program per chunk (grid M * n_chunks), n_chunks appended
     to `scalars`, `part_rows` partials a chunk, chunks as `_coop_chunks(N, itemsize, wide,
-    narrow)`, `warps` warps a program (default COOP_WARPS, read at the call).
+    narrow)`, `warps` warps a program (default COOP_WARPS, read at the call), compiled under
+    Triton's `maxnreg` register cap where given.
     One launch (PHASE 3) or, under Triton's interpreter, where programs run one by one and
     could never wait for each other, two (PHASE 1 writes the partials, PHASE 2 combines them
     and writes `out`).
@@ -790,7 +834,7 @@ def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, i
     # long rows, where that latency is a good part of the time).
     ticket = M * n_chunks > num_sms
     meta = dict(CHUNK_N=CHUNK_N, BLOCK_C=triton.next_power_of_2(n_chunks), TICKET=ticket, **acc,
-                num_warps=warps or COOP_WARPS, num_stages=1)
+                num_warps=warps or COOP_WARPS, num_stages=1, **({"maxnreg": maxnreg} if maxnreg else {}))
     if acc.get("TAG"):  # part is not used; count: the int64 words of TAG, as int32 pairs
         outputs = (("part", (1,), "acc"), ("count", (2 * (1 + M * part_rows * n_chunks),), "sync"),
                    (out, (M, N), "io"))
@@ -928,8 +972,11 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
 @functools.lru_cache(maxsize=4096)
 def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: int, dtype: str,
                   log: bool, num_sms: int, force: str | None = None,
-                  force_peel: bool | None = None, counters_per_call: bool = False) -> tuple[Launch, ...]:
-    """Launches computing dx from y and dy over rows of an M x N view (see plan_forward)."""
+                  force_peel: bool | None = None, counters_per_call: bool = False,
+                  register_cap: bool = True) -> tuple[Launch, ...]:
+    """Launches computing dx from y and dy over rows of an M x N view (see plan_forward).
+    `register_cap`: the launcher passes Triton's maxnreg option (COOP_CAP32_REGS; not
+    jax_triton.triton_call)."""
     itemsize = ITEMSIZE[dtype]
     acc = dict(LOG=log, ALIGN=alignment(N, stride_ym, stride_dym, stride_dxm), ACC_FP64=dtype == "float64")
     fam = force or family(M, N, itemsize, num_sms, acc["ALIGN"] * itemsize >= 16)
@@ -956,17 +1003,18 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
     if fam == "coop":
         # See COOP_PACK_MIN_CHUNKS, COOP_UNPACKED_PER_SM, COOP_DEFER_Y (which packs whole words
         # whatever the chunks, and unpacks unpeeled bfloat16 ones by bit operations: BITS),
-        # COOP_RELOAD, COOP_LATE_LEAVE (not with TAG), COOP_NARROW_MIN_SMS_PER_PROGRAM and
-        # COOP_TAG_MAX_CHUNKS.
+        # COOP_RELOAD, COOP_LATE_LEAVE (not with TAG), COOP_NARROW_MIN_SMS_PER_PROGRAM,
+        # COOP_TAG_MAX_CHUNKS and COOP_CAP32_REGS (float32 rows deferred under a register cap).
         words = _whole_words(itemsize, peeled, acc["ALIGN"])
-        acc["DEFER_Y"] = _coop_defer_y(programs, itemsize, log, num_sms)
+        cap = register_cap and _coop_cap32(n_chunks, itemsize, log, peeled, tag, programs, num_sms)
+        acc["DEFER_Y"] = _coop_defer_y(programs, itemsize, log, num_sms) or cap
         acc["PACK"] = _coop_pack(programs, n_chunks, words, peeled, num_sms) or (acc["DEFER_Y"] and words)
         acc["RELOAD"] = peeled and itemsize == 2 and not acc["PACK"]
         acc["LATE_LEAVE"] = not tag and _coop_late_leave(programs, log, num_sms)
-        acc["BITS"] = acc["DEFER_Y"] and not peeled
+        acc["BITS"] = acc["DEFER_Y"] and not peeled and itemsize == 2
         acc["TAG"] = tag
         return _coop_launches("softmax_bwd_coop", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm), M, N,
-                              itemsize, num_sms, acc, 1, "dx", narrow=narrow)
+                              itemsize, num_sms, acc, 1, "dx", narrow=narrow, maxnreg=COOP_CAP32_REGS if cap else None)
     BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))
     num_warps = 8
     if fam == "online":

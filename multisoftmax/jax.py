@@ -81,6 +81,7 @@ def _gpu_execute(launches, buffers: dict, io_dtype):
         assert not any(name in bufs for name, _, _ in l.outputs), "GPU plans make every buffer once"
         out_shape = [jax.ShapeDtypeStruct(shape, dtypes[kind]) for _, shape, kind in l.outputs]
         zeroed = tuple(i for i, (_, _, kind) in enumerate(l.outputs) if kind in ("zeros", "sync"))
+        assert "maxnreg" not in l.kwargs, "triton_call takes no maxnreg: plan with register_cap=False"
         return jt.triton_call(*inputs, *l.scalars, kernel=kernels.get(l.kernel), out_shape=out_shape,
                               grid=l.grid, zeroed_outputs=zeroed, **l.kwargs)
 
@@ -157,7 +158,7 @@ def _bwd_call(log: bool):
     def call(y, dy):
         M, N = y.shape
         plan = dispatch.plan_backward(M, N, N, N, N, _DTYPE_NAMES[y.dtype], log, _num_sms(),
-                                      counters_per_call=True)
+                                      counters_per_call=True, register_cap=False)
         return _execute(plan, {"y": y, "dy": dy}, y.dtype)
 
     @call.def_vmap

@@ -228,7 +228,7 @@ def test_coop_deferred_y_backward(forced_family, torch_device, monkeypatch, dtyp
         y = torch.empty((M, N + pad), dtype=y.dtype, device=torch_device)[:, :N].copy_(y)
     kw = dispatch.plan_backward(M, N, y.stride(0), dy.stride(0), N, dtype, True, 132)[0].kwargs
     assert kw["DEFER_Y"] and not kw["RELOAD"] and kw["PACK"] == (dtype != "float32" and pad % 2 == 0)
-    assert kw["BITS"] == (not kw["PEEL"])  # bfloat16 words by bit operations (the others ignore it)
+    assert kw["BITS"] == (not kw["PEEL"] and dtype != "float32")  # bfloat16 words by bit operations (float16 ignores it)
     y_before, dy_before = y.clone(), dy.clone()
     dx = torch.ops.multisoftmax.softmax_bwd(y, dy, True)
     assert torch.equal(y, y_before) and torch.equal(dy.nan_to_num(), dy_before.nan_to_num())
@@ -654,6 +654,60 @@ def test_coop_split_sum_forward(forced_family, torch_device, monkeypatch, dtype,
         _check_keyed_forward(fwd, x, x_before, count, dtype, log, f"split-sum coop fwd {M} x {N}")
 
 
+def test_coop_cap32_rule():
+    """COOP_CAP32_REGS: the float32 log_softmax backward on the cooperative kernel defers y under
+    maxnreg=64 in grids of more than 3 programs an SM (TAG: 2) and up to 16, or on rows of more
+    than 96 chunks of 8192; not in grids the GPU holds whole uncapped, not on rows of at most 96
+    chunks at 31 programs an SM and more, not peeled; never the softmax, the forward, 16-bit or
+    float64 rows, nor the JAX adapter's plans (register_cap=False)."""
+    def bwd(M, N, dtype="float32", log=True, **k):
+        return dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, log, 132, **k)
+
+    def capped(plan):
+        return any("maxnreg" in l.kwargs for l in plan)
+
+    for M, N in ((4, 1048576), (64, 1048576), (128, 1048576), (100, 917504), (24, 128256), (64, 65536),
+                 (256, 65536), (32, 256000)):
+        plan = bwd(M, N)[-1]  # (the interpreter's plans: two launches)
+        k = plan.kwargs
+        assert plan.kernel == "softmax_bwd_coop" and k["maxnreg"] == dispatch.COOP_CAP32_REGS, (M, N)
+        assert k["DEFER_Y"] and not k["PACK"] and not k["BITS"] and not k["PEEL"], (M, N)
+        for jax in (False, True):
+            plan = bwd(M, N, counters_per_call=jax, register_cap=False)
+            assert not capped(plan) and not any(l.kwargs.get("DEFER_Y") for l in plan), (M, N)
+        assert not capped(bwd(M, N, log=False))
+        assert not any(capped(bwd(M, N, dtype)) for dtype in ("bfloat16", "float16", "float64"))
+        assert not capped(dispatch.plan_forward.__wrapped__(M, N, N, N, "float32", True, 132))
+    for M, N in ((3, 1048576), (2, 1048576), (8, 128256), (8, 256000), (512, 65536), (256, 262144),
+                 (85, 786432), (1335, 50257)):
+        plan = bwd(M, N)
+        assert plan[-1].kernel == "softmax_bwd_coop" and not capped(plan) and not plan[-1].kwargs["DEFER_Y"], (M, N)
+
+
+@pytest.mark.parametrize("M,N,tag", [(3, 192, True), (2, 200, False)])  # 3 and 4 chunks of 64, unpeeled
+def test_coop_cap32_backward(forced_family, torch_device, monkeypatch, M, N, tag):
+    """COOP_CAP32_REGS's plan (the float32 log_softmax backward deferring y, under maxnreg, forced
+    on a small grid, with TAG and on counters) through the torch adapter's launcher: a row whose y
+    is -inf in a chunk, a NaN in dy; no input is modified."""
+    forced_family("coop")
+    monkeypatch.setattr(dispatch, "COOP_CAP32_MIN_PER_SM", 0)
+    monkeypatch.setattr(dispatch, "COOP_CAP32_TAG_MIN_PER_SM", 0)
+    monkeypatch.setattr(dispatch, "COOP_TAG_MAX_CHUNKS", dispatch.COOP_TAG_MAX_CHUNKS if tag else 0)
+    x = _random((M, N), "float32", torch_device, seed=M * 47 + N)
+    x[0, 64:128] = -float("inf")
+    y = torch.ops.multisoftmax.softmax_fwd(x, True)
+    dy = _random((M, N), "float32", torch_device, seed=M * 47 + N + 1)
+    dy[M - 1, N // 3] = float("nan")
+    k = dispatch.plan_backward(M, N, N, N, N, "float32", True, multisoftmax.torch._num_programs_hint(y))[-1].kwargs
+    assert k["maxnreg"] == dispatch.COOP_CAP32_REGS and k["DEFER_Y"] and k["TAG"] == tag
+    y_before, dy_before = y.clone(), dy.clone()
+    dx = torch.ops.multisoftmax.softmax_bwd(y, dy, True)
+    assert torch.equal(y, y_before) and torch.equal(dy.nan_to_num(), dy_before.nan_to_num())
+    expected = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=True)
+    assert torch.isnan(dx[M - 1]).all() and not torch.isnan(dx[:M - 1]).any()
+    ref.assert_close(dx.double().cpu(), expected, "float32", "capped coop bwd", scale_atol=True)
+
+
 @triton.jit
 def _exp2_poly_kernel(z_ptr, y_ptr, n, BLOCK: tl.constexpr):
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -772,7 +826,7 @@ def test_launches_match_kernel_signatures():
     for plan in _all_plans():
         for launch in plan:
             fn = getattr(kernel_module, launch.kernel)
-            meta = {k for k in launch.kwargs if k not in ("num_warps", "num_stages")}
+            meta = {k for k in launch.kwargs if k not in ("num_warps", "num_stages", "maxnreg")}
             runtime = len(launch.inputs) + len(launch.scalars) + len(launch.outputs)
             assert fn.arg_names[:runtime] + sorted(meta) == fn.arg_names[:runtime] + sorted(fn.arg_names[runtime:])
             assert all(g >= 1 for g in launch.grid)
@@ -864,15 +918,19 @@ def _run_uninterpreted(code: str, timeout: int):
 
 
 def test_kernels_compile_for_sm90_subprocess():
-    """Compile one plan of each family for sm_90 in a fresh interpreter-free process."""
+    """Compile one plan of each family for sm_90 in a fresh interpreter-free process, and a plan
+    under a register cap (its PTX carries the .maxnreg directive)."""
     out = _run_uninterpreted(
         "import sys; sys.path.insert(0, 'tests'); import compile_check as c; from multisoftmax import dispatch\n"
         "for M, N in [(4096, 128), (4096, 65536), (4, 262144), (4096, 4194304)]:\n"
         "    for dt in ['bfloat16', 'float64']:\n"
         "        c.compile_launches(dispatch.plan_forward(M, N, N, N, dt, True, 132), dt)\n"
         "        c.compile_launches(dispatch.plan_backward(M, N, N, N, N, dt, False, 132), dt)\n"
-        "print('compiled')\n", timeout=600)
+        "(k,) = c.compile_launches(dispatch.plan_backward(64, 2**20, 2**20, 2**20, 2**20, 'float32', True, 132),\n"
+        "                          'float32')  # COOP_CAP32_REGS\n"
+        "print('compiled', [l for l in k.asm['ptx'].splitlines() if 'maxnreg' in l])\n", timeout=600)
     assert out.returncode == 0 and "compiled" in out.stdout, out.stderr[-3000:]
+    assert f"'.maxnreg {dispatch.COOP_CAP32_REGS}'" in out.stdout, out.stdout
 
 
 def test_jax_and_torch_launchers_compile_alike_subprocess():
