@@ -161,9 +161,11 @@ of 33 to 96 chunks of 8192 values against 8192-value chunks at 4 warps summed in
 keyed partials and others (dispatch.py's COOP_SPLIT_SUM_MAX_CHUNKS).
 
     python bench/probe_coop.py --tag-poly > bench/results/h100/probe_tag_poly.log
+    python bench/probe_coop.py --mid16f > bench/results/h100/probe_mid16f.log
 
 the 16-bit forward of rows of at most 32 chunks of 8192 values (TAG's) and of few long rows
-against COOP_SPLIT_SUM_MAX_CHUNKS's plan on counters, with and without POLY.
+against COOP_SPLIT_SUM_MAX_CHUNKS's plan on counters, with and without POLY; (--mid16f) that plan
+(P4) on few rows of 96 and 128 chunks.
 
     python bench/probe_coop.py --cap-bwd > bench/results/h100/probe_cap_bwd.log
 
@@ -1641,6 +1643,9 @@ def main():
              "--mid16e": lambda sms: [mid16(sms, [(36, 393216), (60, 300000), (40, 524288), (24, 524288), (16, 524288),
                                                   (8, 524288), (12, 393216)], names=("dispatch", "P4"), log=log)
                                       for log in (True, False)],
+             "--mid16f": lambda sms: [mid16(sms, [(8, 1048576), (12, 1048576), (16, 1048576), (24, 1048576),
+                                                  (32, 1048576), (16, 786432)], ("bfloat16", "float16"),
+                                            names=("dispatch", "P4"), log=log) for log in (True, False)],
              "--poly-deg": lambda sms: [poly(sms, POLY_DEG_SHAPES, variants={k: POLY_VARIANTS[k] for k in ("A3", "A4")})
                                         for _ in range(2)],
              "--poly-few": lambda sms: poly(sms, POLY_FEW_SHAPES, variants={k: POLY_VARIANTS[k] for k in ("Q3", "Q4")}),

@@ -469,6 +469,16 @@ COOP_POLY = True
 # 2,676 at 170 x 786432 (96 chunks), 2,710 against 2,600 at 128 x 655360 (80); rows of at most
 # COOP_TAG_MAX_CHUNKS gained 1.5-2% on counters (100 x 262144, 150 x 196608, unpacked wide chunks):
 # not taken. Between 64 and 80 chunks the bound rests on nothing measured.
+# Rows of more chunks take the same plan in grids of few programs, where they would be packed in
+# 8192-value chunks at 8 warps (more than COOP_FWD_UNPACKED_PER_SM programs an SM and fewer than
+# COOP_PACK_WIDE_MIN_PER_SM). On the H100 (probe_mid16f.log, two runs; probe_tag_poly.log) the
+# log_softmax went from 17.6-17.8 to 16.9-17.1 us at bf16 8 x 1048576 (fp16 17.6-17.8 to
+# 16.5-16.8), 25.9-26.0 to 25.1-25.3 at 12 x 1048576, 31.7-32.4 to 30.0-31.1 at 16 x 1048576 (fp16
+# 31.5-32.0 to 30.5-31.8) and 25.5-25.8 to 24.8-25.0 at 16 x 786432; the softmax from 18.5-18.6 to
+# 17.7-17.8 at 8 x 1048576, 27.1-27.4 to 26.5 at 12 x 1048576, 33.1-33.8 to 32.8-33.3 at 16 x
+# 1048576 (fp16 32.7-33.5 to 32.2-32.6) and 27.0-27.1 to 26.4-26.7 at 16 x 786432 (fp16 26.9-27.2
+# to 26.6-27.2). In the wide chunks (24 and 32 x 1048576, 11.6 and 15.5 wide programs an SM) it
+# lost by 2-10%.
 COOP_SPLIT_SUM_MAX_CHUNKS = 64
 COOP_SPLIT_SUM_MIN_PER_SM = 4
 # Rows that are not 16-byte aligned (N or a row stride not a multiple of 16 bytes: N = 3001,
@@ -757,10 +767,15 @@ def _coop_split_sum(N: int, itemsize: int, words: bool, peeled: bool, programs: 
     """Whether the cooperative forward on counters holds 16-bit rows packed in COOP_FWD16_WARPS's
     chunks summed in halves, with keyed partials (see COOP_SPLIT_SUM_MAX_CHUNKS): unpeeled rows of
     whole words (`words`) of more than COOP_TAG_MAX_CHUNKS and at most COOP_SPLIT_SUM_MAX_CHUNKS
-    chunks of 8192 values, in grids of at least COOP_SPLIT_SUM_MIN_PER_SM programs an SM."""
+    chunks of 8192 values, in grids of at least COOP_SPLIT_SUM_MIN_PER_SM programs an SM; rows of
+    more chunks in grids of more than COOP_FWD_UNPACKED_PER_SM and fewer than
+    COOP_PACK_WIDE_MIN_PER_SM programs an SM."""
     n_chunks = _coop_chunks(N, itemsize)[1]
-    return (itemsize == 2 and words and not peeled and COOP_TAG_MAX_CHUNKS < n_chunks <= COOP_SPLIT_SUM_MAX_CHUNKS
-            and programs >= COOP_SPLIT_SUM_MIN_PER_SM * num_sms)
+    if not (itemsize == 2 and words and not peeled and n_chunks > COOP_TAG_MAX_CHUNKS):
+        return False
+    if n_chunks <= COOP_SPLIT_SUM_MAX_CHUNKS:
+        return programs >= COOP_SPLIT_SUM_MIN_PER_SM * num_sms
+    return COOP_FWD_UNPACKED_PER_SM * num_sms < programs < COOP_PACK_WIDE_MIN_PER_SM * num_sms
 
 
 def _coop_poly(log: bool, packed_wide: bool) -> bool:

@@ -77,7 +77,9 @@ def test_dispatched_plans_at_real_sizes(dtype, M, N):
     (the forward on keyed partials, SENT: 64 x 1048576; float32 16 x 1048576, the log_softmax
     leaving late; the float32 softmax of 8 x 1048576, leaving early; 16-bit 24 x 1048576 in
     wide packed chunks, leaving late below COOP_LATE_LEAVE_MIN_PER_SM, the softmax there with POLY,
-    `_exp2_poly` on half its values; 16-bit 128 x 524288 in COOP_SPLIT_SUM_MAX_CHUNKS's chunks)."""
+    `_exp2_poly` on half its values; 16-bit 128 x 524288, 16 and 8 x 1048576 in
+    COOP_SPLIT_SUM_MAX_CHUNKS's chunks; the float32 log_softmax backward of 64, 16 and 8 x 1048576
+    and 64 x 128256 deferring y under COOP_CAP32_REGS)."""
     g = torch.Generator(device="cuda").manual_seed(M + N)
     x = (torch.randn(M, N, device="cuda", generator=g) * 4).to(dtype)
     name = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}[dtype]

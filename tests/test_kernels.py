@@ -262,7 +262,7 @@ def test_coop_forward_pack_rule():
         assert fwd(8, 256000, dtype) == (False, 8192, False)  # TAG, unpacked
         for log in (False, True):
             assert fwd(5, 1048576, dtype, log=log) == (False, 8192, False)  # 640 programs <= 660
-            assert fwd(6, 1048576, dtype, log=log) == (True, 8192, False)
+            assert fwd(6, 1048576, dtype, log=log) == (True, 8192, True)  # COOP_SPLIT_SUM_MAX_CHUNKS's few rows
             assert fwd(17, 1048576, dtype, log=log) == (True, 8192, True)  # 2176 programs < 2244
             assert fwd(18, 1048576, dtype, log=log) == (True, 16384, True)  # 2304 programs of 8192
             assert fwd(128, 1048576, dtype, log=log) == (True, 16384, True)
@@ -517,8 +517,10 @@ def test_coop_sent_rule():
                 k = plan.kwargs
                 assert k["SENT"] and not k["TAG"] and k["PACK"] and k["CHUNK_N"] == 16384
                 assert plan.outputs[1] == ("count", (128 + 1 + 128 * 2 * 64,), "zeros")
-            assert not kw(16, 1048576, dtype, log).kwargs["SENT"]  # 2048 programs < 2244
-            assert kw(18, 1048576, dtype, log).kwargs["SENT"] and not kw(17, 1048576, dtype, log).kwargs["SENT"]
+            assert not kw(5, 1048576, dtype, log).kwargs["SENT"]  # 640 programs, unpacked
+            for M in (6, 16, 17):  # fewer than 2244 programs: COOP_SPLIT_SUM_MAX_CHUNKS's plan, keyed too
+                assert kw(M, 1048576, dtype, log).kwargs["SENT"] and kw(M, 1048576, dtype, log).kwargs["SPLIT_SUM"]
+            assert kw(18, 1048576, dtype, log).kwargs["SENT"] and not kw(18, 1048576, dtype, log).kwargs["SPLIT_SUM"]
             assert kw(18, 1048576, dtype, log).kwargs["LATE_LEAVE"]  # with SENT, below 1584 wide programs too
             assert not kw(256, 256000, dtype, log).kwargs["SENT"]  # TAG
             assert kw(256, 524288, dtype, log).kwargs["SENT"]  # 64 chunks of 8192: counters, not TAG
@@ -608,15 +610,17 @@ def test_coop_split_sum_rule():
     """COOP_SPLIT_SUM_MAX_CHUNKS: on counters, unpeeled 16-bit rows of 33 to 64 chunks of 8192 values
     in grids of at least COOP_SPLIT_SUM_MIN_PER_SM programs an SM (132 SMs: 528) take 8192-value
     chunks at COOP_FWD16_WARPS warps, packed, summed in halves, with keyed partials, leaving late,
-    without POLY; both ops, both adapters' plans. Not rows of 32 chunks or of 65, not peeled ones,
-    not float32, not smaller grids."""
+    without POLY; both ops, both adapters' plans. So do rows of more chunks in grids of 6 to 16
+    programs an SM (where they would be packed in 8192-value chunks at 8 warps). Not rows of 32
+    chunks, not rows of 65 at 62 programs an SM, not peeled ones, not float32, not smaller grids."""
     def kw(M, N, dtype, log=False, jax=False):
         return dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, 132, counters_per_call=jax)[0]
 
     for dtype in ("bfloat16", "float16"):
         for log in (False, True):
             for jax in (False, True):
-                for M, N in ((9, 524288), (256, 524288), (447, 300000), (17, 270336), (4096, 393216)):
+                for M, N in ((9, 524288), (256, 524288), (447, 300000), (17, 270336), (4096, 393216),
+                             (8, 1048576), (16, 1048576), (16, 786432), (17, 1048576)):
                     plan = kw(M, N, dtype, log, jax)
                     k, n_chunks = plan.kwargs, -(-N // 8192)
                     assert plan.kernel == "softmax_fwd_coop" and not k["TAG"], (M, N)
@@ -624,6 +628,8 @@ def test_coop_split_sum_rule():
                     assert (k["CHUNK_N"], k["num_warps"]) == (8192, dispatch.COOP_FWD16_WARPS), (M, N)
                     assert plan.outputs[1] == ("count", (M + 1 + M * 2 * n_chunks,), "zeros")
                 assert not kw(8, 524288, dtype, log, jax).kwargs["SPLIT_SUM"]  # 512 programs < 528
+                assert not kw(5, 1048576, dtype, log, jax).kwargs["SPLIT_SUM"]  # 640 programs <= 660
+                assert kw(18, 1048576, dtype, log, jax).kwargs["CHUNK_N"] == 16384  # 2304 >= 2244: wide
                 assert kw(128, 540672, dtype, log, jax).kwargs["CHUNK_N"] == 16384  # 66 chunks: wide
                 assert not kw(128, 540672, dtype, log, jax).kwargs["SPLIT_SUM"]
                 assert not kw(300, 262144, dtype, log, jax).kwargs["SENT"]  # 32 chunks: TAG's rows
@@ -824,12 +830,12 @@ def _all_plans():
 def test_launches_match_kernel_signatures():
     """Inputs + scalars + outputs + constexprs of each launch fill the kernel's parameters."""
     for plan in _all_plans():
-        for launch in plan:
-            fn = getattr(kernel_module, launch.kernel)
-            meta = {k for k in launch.kwargs if k not in ("num_warps", "num_stages", "maxnreg")}
-            runtime = len(launch.inputs) + len(launch.scalars) + len(launch.outputs)
+        for one in plan:
+            fn = getattr(kernel_module, one.kernel)
+            meta = {k for k in one.kwargs if k not in ("num_warps", "num_stages", "maxnreg")}
+            runtime = len(one.inputs) + len(one.scalars) + len(one.outputs)
             assert fn.arg_names[:runtime] + sorted(meta) == fn.arg_names[:runtime] + sorted(fn.arg_names[runtime:])
-            assert all(g >= 1 for g in launch.grid)
+            assert all(g >= 1 for g in one.grid)
 
 
 def test_row_segments():
