@@ -171,7 +171,8 @@ against COOP_SPLIT_SUM_MAX_CHUNKS's plan on counters, with and without POLY; (--
 
 the backward of rows of 1M values under a register cap, the float32 log_softmax also with DEFER_Y;
 (--cap-log32) that on every float32 log_softmax backward cooperative shape it might take, and
-(--cap-log32b) on more grids within dispatch's COOP_CAP32 bounds and beside them.
+(--cap-log32b) on more grids within dispatch's COOP_CAP32 bounds and beside them; (--cap-fwd16) the
+bf16 forward's plans under a register cap.
 (One mode a call.)
 """
 
@@ -1610,6 +1611,23 @@ def cap_log32(sms, Ns=CAP_LOG32_N, few=CAP_LOG32_FEW):
               + _compare(M, N, "float32", "bwd", True, variants, sms), flush=True)
 
 
+CAP_FWD16_CASES = [(256, 256000, False, (48,)), (512, 262144, False, (48,)), (1024, 128256, False, (48,)),
+                   (16, 1048576, False, (56, 48)), (16, 1048576, True, (56, 48)), (8, 1048576, False, (56, 48)),
+                   (64, 256000, False, (64,)), (256, 256000, True, (48,))]
+
+
+def cap_fwd16(sms, cases=CAP_FWD16_CASES):
+    """The bf16 forward's plans under Triton's register cap (maxnreg: capN): TAG's 8192-value chunks at
+    4 warps (56 registers a thread, 9 programs an SM; 48: 10, 2-3 spill stores), the few-row plan
+    of COOP_SPLIT_SUM_MAX_CHUNKS (64: 8 an SM; 56: 9, 48: 10, 1 spill) and 64 x 256000's unpacked
+    wide chunks (80; 64: 4 of 8 warps an SM), twice each, by the benchmark's clock."""
+    for M, N, log, caps in cases:
+        plan, _ = _dispatch_plan(M, N, "bfloat16", "fwd", sms, None, log)
+        variants = [("dispatch", plan)] + [(f"cap{cap}", tune.with_meta(plan, maxnreg=cap)) for cap in caps]
+        print(_head(M, N, "bfloat16", "fwd", log, plan, sms) + _compare(M, N, "bfloat16", "fwd", log, variants, sms),
+              flush=True)
+
+
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
@@ -1630,7 +1648,7 @@ def main():
              "--sent-wide-llm": lambda sms: sent_wide(sms, [(64, 256000), (64, 128256), (32, 256000)], logs=(False,)),
              "--sent-more-few": lambda sms: sent_more(sms, SENT_MORE_FEW, ()), "--split-tiny": split_tiny,
              "--jax-fresh": jax_fresh, "--narrow-llm": narrow_llm, "--reload-x": reload_x,
-             "--poly": poly, "--tag-wide": tag_wide, "--tag-poly": tag_poly, "--cap-bwd": cap_bwd, "--cap-log32": cap_log32,
+             "--poly": poly, "--tag-wide": tag_wide, "--tag-poly": tag_poly, "--cap-bwd": cap_bwd, "--cap-log32": cap_log32, "--cap-fwd16": cap_fwd16,
              "--cap-log32b": lambda sms: cap_log32(sms, [], CAP_LOG32_MORE), "--scan": scan, "--mid16": mid16,
              "--mid16b": lambda sms: mid16(sms, [(341, 393216), (256, 524288), (170, 786432)], names=("dispatch", "P4", "T4")),
              "--mid16c": lambda sms: (
