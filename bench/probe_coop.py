@@ -172,7 +172,8 @@ against COOP_SPLIT_SUM_MAX_CHUNKS's plan on counters, with and without POLY; (--
 the backward of rows of 1M values under a register cap, the float32 log_softmax also with DEFER_Y;
 (--cap-log32) that on every float32 log_softmax backward cooperative shape it might take, and
 (--cap-log32b) on more grids within dispatch's COOP_CAP32 bounds and beside them; (--cap-fwd16) the
-bf16 forward's plans under a register cap.
+bf16 forward's plans under a register cap; (--bwd16-4w) the 16-bit backward of rows of 1M values in
+8192-value chunks at 4 warps.
 (One mode a call.)
 """
 
@@ -1629,6 +1630,25 @@ def cap_fwd16(sms, cases=CAP_FWD16_CASES):
               flush=True)
 
 
+BWD16_4W_CASES = [("bfloat16", 16, 1048576, False), ("bfloat16", 8, 1048576, False), ("bfloat16", 64, 1048576, False),
+                  ("bfloat16", 128, 1048576, False), ("float16", 16, 1048576, False), ("bfloat16", 16, 1048576, True),
+                  ("bfloat16", 128, 1048576, True)]
+
+
+def bwd16_4w(sms, cases=BWD16_4W_CASES):
+    """The 16-bit cooperative backward of rows of 1M values (dispatch: 8192-value chunks at 8
+    warps; the softmax 64 registers a thread, 4 programs an SM; the log_softmax, deferred, 40, 6)
+    against the same flags in 8192-value chunks at 4 warps (96 registers, 5 programs an SM; 64, 8),
+    twice each, by the benchmark's clock."""
+    for dtype, M, N, log in cases:
+        plan, _ = _dispatch_plan(M, N, dtype, "bwd", sms, None, log)
+        kw = plan[0].kwargs
+        four = tune.with_meta(tune.coop_plan(M, N, dtype, "bwd", sms, 8192, 4, log),
+                              **{k: kw[k] for k in ("PACK", "LATE_LEAVE", "DEFER_Y", "BITS", "RELOAD")})
+        print(_head(M, N, dtype, "bwd", log, plan, sms)
+              + _compare(M, N, dtype, "bwd", log, [("dispatch", plan), ("8192x4", four)], sms), flush=True)
+
+
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
@@ -1649,7 +1669,7 @@ def main():
              "--sent-wide-llm": lambda sms: sent_wide(sms, [(64, 256000), (64, 128256), (32, 256000)], logs=(False,)),
              "--sent-more-few": lambda sms: sent_more(sms, SENT_MORE_FEW, ()), "--split-tiny": split_tiny,
              "--jax-fresh": jax_fresh, "--narrow-llm": narrow_llm, "--reload-x": reload_x,
-             "--poly": poly, "--tag-wide": tag_wide, "--tag-poly": tag_poly, "--cap-bwd": cap_bwd, "--cap-log32": cap_log32, "--cap-fwd16": cap_fwd16,
+             "--poly": poly, "--tag-wide": tag_wide, "--tag-poly": tag_poly, "--cap-bwd": cap_bwd, "--cap-log32": cap_log32, "--cap-fwd16": cap_fwd16, "--bwd16-4w": bwd16_4w,
              "--cap-log32b": lambda sms: cap_log32(sms, [], CAP_LOG32_MORE), "--scan": scan, "--mid16": mid16,
              "--mid16b": lambda sms: mid16(sms, [(341, 393216), (256, 524288), (170, 786432)], names=("dispatch", "P4", "T4")),
              "--mid16c": lambda sms: (
