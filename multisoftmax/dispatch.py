@@ -768,14 +768,14 @@ def _coop_split_sum(N: int, itemsize: int, words: bool, peeled: bool, programs: 
     chunks summed in halves, with keyed partials (see COOP_SPLIT_SUM_MAX_CHUNKS): unpeeled rows of
     whole words (`words`) of more than COOP_TAG_MAX_CHUNKS and at most COOP_SPLIT_SUM_MAX_CHUNKS
     chunks of 8192 values, in grids of at least COOP_SPLIT_SUM_MIN_PER_SM programs an SM; rows of
-    more chunks in grids of more than COOP_FWD_UNPACKED_PER_SM and fewer than
-    COOP_PACK_WIDE_MIN_PER_SM programs an SM."""
+    more chunks in grids that would pack them (`_coop_pack_fwd`) in 8192-value chunks (not
+    `_coop_pack_wide`)."""
     n_chunks = _coop_chunks(N, itemsize)[1]
     if not (itemsize == 2 and words and not peeled and n_chunks > COOP_TAG_MAX_CHUNKS):
         return False
     if n_chunks <= COOP_SPLIT_SUM_MAX_CHUNKS:
         return programs >= COOP_SPLIT_SUM_MIN_PER_SM * num_sms
-    return COOP_FWD_UNPACKED_PER_SM * num_sms < programs < COOP_PACK_WIDE_MIN_PER_SM * num_sms
+    return _coop_pack_fwd(programs, words, num_sms) and not _coop_pack_wide(programs, peeled, num_sms)
 
 
 def _coop_poly(log: bool, packed_wide: bool) -> bool:
