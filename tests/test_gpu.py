@@ -154,6 +154,61 @@ def test_coop_counters_reset_themselves():
     assert all(int(t.abs().sum()) == 0 for t in pools)
 
 
+_KEYED_STRESS = """
+import sys, time
+import torch
+sys.path.insert(0, "tests")
+import reference64 as ref
+import multisoftmax.torch as mt
+from multisoftmax import dispatch
+
+for name, value in (("_coop_tag_fwd", lambda *a: None), ("COOP_SENT32_MIN_PER_SM", 0),
+                    ("COOP_SENT32_LOG_MIN_PER_SM", 0), ("COOP_FWD_UNPACKED_PER_SM", 0),
+                    ("COOP_PACK_WIDE_MIN_PER_SM", 0), ("COOP_WIDE_MAX_N", 0)):
+    setattr(dispatch, name, value)
+dispatch.plan_forward.cache_clear()
+sms = torch.cuda.get_device_properties(0).multi_processor_count
+M, N = 3 * sms, 20000  # 3 chunks a row, 9 programs an SM: rows complete fast, many of them a launch
+x32 = torch.randn(M, N, device="cuda", generator=torch.Generator(device="cuda").manual_seed(7)) * 3
+xs = {"float32": x32, "bfloat16": x32.to(torch.bfloat16)}
+for name in xs:
+    for log in (False, True):
+        assert dispatch.plan_forward(M, N, N, N, name, log, sms)[-1].kwargs["SENT"], (name, log)
+launches, t0 = 0, time.time()
+while time.time() - t0 < SECONDS:
+    for x in xs.values():
+        for f in (mt.softmax, mt.log_softmax):
+            f(x)
+            launches += 1
+    torch.cuda.synchronize()
+for name, x in xs.items():
+    for f, f64 in ((mt.softmax, torch.softmax), (mt.log_softmax, torch.log_softmax)):
+        ref.assert_close(f(x).double().cpu(), f64(x.double(), -1).cpu(), name, f"{name} {f.__name__}")
+print(launches)
+"""
+
+
+def test_keyed_partials_many_launches_subprocess():
+    """The cooperative forward on keyed partials (SENT), forced on a grid of many short rows,
+    launched back to back for 20 s (float32 and bfloat16, both ops; in the GPU suite, beside
+    the other workers' kernels), in a child process with a time limit: it must never hang.
+    It did before `_sent_leave` waited for its program's warps (a warp still reading the
+    row's words while the row's last arrival zeroed them)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "MULTISOFTMAX_INTERPRET")}
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        out = subprocess.run([sys.executable, "-c", "SECONDS = 20\n" + _KEYED_STRESS], env=env, cwd=root,
+                             capture_output=True, text=True, timeout=180)
+    except subprocess.TimeoutExpired:
+        pytest.fail("keyed partials: a launch hung (no result in 180 s)")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert int(out.stdout.split()[-1]) > 1000, out.stdout
+
+
 def test_coop_tagged_partials_across_calls():
     """TAG (tagged partials): forward and backward calls of several shapes one after another on
     the same stream share one buffer of words, left as each launch leaves it (not zeroed), and

@@ -510,7 +510,8 @@ def _tag_gather(slot_ptr, n_chunks, tag, BLOCK_C: tl.constexpr, PARTS: tl.conste
 # the row has arrived, a program reads the row's words until none is zero (the counter may be
 # seen before a word is). The words follow the counters and the ticket in the "zeros" buffer
 # (count_ptr + M + 1 + row * 2 * n_chunks), and the last of a row's 2 * n_chunks arrivals
-# (every program of the row has read the words) sets them and the counter back to zero.
+# (every warp of every program of the row has read the words: `_sent_leave` waits for its
+# program's warps first) sets them and the counter back to zero.
 SENT_KEY = tl.constexpr(0x7FBADBAD)
 
 
@@ -554,7 +555,15 @@ def _sent_gather(words_ptr, n_chunks, BLOCK_C: tl.constexpr, PHASE: tl.constexpr
 @triton.jit
 def _sent_leave(count_ptr, words_ptr, row, n_chunks, BLOCK_C: tl.constexpr):
     """SENT: arrive a second time, past the read of the words; the last of the row's
-    2 * n_chunks arrivals sets the row's words and counter back to 0 for the next launch."""
+    2 * n_chunks arrivals sets the row's words and counter back to 0 for the next launch.
+
+    The barrier first: every warp of the program must be past `_sent_gather` before its
+    thread 0 arrives. `_sent_gather`'s reads and its reduction are per warp (a BLOCK_C vector
+    is held whole by each group of lanes), so one warp may leave that loop while another of
+    the same program still spins in it; without the barrier, the row's last arrival could
+    zero the words under that warp, which then spun forever (a hang seen on the H100 under
+    load: `bench/results/h100/stress_sent.log`)."""
+    tl.debug_barrier()
     left = tl.atomic_add(count_ptr + row, 1, sem="relaxed", scope="gpu") + 1
     if left == 2 * n_chunks:
         c = tl.arange(0, BLOCK_C)
