@@ -939,6 +939,37 @@ def test_kernels_compile_for_sm90_subprocess():
     assert f"'.maxnreg {dispatch.COOP_CAP32_REGS}'" in out.stdout, out.stdout
 
 
+def test_keyed_partials_leave_after_every_warp_subprocess():
+    """SENT: a program's second arrival (`_sent_leave`, after which the row's last program zeroes
+    the row's words) must come after every warp of the program has left `_sent_gather`'s loop.
+    In the compiled PTX for sm_90 a bar.sync lies between the gather's last read of the words
+    and that arrival: in a plan of 3 chunks a row, forced as test_keyed_partials_forward does,
+    where each warp reduces the words on its own (no barrier in the loop: the plan that hung on
+    the H100 without it), and in dispatch's own SENT plans (64 or more chunks a row)."""
+    out = _run_uninterpreted(
+        "import sys; sys.path.insert(0, 'tests'); import compile_check as c; from multisoftmax import dispatch\n"
+        "def check(plan, dt):\n"
+        "    assert plan[-1].kwargs['SENT']\n"
+        "    ptx = [l.strip() for l in c.compile_launches(plan, dt)[-1].asm['ptx'].splitlines()]\n"
+        "    reads = [i for i, l in enumerate(ptx) if 'ld.volatile' in l]\n"
+        "    leave = max(i for i, l in enumerate(ptx) if l.startswith('@') and 'atom' in l and '.add' in l)\n"
+        "    in_loop = any(l.startswith('bar.sync') for l in ptx[reads[0]:reads[-1]])\n"
+        "    print(plan[-1].kwargs['BLOCK_C'], in_loop, reads[-1] < leave and any(l.startswith('bar.sync') for l in ptx[reads[-1]:leave]))\n"
+        "for M, N, dt, log in [(64, 2**20, 'float32', True), (128, 2**20, 'bfloat16', False), (128, 524288, 'bfloat16', True)]:\n"
+        "    check(dispatch.plan_forward(M, N, N, N, dt, log, 132), dt)\n"
+        "for name, value in (('_coop_tag_fwd', lambda *a: None), ('COOP_SENT32_MIN_PER_SM', 0),\n"
+        "                    ('COOP_SENT32_LOG_MIN_PER_SM', 0), ('COOP_FWD_UNPACKED_PER_SM', 0),\n"
+        "                    ('COOP_PACK_WIDE_MIN_PER_SM', 0), ('COOP_WIDE_MAX_N', 0)):\n"
+        "    setattr(dispatch, name, value)\n"
+        "dispatch.plan_forward.cache_clear()\n"
+        "for dt in ('float32', 'bfloat16'):\n"
+        "    check(dispatch.plan_forward(396, 20000, 20000, 20000, dt, False, 132), dt)\n", timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = [line.split() for line in out.stdout.splitlines()]
+    assert len(rows) == 5 and all(row[2] == "True" for row in rows), out.stdout
+    assert [row[1] for row in rows] == ["True"] * 3 + ["False"] * 2, out.stdout  # per-warp gathers in the forced plans
+
+
 def test_jax_and_torch_launchers_compile_alike_subprocess():
     """The JAX adapter's launcher (jax_triton) tells the compiler that pointers are 16-byte
     aligned; Triton's own, the torch adapter's, also which integer arguments are multiples of

@@ -558,11 +558,13 @@ def _sent_leave(count_ptr, words_ptr, row, n_chunks, BLOCK_C: tl.constexpr):
     2 * n_chunks arrivals sets the row's words and counter back to 0 for the next launch.
 
     The barrier first: every warp of the program must be past `_sent_gather` before its
-    thread 0 arrives. `_sent_gather`'s reads and its reduction are per warp (a BLOCK_C vector
-    is held whole by each group of lanes), so one warp may leave that loop while another of
-    the same program still spins in it; without the barrier, the row's last arrival could
-    zero the words under that warp, which then spun forever (a hang seen on the H100 under
-    load: `bench/results/h100/stress_sent.log`)."""
+    thread 0 arrives. Where BLOCK_C is small (up to 32: each group of lanes holds the vector
+    whole), `_sent_gather`'s reads and reduction are per warp, so one warp may leave that loop
+    while another of the same program still spins in it; without the barrier, the row's last
+    arrival could zero the words under that warp, which then spun forever (a hang seen on the
+    H100 under load in plans of 3 chunks a row that tests force: `bench/results/h100/
+    stress_sent.log`). dispatch's own SENT plans have 64 or more chunks a row; their reduction
+    crosses warps through a barrier, so their warps left the loop together."""
     tl.debug_barrier()
     left = tl.atomic_add(count_ptr + row, 1, sem="relaxed", scope="gpu") + 1
     if left == 2 * n_chunks:
