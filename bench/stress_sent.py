@@ -18,7 +18,7 @@ import numpy as np
 
 from multisoftmax import dispatch
 
-# The monkeypatches of tests/test_jax.py::test_keyed_partials_forward: SENT on a small grid.
+# tests/forced_plans.py's FORCE_SENT (test_keyed_partials_forward's patches): SENT on a small grid.
 FORCE_SENT = (("_coop_tag_fwd", lambda *a: None), ("COOP_SENT32_MIN_PER_SM", 0), ("COOP_SENT32_LOG_MIN_PER_SM", 0),
               ("COOP_FWD_UNPACKED_PER_SM", 0), ("COOP_PACK_WIDE_MIN_PER_SM", 0), ("COOP_WIDE_MAX_N", 0))
 

@@ -160,13 +160,10 @@ import torch
 sys.path.insert(0, "tests")
 import reference64 as ref
 import multisoftmax.torch as mt
+from forced_plans import force_sent
 from multisoftmax import dispatch
 
-for name, value in (("_coop_tag_fwd", lambda *a: None), ("COOP_SENT32_MIN_PER_SM", 0),
-                    ("COOP_SENT32_LOG_MIN_PER_SM", 0), ("COOP_FWD_UNPACKED_PER_SM", 0),
-                    ("COOP_PACK_WIDE_MIN_PER_SM", 0), ("COOP_WIDE_MAX_N", 0)):
-    setattr(dispatch, name, value)
-dispatch.plan_forward.cache_clear()
+force_sent(dispatch)
 sms = torch.cuda.get_device_properties(0).multi_processor_count
 M, N = 3 * sms, 20000  # 3 chunks a row, 9 programs an SM: rows complete fast, many of them a launch
 x32 = torch.randn(M, N, device="cuda", generator=torch.Generator(device="cuda").manual_seed(7)) * 3

@@ -158,13 +158,10 @@ def test_keyed_partials_forward(monkeypatch, dtype):
     COOP_SENT32_*; the bfloat16 softmax with POLY), forced on a small grid, through the JAX adapter
     (which zeroes its counters and words on every call): the forward and its vjp match float64,
     twice over."""
+    from forced_plans import force_sent
     from multisoftmax import dispatch
 
-    for name, value in (("_coop_tag_fwd", lambda *a: None),
-                        ("COOP_SENT32_MIN_PER_SM", 0), ("COOP_SENT32_LOG_MIN_PER_SM", 0),
-                        ("COOP_FWD_UNPACKED_PER_SM", 0), ("COOP_PACK_WIDE_MIN_PER_SM", 0), ("COOP_WIDE_MAX_N", 0)):
-        monkeypatch.setattr(dispatch, name, value)
-    dispatch.plan_forward.cache_clear()
+    force_sent(dispatch, monkeypatch.setattr)
     jax.clear_caches()
     try:
         sms, name = mj._num_sms(), jnp.dtype(dtype).name

@@ -957,11 +957,7 @@ def test_keyed_partials_leave_after_every_warp_subprocess():
         "    print(plan[-1].kwargs['BLOCK_C'], in_loop, reads[-1] < leave and any(l.startswith('bar.sync') for l in ptx[reads[-1]:leave]))\n"
         "for M, N, dt, log in [(64, 2**20, 'float32', True), (128, 2**20, 'bfloat16', False), (128, 524288, 'bfloat16', True)]:\n"
         "    check(dispatch.plan_forward(M, N, N, N, dt, log, 132), dt)\n"
-        "for name, value in (('_coop_tag_fwd', lambda *a: None), ('COOP_SENT32_MIN_PER_SM', 0),\n"
-        "                    ('COOP_SENT32_LOG_MIN_PER_SM', 0), ('COOP_FWD_UNPACKED_PER_SM', 0),\n"
-        "                    ('COOP_PACK_WIDE_MIN_PER_SM', 0), ('COOP_WIDE_MAX_N', 0)):\n"
-        "    setattr(dispatch, name, value)\n"
-        "dispatch.plan_forward.cache_clear()\n"
+        "import forced_plans; forced_plans.force_sent(dispatch)\n"
         "for dt in ('float32', 'bfloat16'):\n"
         "    check(dispatch.plan_forward(396, 20000, 20000, 20000, dt, False, 132), dt)\n", timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]

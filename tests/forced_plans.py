@@ -1,0 +1,14 @@
+"""dispatch's rules patched to force plans it does not choose at test sizes (tests only)."""
+
+# The cooperative forward on keyed partials (SENT) at any grid: no TAG, no packed wide chunks
+# or unpacked ones, float32 SENT from 0 programs an SM.
+FORCE_SENT = (("_coop_tag_fwd", lambda *a: None), ("COOP_SENT32_MIN_PER_SM", 0), ("COOP_SENT32_LOG_MIN_PER_SM", 0),
+              ("COOP_FWD_UNPACKED_PER_SM", 0), ("COOP_PACK_WIDE_MIN_PER_SM", 0), ("COOP_WIDE_MAX_N", 0))
+
+
+def force_sent(dispatch, set_attr=setattr):
+    """Patch `dispatch` (the module) by FORCE_SENT through `set_attr` (pytest's
+    monkeypatch.setattr to have it undone) and clear plan_forward's cache."""
+    for name, value in FORCE_SENT:
+        set_attr(dispatch, name, value)
+    dispatch.plan_forward.cache_clear()
