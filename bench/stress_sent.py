@@ -11,16 +11,16 @@ bench/results/h100/stress_sent.log: before `_sent_leave` waited for its program'
 float32 runs hung there within 170 s.
 """
 import faulthandler
+import os
 import sys
 import time
 
 import numpy as np
 
-from multisoftmax import dispatch
-
-# tests/forced_plans.py's FORCE_SENT (test_keyed_partials_forward's patches): SENT on a small grid.
-FORCE_SENT = (("_coop_tag_fwd", lambda *a: None), ("COOP_SENT32_MIN_PER_SM", 0), ("COOP_SENT32_LOG_MIN_PER_SM", 0),
-              ("COOP_FWD_UNPACKED_PER_SM", 0), ("COOP_PACK_WIDE_MIN_PER_SM", 0), ("COOP_WIDE_MAX_N", 0))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
+from forced_plans import force_sent  # noqa: E402  (test_keyed_partials_forward's patches: SENT on a small grid)
+from multisoftmax import dispatch  # noqa: E402
 
 
 def refs(xr):
@@ -37,9 +37,7 @@ def rel_err(y, ref):
 def main():
     which, dtname, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
     faulthandler.dump_traceback_later(45, repeat=True)
-    for name, value in FORCE_SENT:
-        setattr(dispatch, name, value)
-    dispatch.plan_forward.cache_clear()
+    force_sent(dispatch)
     M, N = 3 * 132, 20000
     x64 = np.random.default_rng(5).standard_normal((M, N)) * 3
     tol = 1e-5 if dtname == "float32" else 2**-7

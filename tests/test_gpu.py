@@ -191,15 +191,12 @@ def test_keyed_partials_many_launches_subprocess():
     the other workers' kernels), in a child process with a time limit: it must never hang.
     It did before `_sent_leave` waited for its program's warps (a warp still reading the
     row's words while the row's last arrival zeroed them)."""
-    import os
     import subprocess
-    import sys
 
-    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "MULTISOFTMAX_INTERPRET")}
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    from uninterpreted import run_uninterpreted
+
     try:
-        out = subprocess.run([sys.executable, "-c", "SECONDS = 20\n" + _KEYED_STRESS], env=env, cwd=root,
-                             capture_output=True, text=True, timeout=180)
+        out = run_uninterpreted("SECONDS = 20\n" + _KEYED_STRESS, timeout=180)
     except subprocess.TimeoutExpired:
         pytest.fail("keyed partials: a launch hung (no result in 180 s)")
     assert out.returncode == 0, out.stderr[-3000:]

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import reference64 as ref
+from uninterpreted import run_uninterpreted
 import multisoftmax.torch  # noqa: F401  (registers torch.ops.multisoftmax)
 from multisoftmax import dispatch, launch
 from multisoftmax.kernels import softmax as kernel_module
@@ -910,23 +911,10 @@ def test_coop_refuses_more_than_one_chunk_per_sm():
         dispatch.plan_forward(2, 4 * 1048576, 4 * 1048576, 4 * 1048576, "float32", False, 132, force="coop")
 
 
-def _run_uninterpreted(code: str, timeout: int):
-    """Run `code` in a fresh Python at the repository root, without the interpreter (so that
-    Triton compiles for sm_90, no GPU needed); returns the CompletedProcess."""
-    import os
-    import subprocess
-    import sys
-
-    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "MULTISOFTMAX_INTERPRET")}
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True,
-                          timeout=timeout)
-
-
 def test_kernels_compile_for_sm90_subprocess():
     """Compile one plan of each family for sm_90 in a fresh interpreter-free process, and a plan
     under a register cap (its PTX carries the .maxnreg directive)."""
-    out = _run_uninterpreted(
+    out = run_uninterpreted(
         "import sys; sys.path.insert(0, 'tests'); import compile_check as c; from multisoftmax import dispatch\n"
         "for M, N in [(4096, 128), (4096, 65536), (4, 262144), (4096, 4194304)]:\n"
         "    for dt in ['bfloat16', 'float64']:\n"
@@ -946,7 +934,7 @@ def test_keyed_partials_leave_after_every_warp_subprocess():
     and that arrival: in a plan of 3 chunks a row, forced as test_keyed_partials_forward does,
     where each warp reduces the words on its own (no barrier in the loop: the plan that hung on
     the H100 without it), and in dispatch's own SENT plans (64 or more chunks a row)."""
-    out = _run_uninterpreted(
+    out = run_uninterpreted(
         "import sys; sys.path.insert(0, 'tests'); import compile_check as c; from multisoftmax import dispatch\n"
         "def check(plan, dt):\n"
         "    assert plan[-1].kwargs['SENT']\n"
@@ -972,7 +960,7 @@ def test_jax_and_torch_launchers_compile_alike_subprocess():
     16. The kernels must not hang on the latter (ALIGN, EVEN_M, ALIGN_M), or the two adapters
     run different code: every family compiles to the same PTX for sm_90 under both, rows
     plans with and without EVEN_M (float32 65536 x 128 log_softmax forward, 65536 x 64)."""
-    out = _run_uninterpreted(
+    out = run_uninterpreted(
         "import sys; sys.path.insert(0, 'tests'); import compile_check as c; from multisoftmax import dispatch\n"
         "strip = lambda p: [l for l in p.splitlines() if not l.strip().startswith(('//', '.loc', '.file'))]\n"
         "for M, N, dt, log in [(65536, 781, 'bfloat16', False), (65536, 128, 'float32', True),\n"
