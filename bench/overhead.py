@@ -20,24 +20,13 @@ import functools
 import json
 import os
 import sys
-import time
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import multisoftmax.torch as mt  # noqa: E402
+import timing  # noqa: E402  (bench/, this script's folder)
 from multisoftmax import dispatch, launch  # noqa: E402
-
-
-def per_call_us(fn, calls: int, wait) -> float:
-    """Wall-clock microseconds a call over `calls` back-to-back calls, one `wait(result)` (for
-    the GPU's work) before and after."""
-    wait(fn())
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        r = fn()
-    wait(r)
-    return (time.perf_counter() - t0) / calls * 1e6
 
 
 def jax_rows(x, sms) -> dict:
@@ -96,11 +85,9 @@ def main():
     for fn in rows.values():  # warm-up
         for _ in range(20):
             fn()
-    # Rounds that visit every row in turn, so that a busy spell of the host touches all rows
-    # alike; each row's figure is its best round.
-    rounds = [{name: per_call_us(fn, args.calls, waits[name]) for name, fn in rows.items()}
-              for _ in range(args.rounds)]
-    out = {name: min(r[name] for r in rounds) for name in rows}
+    # Each row's figure is its best round of interleaved rounds (timing.host_rounds).
+    rounds = timing.host_rounds({name: (fn, waits[name]) for name, fn in rows.items()}, args.calls, args.rounds)
+    out = {name: min(us) for name, us in rounds.items()}
     for name, us in out.items():
         print(f"{us:8.1f} us  {name}")
     if args.out:

@@ -233,7 +233,8 @@ def markdown(data) -> str:
                    if rb.get("hit_at") else "")
             few = r.get("impls") and len(r["impls"]) <= 2
             only = f", {' and '.join(r['impls'])} only" if few else ""
-            md += [f"{i}. {r['date']}: {r['records']} records, copy {r['copy_GBps']:.0f} GB/s{only}{cut}"]
+            what = f"{r['records']} records" if r["records"] else "host overhead only (--only '^host/')"
+            md += [f"{i}. {r['date']}: {what}, copy {r['copy_GBps']:.0f} GB/s{only}{cut}"]
     elif b.get("hit_at"):
         md += ["", f"**Time budget ({b['max_seconds']:.0f} s) reached at `{b['hit_at']}`: "
                f"{b['skipped_measurements']} measurements not run.**"]
@@ -264,9 +265,13 @@ def markdown(data) -> str:
         md += [f"| {w['suite']} | {w['dtype']} | {w['op']} | {w['direction']} | {w['M']} x {w['N']} | {w['impl']} "
                f"| {w['max_err']} | {w['tol']:.2g} |" for w in s["wrong"]]
     if data.get("host_overhead_us"):
-        md += ["", "## Host overhead per call (32 x 1024 fp32, back-to-back calls, one sync at the end)", "",
-               "| impl | us a call |", "|---|---|"]
-        md += [f"| {k} | {'ERR' if u is None else f'{u:.1f}'} |" for k, u in data["host_overhead_us"].items()]
+        rounds = data.get("host_overhead_rounds_us") or {}
+        md += ["", "## Host overhead per call (32 x 1024 fp32 softmax forward, back-to-back calls, one sync at "
+               "the end; the best of interleaved rounds, and their median)", "",
+               "| impl | us a call | median of rounds |", "|---|---|---|"]
+        md += [f"| {k} | {'ERR' if u is None else f'{u:.1f}'} | "
+               f"{f'{statistics.median(rounds[k]):.1f} ({len(rounds[k])})' if rounds.get(k) else '-'} |"
+               for k, u in data["host_overhead_us"].items()]
     if s["few_long_rows"]:
         md += ["", "## Few long rows: GPU time vs 1.2 * bytes / copy BW + 4 us", "",
                "| impl | dtype | op | dir | M x N | us | bound us | ok |", "|---|---|---|---|---|---|---|---|"]
@@ -401,7 +406,7 @@ def merge(runs: list) -> dict:
     for run in runs:
         for r in run["results"]:
             records[(r["suite"], r["dtype"], r["op"], r["direction"], r["M"], r["N"], r["impl"])] = r
-        for key in ("host_overhead_us", "impls", "unavailable"):
+        for key in ("host_overhead_us", "host_overhead_rounds_us", "impls", "unavailable"):
             data[key] = {**data.get(key, {}), **run.get(key, {})}
         data["impl_order"] = data["impl_order"] + [i for i in run["impl_order"] if i not in data["impl_order"]]
     data["results"] = list(records.values())

@@ -18,11 +18,13 @@ through Triton's interpreter.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
 import platform
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -45,7 +47,8 @@ SMOKE_SWEEP_N, SMOKE_M = [8, 33], 4
 SMOKE_LLM_SHAPES = [(1, 300), (2, 1000)]
 VOCAB_N = 32000  # LLM shapes from this N on also get log_softmax (cross-entropy's op)
 HOST_SHAPE = (32, 1024)
-HOST_CALLS = 2000
+HOST_CALLS = 1000
+HOST_ROUNDS = 7
 # max |error| allowed, times max(1, max |reference|): a few units of the dtype's rounding.
 TOL = {"float32": 1e-4, "float16": 2**-8, "bfloat16": 2**-5}
 LOG_IMPLS = ("ms-torch", "ms-jax", "torch", "xla")  # log_softmax: ours and the frameworks'
@@ -195,6 +198,7 @@ class Bench:
         self.only = re.compile(args.only) if args.only else None
         self.records, self.done = [], {}
         self.skipped_by_budget, self.budget_hit_at = 0, None
+        self.host, self.host_rounds = {}, {}
 
     # ---- bookkeeping -------------------------------------------------------------------
     def elapsed(self) -> float:
@@ -333,32 +337,44 @@ class Bench:
 
     # ---- sections ----------------------------------------------------------------------
     def host_overhead(self) -> dict:
+        """Host time a call at HOST_SHAPE float32 softmax forward, per impl: the best of
+        HOST_ROUNDS interleaved rounds of HOST_CALLS back-to-back calls (timing.host_rounds, as
+        bench/overhead.py); every round's figure goes to self.host_rounds."""
         import jax
         import torch
 
         import timing
 
         M, N = HOST_SHAPE
-        calls = 5 if self.smoke else HOST_CALLS
+        calls, rounds = (5, 2) if self.smoke else (HOST_CALLS, HOST_ROUNDS)
         x = torch.randn(M, N, device=self.device)
         xj = to_jax(x)
-        out = {}
+        sync = torch.cuda.synchronize if self.cuda else (lambda: None)
+        out, entries = {}, {}
         for impl in self.impls:
             key = f"host/{impl.name}"
             if impl.supports("float32", N, "softmax", "fwd") or not self.selected(key) or self.over_budget(key):
                 continue
-            try:
-                if impl.framework == "jax":
-                    jf = jax.jit(lambda a, impl=impl: impl.fwd(a, "softmax"))
-                    us = timing.jax_host_us(jf, (xj,), calls)
-                else:
-                    us = timing.torch_host_us(lambda a, impl=impl: impl.fwd(a, "softmax"), (x,), calls, self.cuda)
-                out[impl.name] = us
-                print(f"[{self.elapsed():5.0f}s] host  {impl.name:8s} {us:6.1f} us a call ({M}x{N} fp32, "
-                      f"{calls} back-to-back calls)", flush=True)
+            if impl.framework == "jax":
+                jf = jax.jit(lambda a, impl=impl: impl.fwd(a, "softmax"))
+                fn, wait = functools.partial(jf, xj), jax.block_until_ready
+            else:
+                fn, wait = functools.partial(impl.fwd, x, "softmax"), lambda r: sync()
+            try:  # compiles, and shows that the impl runs
+                for _ in range(10):
+                    r = fn()
+                wait(r)
             except Exception as e:  # noqa: BLE001
                 out[impl.name] = None
                 print(f"[{self.elapsed():5.0f}s] host  {impl.name:8s} ERR {type(e).__name__}: {e}", flush=True)
+                continue
+            entries[impl.name] = (fn, wait)
+        self.host_rounds = timing.host_rounds(entries, calls, rounds)
+        for name, per_round in self.host_rounds.items():
+            out[name] = min(per_round)
+            print(f"[{self.elapsed():5.0f}s] host  {name:8s} {out[name]:6.1f} us a call ({M}x{N} fp32, best of "
+                  f"{rounds} interleaved rounds of {calls} back-to-back calls; median "
+                  f"{statistics.median(per_round):.1f})", flush=True)
         return out
 
     def sections(self):
@@ -400,6 +416,7 @@ class Bench:
             "impl_order": [i.name for i in self.impls],
             "unavailable": self.unavailable,
             "host_overhead_us": self.host,
+            "host_overhead_rounds_us": self.host_rounds,
             "results": self.records,
         }
 

@@ -272,29 +272,20 @@ def jax_time(f, args: tuple, nbytes: int, *, gpu: bool, l2_bytes: int, repeats: 
     return out, us, call_us, f"profiler: jitted chain of {k} calls over {n_copies} input copies"
 
 
-def torch_host_us(fn, args, calls: int, cuda: bool) -> float:
-    """Wall-clock microseconds a call over `calls` back-to-back calls, synchronized once."""
-    import torch
-
-    for _ in range(10):
-        fn(*args)
-    sync = torch.cuda.synchronize if cuda else (lambda: None)
-    sync()
-    t = time.perf_counter()
-    for _ in range(calls):
-        fn(*args)
-    sync()
-    return (time.perf_counter() - t) / calls * 1e6
-
-
-def jax_host_us(jf, args, calls: int) -> float:
-    import jax
-
-    for _ in range(10):
-        r = jf(*args)
-    jax.block_until_ready(r)
-    t = time.perf_counter()
-    for _ in range(calls):
-        r = jf(*args)
-    jax.block_until_ready(r)
-    return (time.perf_counter() - t) / calls * 1e6
+def host_rounds(entries: dict, calls: int, rounds: int) -> dict:
+    """Host time a call, in wall-clock microseconds, of each entry of `entries` ({name: (fn,
+    wait)}: `fn()` makes one call, `wait(result)` waits for its GPU work): `rounds` rounds, each
+    timing every entry in turn over `calls` back-to-back calls with one wait before and after,
+    so that a busy spell of the host touches all entries alike rather than one. Returns {name:
+    [microseconds of each round]}; callers report the best round (the host's cost when nothing
+    else runs) and keep the rest."""
+    out = {name: [] for name in entries}
+    for _ in range(rounds):
+        for name, (fn, wait) in entries.items():
+            wait(fn())
+            t = time.perf_counter()
+            for _ in range(calls):
+                r = fn()
+            wait(r)
+            out[name].append((time.perf_counter() - t) / calls * 1e6)
+    return out

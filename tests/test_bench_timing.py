@@ -1,7 +1,8 @@
 """The benchmark's JAX-side GPU clock (bench/timing.py): profiler events summed per call.
 
 The GPU itself is exercised by the benchmark runs; here the arithmetic on a synthetic trace
-(a jax.profiler.ProfileData built from text), and the CPU fallback of `jax_time`.
+(a jax.profiler.ProfileData built from text), the CPU fallback of `jax_time`, and the
+rounds that time host overhead.
 """
 
 import os
@@ -70,3 +71,17 @@ def test_jax_time_without_gpu_falls_back_to_wall_clock():
     assert jnp.array_equal(out, x * 2)
     assert median_us == call_us > 0
     assert "wall clock" in method
+
+
+def test_host_rounds_interleave_entries_and_wait_once_a_round():
+    """Every round times each entry in turn (a busy spell of the host touches all alike), over
+    `calls` calls with one wait before and after; the figures are microseconds a call."""
+    order, waits = [], []
+
+    def entry(name):
+        return (lambda: order.append(name) or name), waits.append
+
+    rounds = timing.host_rounds({"a": entry("a"), "b": entry("b")}, calls=3, rounds=2)
+    assert order == ["a"] * 4 + ["b"] * 4 + ["a"] * 4 + ["b"] * 4  # a warm call, then 3 timed
+    assert waits == ["a", "a", "b", "b", "a", "a", "b", "b"]
+    assert set(rounds) == {"a", "b"} and all(len(v) == 2 and min(v) > 0 for v in rounds.values())
