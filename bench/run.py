@@ -346,7 +346,8 @@ class Bench:
         import timing
 
         M, N = HOST_SHAPE
-        calls, rounds = (5, 2) if self.smoke else (HOST_CALLS, HOST_ROUNDS)
+        # --smoke: few calls: through the interpreters a call takes ms (Triton) to s (Numba's simulator)
+        warm, calls, rounds = (1, 2, 2) if self.smoke else (10, HOST_CALLS, HOST_ROUNDS)
         x = torch.randn(M, N, device=self.device)
         xj = to_jax(x)
         sync = torch.cuda.synchronize if self.cuda else (lambda: None)
@@ -361,7 +362,7 @@ class Bench:
             else:
                 fn, wait = functools.partial(impl.fwd, x, "softmax"), lambda r: sync()
             try:  # compiles, and shows that the impl runs
-                for _ in range(10):
+                for _ in range(warm):
                     r = fn()
                 wait(r)
             except Exception as e:  # noqa: BLE001
