@@ -839,6 +839,13 @@ def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, i
     all of r has arrived. This holds whatever the register use, hence n_chunks <= num_sms.
     A grid of at most num_sms programs is held at once whole: there items are program ids
     (TICKET=False). With TAG the same holds: a program publishes its partials before it waits.
+    So num_sms must be the SMs the launch can run on, not the device's where the launching
+    stream has fewer (a green context, an MPS limit): the adapters plan cooperative launches
+    for `multisoftmax.sms.share` (a row of 128 chunks on a 16-SM green context hung when
+    planned for 132: bench/results/h100/probe_green.log). Other kernels' programs on those
+    SMs delay the wait but do not stop it, unless they themselves wait on programs that
+    cannot start: cooperative launches on several streams at once (ours, or other libraries')
+    are safe only while their waiting programs fit on the SMs beside each other.
     """
     CHUNK_N, n_chunks = _coop_chunks(N, itemsize, wide, narrow)
     if n_chunks > num_sms:
@@ -861,6 +868,13 @@ def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, i
     phases = (1, 2) if kernels.INTERPRETED else (3,)
     return tuple(Launch(kernel, inputs, (*scalars, n_chunks), outputs, (M * n_chunks,),
                         tuple({**meta, "PHASE": p}.items())) for p in phases)
+
+
+def cooperative(launches: tuple[Launch, ...]) -> bool:
+    """Whether a plan has a cooperative launch, whose programs wait for each other: the
+    num_sms it was planned for must be no more than the SMs it will run on (the adapters ask
+    multisoftmax.sms for the share of a green context or an MPS limit)."""
+    return any(one.kernel.endswith("_coop") for one in launches)
 
 
 def alignment(*values: int) -> int:

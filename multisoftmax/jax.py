@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import dispatch, kernels, launch
+from . import dispatch, kernels, launch, sms
 from .kernels import interpret_requested
 
 __all__ = ["softmax", "log_softmax"]
@@ -46,8 +46,10 @@ def _use_kernels() -> bool:
 
 @functools.cache
 def _num_sms() -> int:
+    """SMs to plan for: the GPU's, or fewer under an MPS limit (multisoftmax.sms: XLA's
+    streams are not a green context's, so the process's share is the whole answer)."""
     if jax.default_backend() == "gpu":
-        return jax.devices()[0].core_count
+        return sms.share(jax.devices()[0].core_count)
     return _INTERPRETER_SMS
 
 

@@ -22,7 +22,7 @@ import math
 import torch
 import torch.autograd.forward_ad as _fwad
 
-from . import dispatch, launch
+from . import dispatch, launch, sms
 from .kernels import interpret_requested
 
 __all__ = ["softmax", "log_softmax", "Softmax", "LogSoftmax"]
@@ -78,8 +78,29 @@ def _row_major(t: torch.Tensor) -> torch.Tensor:
     return t if t.stride(1) == 1 or t.shape[1] <= 1 else t.contiguous()
 
 
+# The current stream's CUstream handle on a device index: torch's raw getter where it has one
+# (a fraction of a microsecond), else through the Stream object.
+_current_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
+    lambda index: torch.cuda.current_stream(index).cuda_stream)
+
+
 def _num_programs_hint(t: torch.Tensor) -> int:
+    """The SMs plans for t's device start from: the device's, or a few under the interpreter."""
     return _INTERPRETER_SMS if not t.is_cuda else _num_sms(t.get_device())
+
+
+def _plan(plan, t: torch.Tensor, *args):
+    """`plan(*args, num_sms)` (dispatch.plan_forward or plan_backward) for tensors on t's
+    device. A plan with a cooperative launch, whose programs wait for each other, is made
+    again for the SMs the device's current stream can run on where that is fewer than the
+    device has (a green context, an MPS limit: multisoftmax.sms)."""
+    device_sms = _num_programs_hint(t)
+    launches = plan(*args, device_sms)
+    if t.is_cuda and dispatch.cooperative(launches):
+        share = sms.share(device_sms, _current_stream(t.get_device()))
+        if share < device_sms:
+            launches = plan(*args, share)
+    return launches
 
 
 def _forward(x: torch.Tensor, log: bool) -> torch.Tensor:
@@ -100,7 +121,7 @@ def _forward_checked(x: torch.Tensor, log: bool) -> torch.Tensor:
     if M == 0 or N == 0:
         return y
     xr = _row_major(x)
-    launches = dispatch.plan_forward(M, N, xr.stride(0), N, _DTYPE_NAMES[x.dtype], log, _num_programs_hint(x))
+    launches = _plan(dispatch.plan_forward, x, M, N, xr.stride(0), N, _DTYPE_NAMES[x.dtype], log)
     if xr is x and x.is_cuda and len(launches) == 1 and len(launches[0].outputs) == 1:
         if len(_SHORT_PATH) > 16384:  # shapes without end (dynamic lengths): start again
             _SHORT_PATH.clear()
@@ -116,8 +137,7 @@ def _backward(y: torch.Tensor, dy: torch.Tensor, log: bool) -> torch.Tensor:
     if M == 0 or N == 0:
         return dx
     y, dy = _row_major(y), _row_major(dy)
-    launches = dispatch.plan_backward(M, N, y.stride(0), dy.stride(0), N, _DTYPE_NAMES[y.dtype], log,
-                                      _num_programs_hint(y))
+    launches = _plan(dispatch.plan_backward, y, M, N, y.stride(0), dy.stride(0), N, _DTYPE_NAMES[y.dtype], log)
     return _launch(launches, {"y": y, "dy": dy}, dx)
 
 

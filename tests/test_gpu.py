@@ -203,6 +203,27 @@ def test_keyed_partials_many_launches_subprocess():
     assert int(out.stdout.split()[-1]) > 1000, out.stdout
 
 
+def test_cooperative_plans_in_a_green_context():
+    """On a green context's stream of 16 SMs (torch.cuda.green_contexts), the few long rows whose
+    plan for the whole GPU is cooperative (tests/green_context.py: up to 128 programs a row
+    that wait for each other) are planned for the stream's 16 SMs (multisoftmax.sms) and
+    come out right, forward and backward, in a child process with a time limit. Planned for
+    every SM of the device, float32 1 x 1048576 hung there (bench/results/h100/probe_green.log)."""
+    import subprocess
+
+    from uninterpreted import run_uninterpreted
+
+    if not hasattr(torch.cuda, "green_contexts"):
+        pytest.skip(f"torch {torch.__version__} has no torch.cuda.green_contexts")
+    code = "import sys; sys.path.insert(0, 'tests'); import green_context; green_context.main('share', 16)"
+    try:
+        out = run_uninterpreted(code, timeout=300)
+    except subprocess.TimeoutExpired:
+        pytest.fail("green context: a launch hung (no result in 300 s)")
+    assert out.returncode == 0, out.stdout + out.stderr[-3000:]
+    assert "sms.share=16 " in out.stdout and out.stdout.count("\nok ") == 3, out.stdout
+
+
 def test_coop_tagged_partials_across_calls():
     """TAG (tagged partials): forward and backward calls of several shapes one after another on
     the same stream share one buffer of words, left as each launch leaves it (not zeroed), and
