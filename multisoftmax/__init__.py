@@ -6,6 +6,7 @@ Submodules (imported on demand, so a JAX user never imports torch and vice versa
     multisoftmax.reference  an independent Numba-CUDA implementation (OneFlow-style)
     multisoftmax.kernels    the Triton kernels themselves
     multisoftmax.dispatch   launch heuristics shared by both adapters
+    multisoftmax.sms        the SMs a launch may run on (a green context, an MPS limit)
 """
 
 __version__ = "0.1.0"
