@@ -1,4 +1,6 @@
-"""Host overhead per call of each layer of the torch path, at 32 x 1024 float32 (GPU).
+"""Host overhead per call of each layer of the torch path, at 32 x 1024 float32 (GPU), or
+at another shape and dtype (`--shape M N --dtype bfloat16`: e.g. few long rows, whose plan is
+cooperative and does not take the adapter's short path).
 
 Times N back-to-back calls with one synchronize at the end (wall clock), for: torch.softmax,
 multisoftmax.torch.softmax (no grad / with grad), the raw custom op, the plan executed
@@ -10,7 +12,7 @@ jax_triton.triton_call alone and `2 * x` (what XLA's dispatch of a one-kernel ex
 costs), with one block_until_ready at the end: the issue's target is the jitted adapter
 within 1.1x of the jitted jax.nn.softmax.
 
-    python bench/overhead.py [--calls 2000] [--rounds 7] [--out overhead.json]
+    python bench/overhead.py [--calls 2000] [--rounds 7] [--out overhead.json] [--shape M N] [--dtype D]
 """
 
 from __future__ import annotations
@@ -26,10 +28,10 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import multisoftmax.torch as mt  # noqa: E402
 import timing  # noqa: E402  (bench/, this script's folder)
-from multisoftmax import dispatch, launch  # noqa: E402
+from multisoftmax import dispatch, launch, sms as sm_share  # noqa: E402
 
 
-def jax_rows(x, sms) -> dict:
+def jax_rows(x, sms, dtype: str) -> dict:
     """{name: jitted call of the JAX rows} (module docstring), or {} without a JAX GPU backend."""
     try:
         import jax
@@ -39,8 +41,9 @@ def jax_rows(x, sms) -> dict:
         from multisoftmax.jax import _gpu_execute
     except ImportError:
         return {}
-    xj = jax.numpy.asarray(x.cpu().numpy())
-    plan = dispatch.plan_forward(32, 1024, 1024, 1024, "float32", False, sms)
+    M, N = x.shape
+    xj = jax.numpy.asarray(x.float().cpu().numpy()).astype(dtype)
+    plan = dispatch.plan_forward(M, N, N, N, dtype, False, sms, counters_per_call=True)  # the adapter's
     jitted = {
         "jax.jit(jax.nn.softmax)": jax.jit(jax.nn.softmax),
         "jax.jit(multisoftmax.jax.softmax)": jax.jit(mj.softmax),
@@ -55,12 +58,17 @@ def main():
     p.add_argument("--calls", type=int, default=2000)
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--out", default=None)
+    p.add_argument("--shape", type=int, nargs=2, default=(32, 1024), metavar=("M", "N"))
+    p.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"))
     args = p.parse_args()
-    x = torch.randn(32, 1024, device="cuda")
+    M, N = args.shape
+    x = torch.randn(M, N, device="cuda").to(getattr(torch, args.dtype))
     xg = x.clone().requires_grad_()
     y = torch.empty_like(x)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    plan = dispatch.plan_forward(32, 1024, 1024, 1024, "float32", False, sms)
+    plan = dispatch.plan_forward(M, N, N, N, args.dtype, False, sms)
+    print(f"# {M} x {N} {args.dtype}: plan " + " + ".join(f"{one.kernel}{list(one.grid)}" for one in plan))
+    stream = torch.cuda.current_stream().cuda_stream
 
     def direct():
         return launch.execute(plan, {"x": x}, lambda l, ins, bufs: launch.torch_call(l, ins, bufs, y.dtype, y.device, y))
@@ -71,12 +79,17 @@ def main():
         "multisoftmax.torch.softmax (requires_grad)": lambda: mt.softmax(xg),
         "torch.ops.multisoftmax.softmax_fwd": lambda: torch.ops.multisoftmax.softmax_fwd(x, False),
         "plan executed directly (launch.execute)": direct,
-        "cached compiled kernel only (launch.launch_compiled)":
-            lambda: launch.launch_compiled(plan[0], (x,), (y,), torch.float32, x.get_device()),
+        "planning (dispatch.plan_forward, cached)": lambda: dispatch.plan_forward(M, N, N, N, args.dtype, False, sms),
         "torch.empty (allocating y)": lambda: torch.empty(x.shape, dtype=x.dtype, device=x.device),
     }
+    if dispatch.cooperative(plan):
+        rows["the stream's SMs (multisoftmax.sms.share)"] = lambda: sm_share.share(sms, stream)
+    if len(plan) == 1:  # its outputs as the adapter passes them (counters from the per-stream pool)
+        outs = tuple(launch.torch_call(plan[0], [x], {}, y.dtype, y.device, y))
+        rows["cached compiled kernel only (launch.launch_compiled)"] = \
+            lambda: launch.launch_compiled(plan[0], (x,), outs, x.dtype, x.get_device())
     waits = dict.fromkeys(rows, lambda r: torch.cuda.synchronize())
-    jax_calls = jax_rows(x, sms)
+    jax_calls = jax_rows(x, sms, args.dtype)
     if jax_calls:
         import jax
         rows.update(jax_calls)
