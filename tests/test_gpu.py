@@ -10,7 +10,9 @@ import multisoftmax.torch as mt
 import reference64 as ref
 from multisoftmax import dispatch
 
-pytestmark = [pytest.mark.gpu,
+# xdist_group: under `pytest -n 8 --dist loadgroup` (the GPU suite's command) this file's tests,
+# which hold tensors of several GB, run one after another on one worker; other files' tests spread.
+pytestmark = [pytest.mark.gpu, pytest.mark.xdist_group("test_gpu"),
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 
 
