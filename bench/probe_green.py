@@ -28,14 +28,14 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import timing  # noqa: E402
 from green_context import CASES  # noqa: E402
+from uninterpreted import run_uninterpreted  # noqa: E402
 
 
 def child(mode: str, num_sms: int, case, timeout: float) -> str:
     code = (f"import sys; sys.path.insert(0, 'tests'); import green_context; "
             f"green_context.main({mode!r}, {num_sms}, [{case!r}])")
     try:
-        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                             timeout=timeout)
+        out = run_uninterpreted(code, timeout=timeout)
     except subprocess.TimeoutExpired as e:
         told = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
         return f"HANG (killed after {timeout:.0f} s) | {' | '.join(told.strip().splitlines())}"
