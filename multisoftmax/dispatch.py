@@ -855,6 +855,7 @@ def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, i
     # item, which saves each program the ticket's atomic round trip before its loads (few
     # long rows, where that latency is a good part of the time).
     ticket = M * n_chunks > num_sms
+    acc = {"BALANCED": False, **acc}
     meta = dict(CHUNK_N=CHUNK_N, BLOCK_C=triton.next_power_of_2(n_chunks), TICKET=ticket, **acc,
                 num_warps=warps or COOP_WARPS, num_stages=1, **({"maxnreg": maxnreg} if maxnreg else {}))
     if acc.get("TAG"):  # part is not used; count: the int64 words of TAG, as int32 pairs
