@@ -167,11 +167,6 @@ the 16-bit forward of rows of at most 32 chunks of 8192 values (TAG's) and of fe
 against COOP_SPLIT_SUM_MAX_CHUNKS's plan on counters, with and without POLY; (--mid16f) that plan
 (P4) on few rows of 96 and 128 chunks.
 
-    python bench/probe_coop.py --balanced > bench/results/h100/probe_balanced.log
-
-dispatch's cooperative plans on rows whose last chunk is short, against chunks of equal length
-(BALANCED; dispatch.py's COOP_BALANCED), every dtype, op and direction.
-
     python bench/probe_coop.py --cap-bwd > bench/results/h100/probe_cap_bwd.log
 
 the backward of rows of 1M values under a register cap, the float32 log_softmax also with DEFER_Y;
@@ -1654,38 +1649,6 @@ def bwd16_4w(sms, cases=BWD16_4W_CASES):
               + _compare(M, N, dtype, "bwd", log, [("dispatch", plan), ("8192x4", four)], sms), flush=True)
 
 
-BALANCED_SHAPES = {"bfloat16": [(256, 256000), (64, 256000), (8, 256000), (1, 256000), (1024, 128256),
-                                  (64, 128256), (8, 128256), (512, 151936), (4096, 32000), (4559, 29440)],
-                    "float16": [(256, 256000), (64, 256000), (1024, 128256), (512, 151936), (4096, 32000)],
-                    "float32": [(128, 256000), (64, 256000), (8, 256000), (512, 128256), (64, 128256), (256, 151936),
-                                (2048, 32000), (2279, 29440)]}
-
-
-def balanced(sms, shapes=BALANCED_SHAPES):
-    """dispatch's cooperative plans on rows that CHUNK_N does not divide (LLM vocabularies, N =
-    29440), whose last chunk is short (256000 in 8192-value chunks: 31 full, one a quarter full),
-    against the same plans with BALANCED (chunks of equal length), every op and direction, twice
-    each, by the benchmark's clock (dispatch.py's COOP_BALANCED). BALANCED_DTYPES (comma-separated)
-    in the environment takes fewer dtypes."""
-    dtypes = os.environ.get("BALANCED_DTYPES", ",".join(shapes)).split(",")
-    for dtype in dtypes:
-        for M, N in shapes[dtype]:
-            for log in (False, True):
-                for direction in ("fwd", "bwd"):
-                    plan, _ = _dispatch_plan(M, N, dtype, direction, sms, None, log)
-                    kw = plan[0].kwargs
-                    if not plan[0].kernel.endswith("_coop") or kw["PEEL"]:
-                        print(f"{dtype} {M}x{N} {'log' if log else 'sm'} {direction}: {plan[0].kernel}, "
-                              f"peel={kw.get('PEEL', 0):d}: not measured", flush=True)
-                        continue
-                    n_chunks = plan[0].scalars[-1]
-                    print(_head(M, N, dtype, direction, log, plan, sms) + f"chunks={n_chunks} last="
-                          f"{(N - (n_chunks - 1) * kw['CHUNK_N']) / kw['CHUNK_N']:.2f} full | "
-                          + _compare(M, N, dtype, direction, log,
-                                     [("dispatch", plan), ("balanced", tune.with_meta(plan, BALANCED=True))], sms),
-                          flush=True)
-
-
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
@@ -1727,7 +1690,6 @@ def main():
              "--poly-few": lambda sms: poly(sms, POLY_FEW_SHAPES, variants={k: POLY_VARIANTS[k] for k in ("Q3", "Q4")}),
              "--poly-wide": lambda sms: poly(sms, POLY_WIDE_SHAPES, variants={
                  k: POLY_VARIANTS[k] for k in ("A3", "A4", "Q4")}),
-             "--balanced": balanced,
              "--rows-short": lambda sms: rows16(sms, ROWS_SHORT_N, ("float32", "bfloat16", "float16"), ("fwd", "bwd"))}
     for flag, mode in modes.items():
         if flag in sys.argv[1:]:

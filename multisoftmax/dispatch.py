@@ -134,6 +134,14 @@ LOOP_PROGRAMS_PER_SM = 2
 # bench/results/h100/tune_coop.json, `python bench/tune.py --coop` (its 8-row shapes are
 # host-bound under do_bench and say nothing). The looped kernels it replaced there ran at
 # 1,700-2,050 GB/s; coop at 2,100-2,950.
+# Where COOP_CHUNK_N does not divide N the row's last chunk is short (256000 in 8192-value
+# chunks: 31 full, one a quarter full). Chunks of equal length instead (cdiv(N, n_chunks) rounded
+# up to ALIGN, a runtime step; tried at 8aefeb6, bench/results/h100/probe_balanced.log, every
+# dtype, op and direction on the LLM vocabularies and N = 29440) gained nothing where meant to
+# (bf16 256 x 256000 softmax forward 97.7 -> 98.1 us; 64 x 256000 31.3 -> 34.3) and took more
+# registers (the offsets no longer fold a constant chunk width), which cost the unpacked
+# backward its occupancy (bf16 4096 x 32000 258 -> 305 us); its few gains, 1-4% on some float32
+# backward and few-row shapes, were not worth a second addressing in both kernels.
 COOP_CHUNK_N = {2: 8192, 4: 8192, 8: 4096}
 COOP_WARPS = 8
 # The softmax (not log_softmax) forward of aligned 16-bit rows up to COOP_WIDE_MAX_N takes
@@ -855,7 +863,6 @@ def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, i
     # item, which saves each program the ticket's atomic round trip before its loads (few
     # long rows, where that latency is a good part of the time).
     ticket = M * n_chunks > num_sms
-    acc = {"BALANCED": False, **acc}
     meta = dict(CHUNK_N=CHUNK_N, BLOCK_C=triton.next_power_of_2(n_chunks), TICKET=ticket, **acc,
                 num_warps=warps or COOP_WARPS, num_stages=1, **({"maxnreg": maxnreg} if maxnreg else {}))
     if acc.get("TAG"):  # part is not used; count: the int64 words of TAG, as int32 pairs

@@ -583,32 +583,13 @@ def _coop_edges(row_start, N, chunk, n_chunks, VEC: tl.constexpr):
 
 
 @triton.jit
-def _coop_span(N, chunk, n_chunks, CHUNK_N: tl.constexpr, ALIGN: tl.constexpr, BALANCED: tl.constexpr):
-    """The cooperative kernels' chunk of a row: its first value `lo` and the bound `hi` its mask
-    compares the row's values against (N: the row's end). Without BALANCED, chunks of CHUNK_N
-    values and the row's last one short (a row of 256000 values in 8192-value chunks: 31 full, the
-    32nd a quarter full). BALANCED (not PEEL): every chunk the same length, cdiv(N, n_chunks)
-    rounded up to ALIGN (<= CHUNK_N), so no program of the row idles on a short last chunk while
-    the others load theirs (dispatch.COOP_BALANCED: where that pays); lo and hi stay multiples of
-    ALIGN, so loads stay 16-byte vectors."""
-    if BALANCED:
-        step = _aligned((N + n_chunks - 1) // n_chunks + (ALIGN - 1), ALIGN)
-        lo = chunk * step
-        hi = _aligned(tl.minimum(N, lo + step), ALIGN)
-    else:
-        lo = chunk * CHUNK_N
-        hi = N
-    return lo, hi
-
-
-@triton.jit
 def softmax_fwd_coop(
     x_ptr, M, N, stride_xm, stride_ym, n_chunks, part_ptr, count_ptr, y_ptr,
     CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, PHASE: tl.constexpr, TICKET: tl.constexpr,
     PEEL: tl.constexpr,
     VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
     LATE_LEAVE: tl.constexpr, PACK: tl.constexpr, TAG: tl.constexpr, SPLIT_SUM: tl.constexpr,
-    SENT: tl.constexpr, POLY: tl.constexpr, BALANCED: tl.constexpr,
+    SENT: tl.constexpr, POLY: tl.constexpr,
 ):
     """One item a program: chunk `item % n_chunks` of row `item // n_chunks`.
 
@@ -634,14 +615,12 @@ def softmax_fwd_coop(
     POLY (PACK, softmax): after the wait, the exps of the words' high halves are computed by
     `_exp2_poly` on the FMA pipe, the low halves' by MUFU.EX2, so that the two pipes share them
     (dispatch.COOP_POLY: where that pays).
-    BALANCED (not PEEL): a row's chunks are of equal length, not CHUNK_N but the last (`_coop_span`).
     """
     tl.static_assert(not PACK or PEEL or ALIGN >= 2, "PACK needs whole words: PEEL, or ALIGN >= 2")
     tl.static_assert(not POLY or (PACK and not LOG), "POLY: the packed softmax only")
     tl.static_assert(not (TAG and ACC_FP64), "TAG: float32 partials only")
     tl.static_assert(not (TAG and LATE_LEAVE), "TAG has no second arrival: LATE_LEAVE must be off")
     tl.static_assert(not (SENT and (TAG or ACC_FP64)), "SENT: float32 partials on counters only")
-    tl.static_assert(not (BALANCED and PEEL), "BALANCED: rows without PEEL only")
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     if TAG:
         sync = count_ptr.to(tl.pointer_type(tl.int64))
@@ -652,13 +631,9 @@ def softmax_fwd_coop(
         N_w, sx_w, sy_w = N, stride_xm, stride_ym  # _words aligns them itself
     N, stride_xm, stride_ym = _aligned(N, ALIGN), _aligned(stride_xm, ALIGN), _aligned(stride_ym, ALIGN)
     xs, ys = row * stride_xm, row * stride_ym
-    lo, hi = _coop_span(N, chunk, n_chunks, CHUNK_N, ALIGN, BALANCED)
     if PACK:
         io_ty = x_ptr.dtype.element_ty
-        if BALANCED:
-            lo_w, N_w = lo // 2, hi
-        else:
-            lo_w = chunk * (CHUNK_N // 2)
+        lo_w = chunk * (CHUNK_N // 2)
         x_offs, mask = _words(xs, lo_w, N_w, sx_w, row, CHUNK_N // 2, PEEL, VEC, ALIGN)
         y_offs, _ = _words(ys, lo_w, N_w, sy_w, row, CHUNK_N // 2, PEEL, VEC, ALIGN)
         # Masked words load two -inf values. Each use below unpacks the words anew (_fresh):
@@ -670,8 +645,8 @@ def softmax_fwd_coop(
         x_lo, x_hi = _unpack(wx, io_ty, acc_ty, False)
         m_own = tl.max(tl.maximum(x_lo, x_hi), axis=0)
     else:
-        x_offs, mask = _body(xs, lo, hi, CHUNK_N, PEEL, VEC)
-        y_offs, _ = _body(ys, lo, hi, CHUNK_N, PEEL, VEC)
+        x_offs, mask = _body(xs, chunk * CHUNK_N, N, CHUNK_N, PEEL, VEC)
+        y_offs, _ = _body(ys, chunk * CHUNK_N, N, CHUNK_N, PEEL, VEC)
         x = tl.load(x_ptr + x_offs, mask=mask, other=-float("inf")).to(acc_ty)
         if TAG:  # the launch's tag, taken while the loads are in flight
             tag = _tag_of(sync, t, M * n_chunks, PHASE, TICKET)
@@ -921,7 +896,7 @@ def softmax_bwd_coop(
     PEEL: tl.constexpr,
     VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
     RELOAD: tl.constexpr, PACK: tl.constexpr, LATE_LEAVE: tl.constexpr, DEFER_Y: tl.constexpr,
-    BITS: tl.constexpr, TAG: tl.constexpr, BALANCED: tl.constexpr,
+    BITS: tl.constexpr, TAG: tl.constexpr,
 ):
     """As softmax_fwd_coop, with the partial row sums of dy * y (log_softmax: of dy) in
     part (M, n_chunks). RELOAD: the chunk's y and dy are loaded again after the wait (from
@@ -935,12 +910,11 @@ def softmax_bwd_coop(
     (log_softmax only, whose row sum is of dy alone): y is first loaded after the wait, so
     only dy is held across it (dispatch.COOP_DEFER_Y: where that pays). BITS (PACK): bfloat16
     words are unpacked by bit operations (`_unpack`), which took fewer registers there. TAG as
-    in softmax_fwd_coop (count_ptr: 1 + M * n_chunks words). BALANCED as in softmax_fwd_coop."""
+    in softmax_fwd_coop (count_ptr: 1 + M * n_chunks words)."""
     tl.static_assert(not PACK or PEEL or ALIGN >= 2, "PACK needs whole words: PEEL, or ALIGN >= 2")
     tl.static_assert(not DEFER_Y or LOG, "DEFER_Y: log_softmax only (the softmax's row sum needs y)")
     tl.static_assert(not (TAG and ACC_FP64), "TAG: float32 partials only")
     tl.static_assert(not (TAG and LATE_LEAVE), "TAG has no second arrival: LATE_LEAVE must be off")
-    tl.static_assert(not (BALANCED and PEEL), "BALANCED: rows without PEEL only")
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     other_y = -float("inf") if LOG else 0.0
     if TAG:
@@ -953,13 +927,9 @@ def softmax_bwd_coop(
     N, stride_ym, stride_dym, stride_dxm = (
         _aligned(N, ALIGN), _aligned(stride_ym, ALIGN), _aligned(stride_dym, ALIGN), _aligned(stride_dxm, ALIGN))
     ys, dys, dxs = row * stride_ym, row * stride_dym, row * stride_dxm
-    lo, hi = _coop_span(N, chunk, n_chunks, CHUNK_N, ALIGN, BALANCED)
     if PACK:
         io_ty = y_ptr.dtype.element_ty
-        if BALANCED:
-            lo_w, N_w = lo // 2, hi
-        else:
-            lo_w = chunk * (CHUNK_N // 2)
+        lo_w = chunk * (CHUNK_N // 2)
         y_offs, mask = _words(ys, lo_w, N_w, sy_w, row, CHUNK_N // 2, PEEL, VEC, ALIGN)
         dy_offs, _ = _words(dys, lo_w, N_w, sdy_w, row, CHUNK_N // 2, PEEL, VEC, ALIGN)
         dx_offs, _ = _words(dxs, lo_w, N_w, sdx_w, row, CHUNK_N // 2, PEEL, VEC, ALIGN)
@@ -977,9 +947,9 @@ def softmax_bwd_coop(
             dy_lo, dy_hi = _unpack(wdy, io_ty, acc_ty, BITS)
             dot_own = tl.sum(_bwd_terms(y_lo, dy_lo, LOG) + _bwd_terms(y_hi, dy_hi, LOG), axis=0)
     else:
-        y_offs, mask = _body(ys, lo, hi, CHUNK_N, PEEL, VEC)
-        dy_offs, _ = _body(dys, lo, hi, CHUNK_N, PEEL, VEC)
-        dx_offs, _ = _body(dxs, lo, hi, CHUNK_N, PEEL, VEC)
+        y_offs, mask = _body(ys, chunk * CHUNK_N, N, CHUNK_N, PEEL, VEC)
+        dy_offs, _ = _body(dys, chunk * CHUNK_N, N, CHUNK_N, PEEL, VEC)
+        dx_offs, _ = _body(dxs, chunk * CHUNK_N, N, CHUNK_N, PEEL, VEC)
         if not DEFER_Y:
             y = tl.load(y_ptr + y_offs, mask=mask, other=other_y).to(acc_ty)
         dy = tl.load(dy_ptr + dy_offs, mask=mask, other=0.0).to(acc_ty)
