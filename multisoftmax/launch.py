@@ -60,12 +60,25 @@ def _counters(size: int, device, pools: dict = _COUNTERS):
 def torch_call(launch, inputs, buffers, io_dtype, device, out=None):
     """Launch one kernel on torch tensors; an output already in `buffers` (by name) is that
     tensor, the "y"/"dx" output is `out` when given, the others are allocated."""
-    import torch
-
     cuda = device.type == "cuda"
     if not cuda and not kernels.INTERPRETED:
         raise RuntimeError("multisoftmax's kernels run on the CPU only through Triton's interpreter: "
                            "set MULTISOFTMAX_INTERPRET=1 before importing multisoftmax, or use CUDA")
+    outs = torch_outputs(launch, buffers, io_dtype, device, out)
+    if cuda:
+        launch_compiled(launch, inputs, outs, io_dtype, device.index)
+    else:
+        kernels.get(launch.kernel)[launch.grid](*inputs, *launch.scalars, *outs, **launch.kwargs)
+    return outs
+
+
+def torch_outputs(launch, buffers, io_dtype, device, out=None):
+    """The tensors `launch` writes, in the kernel's order (torch_call's): an output already in
+    `buffers` (by name) is that tensor, "y"/"dx" is `out` when given, "zeros" and "sync" outputs
+    are the current stream's pooled counters on CUDA (`_counters`), the others new tensors."""
+    import torch
+
+    cuda = device.type == "cuda"
     outs = []
     for name, shape, kind in launch.outputs:
         if name in buffers:
@@ -78,10 +91,6 @@ def torch_call(launch, inputs, buffers, io_dtype, device, out=None):
         else:
             acc_dtype = torch.float64 if io_dtype == torch.float64 else torch.float32
             outs.append(torch.empty(shape, dtype=io_dtype if kind == "io" else acc_dtype, device=device))
-    if cuda:
-        launch_compiled(launch, inputs, outs, io_dtype, device.index)
-    else:
-        kernels.get(launch.kernel)[launch.grid](*inputs, *launch.scalars, *outs, **launch.kwargs)
     return outs
 
 

@@ -113,6 +113,15 @@ def _forward(x: torch.Tensor, log: bool) -> torch.Tensor:
 # plan reads only x and writes only y: _call_forward's short path, which skips the layers
 # between it and the cached compiled kernel (host time: bench/overhead.py).
 _SHORT_PATH: dict = {}
+# The same for plans of one cooperative launch (few long rows: LLM logits at decode), which
+# also writes partials and counters: key + (stream, the stream's SMs) -> (the launch, the
+# tensors it writes before y). Those tensors are the stream's own: calls on one stream run in
+# order, so each call may reuse them (the kernels leave their counters fit for the next launch),
+# and the SMs the plan was made for are asked again each call (a stream handle may be reused
+# by a stream of another green context). Not while a CUDA graph is captured: a graph keeps its
+# own partials (the full path allocates them from the graph's pool).
+_SHORT_COOP: dict = {}
+_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", torch.cuda.is_current_stream_capturing)
 
 
 def _forward_checked(x: torch.Tensor, log: bool) -> torch.Tensor:
@@ -122,10 +131,20 @@ def _forward_checked(x: torch.Tensor, log: bool) -> torch.Tensor:
         return y
     xr = _row_major(x)
     launches = _plan(dispatch.plan_forward, x, M, N, xr.stride(0), N, _DTYPE_NAMES[x.dtype], log)
-    if xr is x and x.is_cuda and len(launches) == 1 and len(launches[0].outputs) == 1:
-        if len(_SHORT_PATH) > 16384:  # shapes without end (dynamic lengths): start again
+    if xr is x and x.is_cuda and len(launches) == 1:
+        (only,) = launches
+        key = (x.shape, x.stride(), x.dtype, log, x.get_device())
+        if len(_SHORT_PATH) + len(_SHORT_COOP) > 16384:  # shapes without end (dynamic lengths): start again
             _SHORT_PATH.clear()
-        _SHORT_PATH[(x.shape, x.stride(), x.dtype, log, x.get_device())] = launches[0]
+            _SHORT_COOP.clear()
+        if len(only.outputs) == 1:
+            _SHORT_PATH[key] = only
+        elif dispatch.cooperative(launches) and x.get_device() == torch.cuda.current_device() and not _capturing():
+            stream = _current_stream(x.get_device())
+            outs = launch.torch_outputs(only, {}, x.dtype, x.device, y)
+            _SHORT_COOP[key + (stream, sms.share(_num_sms(x.get_device()), stream))] = (only, tuple(outs[:-1]))
+            launch.launch_compiled(only, (x,), outs, x.dtype, x.get_device())
+            return y
     return _launch(launches, {"x": xr}, y)
 
 
@@ -247,14 +266,24 @@ def _call_forward(x2: torch.Tensor, log: bool) -> torch.Tensor:
 
 
 def _forward_fast(x2: torch.Tensor, log: bool) -> torch.Tensor:
-    """`_forward_checked`, through `_SHORT_PATH` when this shape was seen before on CUDA."""
+    """`_forward_checked`, through `_SHORT_PATH` (or `_SHORT_COOP`, on the same stream) when
+    this shape was seen before on CUDA."""
     if x2.is_cuda:
         device = x2.get_device()
-        only = _SHORT_PATH.get((x2.shape, x2.stride(), x2.dtype, log, device))
+        key = (x2.shape, x2.stride(), x2.dtype, log, device)
+        only = _SHORT_PATH.get(key)
         if only is not None and device == torch.cuda.current_device():
             y = torch.empty(x2.shape, dtype=x2.dtype, device=x2.device)
             launch.launch_compiled(only, (x2,), (y,), x2.dtype, device)
             return y
+        if _SHORT_COOP and device == torch.cuda.current_device() and not _capturing():
+            stream = _current_stream(device)
+            hit = _SHORT_COOP.get(key + (stream, sms.share(_num_sms(device), stream)))
+            if hit is not None:
+                only, scratch = hit
+                y = torch.empty(x2.shape, dtype=x2.dtype, device=x2.device)
+                launch.launch_compiled(only, (x2,), (*scratch, y), x2.dtype, device)
+                return y
     return _forward_checked(x2, log)  # _softmax checked dtype and device; x2 is 2-D
 
 

@@ -47,9 +47,11 @@ def main(mode: str, num_sms: int, cases=CASES) -> None:
             y = mt.softmax(x, -1)
             dy = torch.randn(M, N, device="cuda", generator=g).to(x.dtype)
             (dx,) = torch.autograd.grad(y, x, dy)
+            y_again = mt.softmax(x.detach(), -1)  # a second eager call: the adapter's short path
             torch.cuda.synchronize()
             yd, dyd = y.detach().double().cpu(), dy.double().cpu()
             ref.assert_close(yd, torch.softmax(x.detach().double().cpu(), -1), dtype, f"green fwd {M}x{N}")
+            ref.assert_close(y_again.double().cpu(), yd, dtype, f"green fwd again {M}x{N}")
             ref.assert_close(dx.double().cpu(), ref.softmax_backward(yd.numpy(), dyd.numpy()), dtype,
                              f"green bwd {M}x{N}", scale_atol=True)
             kinds = "+".join(f"{one.kernel}{list(one.grid)}" for one in plan)

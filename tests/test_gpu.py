@@ -295,6 +295,52 @@ def test_coop_in_a_cuda_graph():
         ref.assert_close(y.double().cpu(), expected.cpu(), "bfloat16", f"replay {seed}")
 
 
+def test_coop_short_path(monkeypatch):
+    """Eager forwards of a cooperative plan (few long rows) after the first take the adapter's
+    short path (`_SHORT_COOP`), keyed by stream and the stream's SMs: right on new inputs each
+    call, on counters (with partials), TAG and keyed partials (SENT); a second stream gets its
+    own entry; a stream that reports fewer SMs misses the entry made for the whole GPU and is
+    planned for its share; a CUDA graph captured after eager calls on its stream replays right
+    (capture takes the full path)."""
+    import multisoftmax.torch as adapter
+    from multisoftmax import sms
+
+    g = torch.Generator(device="cuda").manual_seed(11)
+    device_sms = _sms()
+    cases = [(1, 128_256, "bfloat16", False), (8, 256_000, "bfloat16", True), (16, 1_048_576, "float32", False),
+             (1, 1_048_576, "float32", True)]
+    for M, N, dtype, log in cases:
+        f, f64 = (mt.log_softmax, torch.log_softmax) if log else (mt.softmax, torch.softmax)
+        plan = dispatch.plan_forward(M, N, N, N, dtype, log, device_sms)
+        assert len(plan) == 1 and dispatch.cooperative(plan), (M, N, dtype)
+        stream = torch.cuda.current_stream().cuda_stream
+        key = ((M, N), (N, 1), getattr(torch, dtype), log, 0, stream, device_sms)
+        adapter._SHORT_COOP.pop(key, None)
+        for call in range(3):
+            x = (torch.randn(M, N, device="cuda", generator=g) * 3).to(getattr(torch, dtype))
+            ref.assert_close(f(x).double().cpu(), f64(x.double(), -1).cpu(), dtype, f"{M}x{N} call {call}")
+            assert adapter._SHORT_COOP[key][0] is plan[0]
+    side = torch.cuda.Stream()
+    x = (torch.randn(8, 256_000, device="cuda", generator=g) * 3).to(torch.bfloat16)
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            y_side = mt.softmax(x)
+    torch.cuda.synchronize()
+    _check_softmax(y_side, x, "bfloat16", "side stream")
+    assert ((8, 256_000), (256_000, 1), torch.bfloat16, False, 0, side.cuda_stream, device_sms) in adapter._SHORT_COOP
+    # A stream of 16 SMs (as a green context's): the entry for the whole GPU must not be taken.
+    monkeypatch.setattr(sms, "share", lambda device_sms, stream=None: 16)
+    x = (torch.randn(1, 128_256, device="cuda", generator=g) * 3).to(torch.bfloat16)
+    for call in range(2):
+        _check_softmax(mt.softmax(x), x, "bfloat16", f"16 SMs, call {call}")
+    stream = torch.cuda.current_stream().cuda_stream
+    whole, share = (adapter._SHORT_COOP[((1, 128_256), (128_256, 1), torch.bfloat16, False, 0, stream, n)][0]
+                    for n in (device_sms, 16))
+    assert share is dispatch.plan_forward(1, 128_256, 128_256, 128_256, "bfloat16", False, 16)[0]
+    assert share.grid[0] <= 16 < whole.grid[0]
+
+
 @pytest.mark.parametrize("N", [1001, 16385])
 def test_cached_launch_tells_pointer_alignment_apart(N):
     """The compiled kernel is cached per pointer alignment: a row slice that starts off a
