@@ -1,16 +1,17 @@
 """Host overhead per call of each layer of the torch path, at 32 x 1024 float32 (GPU), or
 at another shape and dtype (`--shape M N --dtype bfloat16`: e.g. few long rows, whose plan is
-cooperative and does not take the adapter's short path).
+cooperative: the adapter's short path keeps its partials and counters per stream).
 
 Times N back-to-back calls with one synchronize at the end (wall clock), for: torch.softmax,
-multisoftmax.torch.softmax (no grad / with grad), the raw custom op, the plan executed
-directly, the cached compiled kernel launched alone, and torch.empty alone, so the cost of
-each layer (argument checks, custom-op dispatch, planning, Triton's launcher, allocation)
-can be read off as differences. Where JAX has a GPU backend (and jax-triton is installed) the
-same rounds also time jitted calls of jax.nn.softmax, multisoftmax.jax.softmax, the plan's
-jax_triton.triton_call alone and `2 * x` (what XLA's dispatch of a one-kernel executable
-costs), with one block_until_ready at the end: the issue's target is the jitted adapter
-within 1.1x of the jitted jax.nn.softmax.
+multisoftmax.torch.softmax (no grad / with grad), the backward alone (torch's and ours as
+autograd calls it, with no grad recorded), a forward and backward through autograd.grad
+(torch's and ours), the raw custom op, the plan executed directly, the cached compiled kernel
+launched alone, and torch.empty alone, so the cost of each layer (argument checks, custom-op
+dispatch, planning, Triton's launcher, allocation) can be read off as differences. Where JAX
+has a GPU backend (and jax-triton is installed) the same rounds also time jitted calls of
+jax.nn.softmax, multisoftmax.jax.softmax, the plan's jax_triton.triton_call alone and `2 * x`
+(what XLA's dispatch of a one-kernel executable costs), with one block_until_ready at the end:
+the issue's target is the jitted adapter within 1.1x of the jitted jax.nn.softmax.
 
     python bench/overhead.py [--calls 2000] [--rounds 7] [--out overhead.json] [--shape M N] [--dtype D]
 """
@@ -82,6 +83,13 @@ def main():
         "planning (dispatch.plan_forward, cached)": lambda: dispatch.plan_forward(M, N, N, N, args.dtype, False, sms),
         "torch.empty (allocating y)": lambda: torch.empty(x.shape, dtype=x.dtype, device=x.device),
     }
+    yb, dy = torch.softmax(x.float(), -1).to(x.dtype), torch.randn_like(x)
+    rows.update({
+        "torch backward (torch._softmax_backward_data)": lambda: torch._softmax_backward_data(dy, yb, -1, yb.dtype),
+        "multisoftmax backward (eager, as autograd calls it)": lambda: mt._backward_fast(yb, dy, False),
+        "torch.softmax forward + backward (autograd.grad)": lambda: torch.autograd.grad(torch.softmax(xg, -1), xg, dy),
+        "multisoftmax forward + backward (autograd.grad)": lambda: torch.autograd.grad(mt.softmax(xg), xg, dy),
+    })
     if dispatch.cooperative(plan):
         rows["the stream's SMs (multisoftmax.sms.share)"] = lambda: sm_share.share(sms, stream)
     if len(plan) == 1:  # its outputs as the adapter passes them (counters from the per-stream pool)

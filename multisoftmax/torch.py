@@ -109,19 +109,54 @@ def _forward(x: torch.Tensor, log: bool) -> torch.Tensor:
     return _forward_checked(x, log)
 
 
-# (shape, strides, dtype, log, device index) -> the plan's one launch, for CUDA inputs whose
-# plan reads only x and writes only y: _call_forward's short path, which skips the layers
-# between it and the cached compiled kernel (host time: bench/overhead.py).
+# The short path of eager calls (`_forward_fast`, `_backward_fast`): a plan of one launch, kept
+# by its call's key (direction, shape, strides, dtype, log, device index), skips the layers
+# between the adapter and the cached compiled kernel (host time: bench/overhead.py).
+# _SHORT_PATH: key -> (the launch, ()), for launches that write y (dx) alone.
 _SHORT_PATH: dict = {}
-# The same for plans of one cooperative launch (few long rows: LLM logits at decode), which
-# also writes partials and counters: key + (stream, the stream's SMs) -> (the launch, the
-# tensors it writes before y). Those tensors are the stream's own: calls on one stream run in
-# order, so each call may reuse them (the kernels leave their counters fit for the next launch),
-# and the SMs the plan was made for are asked again each call (a stream handle may be reused
-# by a stream of another green context). Not while a CUDA graph is captured: a graph keeps its
-# own partials (the full path allocates them from the graph's pool).
+# _SHORT_COOP: key + (stream, the stream's SMs) -> (the launch, the tensors it writes before y),
+# for one cooperative launch (few long rows: LLM logits at decode), which also writes partials and
+# counters. Those tensors are the stream's own: calls on one stream run in order, so each call may
+# reuse them (the kernels leave their counters fit for the next launch), and the SMs the plan was
+# made for are asked again each call (a stream handle may be reused by a stream of another green
+# context). Not while a CUDA graph is captured: a graph keeps its own partials (the full path
+# allocates them from the graph's pool).
 _SHORT_COOP: dict = {}
 _capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", torch.cuda.is_current_stream_capturing)
+
+
+def _short_get(key, device: int):
+    """The short path's (launch, outputs before y) for `key` on CUDA device `device`, or None
+    (not seen yet, or the device is not the current one)."""
+    if device != torch.cuda.current_device():
+        return None
+    hit = _SHORT_PATH.get(key)
+    if hit is not None or not _SHORT_COOP or _capturing():
+        return hit
+    stream = _current_stream(device)
+    return _SHORT_COOP.get(key + (stream, sms.share(_num_sms(device), stream)))
+
+
+def _short_put(key, launches, out: torch.Tensor):
+    """Keep `launches` for the short path where it can take them (one launch, on the current
+    CUDA device; cooperative ones not during a capture) and return the outputs to launch it
+    with (`out` last), else None (the caller runs the full path)."""
+    if not out.is_cuda or len(launches) != 1 or out.get_device() != torch.cuda.current_device():
+        return None
+    (only,) = launches
+    if len(_SHORT_PATH) + len(_SHORT_COOP) > 16384:  # shapes without end (dynamic lengths): start again
+        _SHORT_PATH.clear()
+        _SHORT_COOP.clear()
+    if len(only.outputs) == 1:
+        _SHORT_PATH[key] = (only, ())
+        return (out,)
+    if not dispatch.cooperative(launches) or _capturing():
+        return None
+    device = out.get_device()
+    stream = _current_stream(device)
+    outs = launch.torch_outputs(only, {}, out.dtype, out.device, out)
+    _SHORT_COOP[key + (stream, sms.share(_num_sms(device), stream))] = (only, tuple(outs[:-1]))
+    return tuple(outs)
 
 
 def _forward_checked(x: torch.Tensor, log: bool) -> torch.Tensor:
@@ -131,20 +166,10 @@ def _forward_checked(x: torch.Tensor, log: bool) -> torch.Tensor:
         return y
     xr = _row_major(x)
     launches = _plan(dispatch.plan_forward, x, M, N, xr.stride(0), N, _DTYPE_NAMES[x.dtype], log)
-    if xr is x and x.is_cuda and len(launches) == 1:
-        (only,) = launches
-        key = (x.shape, x.stride(), x.dtype, log, x.get_device())
-        if len(_SHORT_PATH) + len(_SHORT_COOP) > 16384:  # shapes without end (dynamic lengths): start again
-            _SHORT_PATH.clear()
-            _SHORT_COOP.clear()
-        if len(only.outputs) == 1:
-            _SHORT_PATH[key] = only
-        elif dispatch.cooperative(launches) and x.get_device() == torch.cuda.current_device() and not _capturing():
-            stream = _current_stream(x.get_device())
-            outs = launch.torch_outputs(only, {}, x.dtype, x.device, y)
-            _SHORT_COOP[key + (stream, sms.share(_num_sms(x.get_device()), stream))] = (only, tuple(outs[:-1]))
-            launch.launch_compiled(only, (x,), outs, x.dtype, x.get_device())
-            return y
+    outs = _short_put(("fwd", x.shape, x.stride(), x.dtype, log, x.get_device()), launches, y) if xr is x else None
+    if outs is not None:
+        launch.launch_compiled(launches[0], (x,), outs, x.dtype, x.get_device())
+        return y
     return _launch(launches, {"x": xr}, y)
 
 
@@ -155,9 +180,29 @@ def _backward(y: torch.Tensor, dy: torch.Tensor, log: bool) -> torch.Tensor:
     M, N = y.shape
     if M == 0 or N == 0:
         return dx
-    y, dy = _row_major(y), _row_major(dy)
-    launches = _plan(dispatch.plan_backward, y, M, N, y.stride(0), dy.stride(0), N, _DTYPE_NAMES[y.dtype], log)
-    return _launch(launches, {"y": y, "dy": dy}, dx)
+    yr, dyr = _row_major(y), _row_major(dy)
+    launches = _plan(dispatch.plan_backward, yr, M, N, yr.stride(0), dyr.stride(0), N, _DTYPE_NAMES[y.dtype], log)
+    outs = _short_put(("bwd", y.shape, y.stride(), dy.stride(), y.dtype, log, y.get_device()), launches, dx) \
+        if yr is y and dyr is dy else None
+    if outs is not None:
+        launch.launch_compiled(launches[0], (y, dy), outs, y.dtype, y.get_device())
+        return dx
+    return _launch(launches, {"y": yr, "dy": dyr}, dx)
+
+
+def _backward_fast(y: torch.Tensor, dy: torch.Tensor, log: bool) -> torch.Tensor:
+    """`_backward` for the autograd Functions' eager backward (y is the forward's output, dy
+    the gradient autograd passes: one shape, dtype and device), through the short path when this
+    call's shapes and strides were seen before on CUDA."""
+    if y.is_cuda and dy.is_cuda and dy.dtype == y.dtype and dy.dim() == 2:
+        device = y.get_device()
+        hit = _short_get(("bwd", y.shape, y.stride(), dy.stride(), y.dtype, log, device), device)
+        if hit is not None and dy.get_device() == device and dy.shape == y.shape:
+            only, scratch = hit
+            dx = torch.empty(y.shape, dtype=y.dtype, device=y.device)
+            launch.launch_compiled(only, (y, dy), (*scratch, dx), y.dtype, device)
+            return dx
+    return _backward(y, dy, log)
 
 
 # The registered ops: what torch.compile traces and tensor subclasses dispatch through. Eager
@@ -266,24 +311,16 @@ def _call_forward(x2: torch.Tensor, log: bool) -> torch.Tensor:
 
 
 def _forward_fast(x2: torch.Tensor, log: bool) -> torch.Tensor:
-    """`_forward_checked`, through `_SHORT_PATH` (or `_SHORT_COOP`, on the same stream) when
-    this shape was seen before on CUDA."""
+    """`_forward_checked`, through the short path (`_short_get`) when this shape was seen
+    before on CUDA."""
     if x2.is_cuda:
         device = x2.get_device()
-        key = (x2.shape, x2.stride(), x2.dtype, log, device)
-        only = _SHORT_PATH.get(key)
-        if only is not None and device == torch.cuda.current_device():
+        hit = _short_get(("fwd", x2.shape, x2.stride(), x2.dtype, log, device), device)
+        if hit is not None:
+            only, scratch = hit
             y = torch.empty(x2.shape, dtype=x2.dtype, device=x2.device)
-            launch.launch_compiled(only, (x2,), (y,), x2.dtype, device)
+            launch.launch_compiled(only, (x2,), (*scratch, y), x2.dtype, device)
             return y
-        if _SHORT_COOP and device == torch.cuda.current_device() and not _capturing():
-            stream = _current_stream(device)
-            hit = _SHORT_COOP.get(key + (stream, sms.share(_num_sms(device), stream)))
-            if hit is not None:
-                only, scratch = hit
-                y = torch.empty(x2.shape, dtype=x2.dtype, device=x2.device)
-                launch.launch_compiled(only, (x2,), (*scratch, y), x2.dtype, device)
-                return y
     return _forward_checked(x2, log)  # _softmax checked dtype and device; x2 is 2-D
 
 
@@ -304,7 +341,7 @@ def _softmax_vjp(y: torch.Tensor, dy: torch.Tensor, log: bool) -> torch.Tensor:
         return dy - torch.exp(y) * dy.sum(-1, keepdim=True) if log else y * (dy - (dy * y).sum(-1, keepdim=True))
     if torch.is_grad_enabled() or _functorch_wrapped(dy) or _fwad._current_level >= 0:
         return _SoftmaxVJP.apply(y, dy, log)
-    return _backward(y, dy, log)
+    return _backward_fast(y, dy, log)
 
 
 class _EagerSoftmax(torch.autograd.Function):

@@ -296,12 +296,12 @@ def test_coop_in_a_cuda_graph():
 
 
 def test_coop_short_path(monkeypatch):
-    """Eager forwards of a cooperative plan (few long rows) after the first take the adapter's
-    short path (`_SHORT_COOP`), keyed by stream and the stream's SMs: right on new inputs each
-    call, on counters (with partials), TAG and keyed partials (SENT); a second stream gets its
+    """Eager forwards and backwards of a cooperative plan (few long rows) after the first take the
+    adapter's short path (`_SHORT_COOP`), keyed by stream and the stream's SMs: right on new inputs
+    each call, on counters (with partials), TAG and keyed partials (SENT); a second stream gets its
     own entry; a stream that reports fewer SMs misses the entry made for the whole GPU and is
     planned for its share; a CUDA graph captured after eager calls on its stream replays right
-    (capture takes the full path)."""
+    (capture takes the full path: test_coop_in_a_cuda_graph)."""
     import multisoftmax.torch as adapter
     from multisoftmax import sms
 
@@ -311,15 +311,24 @@ def test_coop_short_path(monkeypatch):
              (1, 1_048_576, "float32", True)]
     for M, N, dtype, log in cases:
         f, f64 = (mt.log_softmax, torch.log_softmax) if log else (mt.softmax, torch.softmax)
-        plan = dispatch.plan_forward(M, N, N, N, dtype, log, device_sms)
-        assert len(plan) == 1 and dispatch.cooperative(plan), (M, N, dtype)
-        stream = torch.cuda.current_stream().cuda_stream
-        key = ((M, N), (N, 1), getattr(torch, dtype), log, 0, stream, device_sms)
-        adapter._SHORT_COOP.pop(key, None)
+        T = getattr(torch, dtype)
+        fwd = dispatch.plan_forward(M, N, N, N, dtype, log, device_sms)
+        bwd = dispatch.plan_backward(M, N, N, N, N, dtype, log, device_sms)
+        assert len(fwd) == 1 and dispatch.cooperative(fwd) and len(bwd) == 1 and dispatch.cooperative(bwd)
+        tail = (0, torch.cuda.current_stream().cuda_stream, device_sms)
+        keys = (("fwd", (M, N), (N, 1), T, log) + tail, ("bwd", (M, N), (N, 1), (N, 1), T, log) + tail)
+        for key in keys:
+            adapter._SHORT_COOP.pop(key, None)
         for call in range(3):
-            x = (torch.randn(M, N, device="cuda", generator=g) * 3).to(getattr(torch, dtype))
-            ref.assert_close(f(x).double().cpu(), f64(x.double(), -1).cpu(), dtype, f"{M}x{N} call {call}")
-            assert adapter._SHORT_COOP[key][0] is plan[0]
+            x = (torch.randn(M, N, device="cuda", generator=g) * 3).to(T).requires_grad_()
+            y = f(x)
+            dy = torch.randn(M, N, device="cuda", generator=g).to(T)
+            (dx,) = torch.autograd.grad(y, x, dy)
+            y = y.detach()
+            ref.assert_close(y.double().cpu(), f64(x.detach().double(), -1).cpu(), dtype, f"{M}x{N} call {call}")
+            expected = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=log)
+            ref.assert_close(dx.double().cpu(), expected, dtype, f"{M}x{N} bwd call {call}", scale_atol=True)
+            assert adapter._SHORT_COOP[keys[0]][0] is fwd[0] and adapter._SHORT_COOP[keys[1]][0] is bwd[0]
     side = torch.cuda.Stream()
     x = (torch.randn(8, 256_000, device="cuda", generator=g) * 3).to(torch.bfloat16)
     side.wait_stream(torch.cuda.current_stream())
@@ -328,17 +337,48 @@ def test_coop_short_path(monkeypatch):
             y_side = mt.softmax(x)
     torch.cuda.synchronize()
     _check_softmax(y_side, x, "bfloat16", "side stream")
-    assert ((8, 256_000), (256_000, 1), torch.bfloat16, False, 0, side.cuda_stream, device_sms) in adapter._SHORT_COOP
+    assert ("fwd", (8, 256_000), (256_000, 1), torch.bfloat16, False, 0, side.cuda_stream, device_sms) \
+        in adapter._SHORT_COOP
     # A stream of 16 SMs (as a green context's): the entry for the whole GPU must not be taken.
     monkeypatch.setattr(sms, "share", lambda device_sms, stream=None: 16)
     x = (torch.randn(1, 128_256, device="cuda", generator=g) * 3).to(torch.bfloat16)
     for call in range(2):
         _check_softmax(mt.softmax(x), x, "bfloat16", f"16 SMs, call {call}")
     stream = torch.cuda.current_stream().cuda_stream
-    whole, share = (adapter._SHORT_COOP[((1, 128_256), (128_256, 1), torch.bfloat16, False, 0, stream, n)][0]
+    whole, share = (adapter._SHORT_COOP[("fwd", (1, 128_256), (128_256, 1), torch.bfloat16, False, 0, stream, n)][0]
                     for n in (device_sms, 16))
     assert share is dispatch.plan_forward(1, 128_256, 128_256, 128_256, "bfloat16", False, 16)[0]
     assert share.grid[0] <= 16 < whole.grid[0]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_rows_short_path_backward(dtype):
+    """Eager backwards of a rows plan take the short path after the first (`_SHORT_PATH`, keyed
+    by both strides): right on new inputs each call; a dy of other strides (a column slice, an
+    expanded gradient) takes its own entry or the full path, and is right too."""
+    import multisoftmax.torch as adapter
+
+    g = torch.Generator(device="cuda").manual_seed(12)
+    T = getattr(torch, dtype)
+    M, N = 32, 1000
+    key = ("bwd", (M, N), (N, 1), (N, 1), T, False, 0)
+    adapter._SHORT_PATH.pop(key, None)
+    for call in range(3):
+        x = torch.randn(M, N, device="cuda", generator=g).to(T).requires_grad_()
+        y = mt.softmax(x)
+        dy = torch.randn(M, N, device="cuda", generator=g).to(T)
+        (dx,) = torch.autograd.grad(y, x, dy)
+        expected = ref.softmax_backward(y.detach().double().cpu().numpy(), dy.double().cpu().numpy())
+        ref.assert_close(dx.double().cpu(), expected, dtype, f"call {call}", scale_atol=True)
+        assert adapter._SHORT_PATH[key][0] is dispatch.plan_backward(M, N, N, N, N, dtype, False, _sms())[0]
+    wide = torch.randn(M, N + 24, device="cuda", generator=g).to(T)
+    for dy in (wide[:, :N], torch.ones(1, N, device="cuda", dtype=T).expand(M, N), wide[:, 24:]):
+        for call in range(2):
+            x = torch.randn(M, N, device="cuda", generator=g).to(T).requires_grad_()
+            y = mt.softmax(x)
+            (dx,) = torch.autograd.grad(y, x, dy)
+            expected = ref.softmax_backward(y.detach().double().cpu().numpy(), dy.double().cpu().numpy())
+            ref.assert_close(dx.double().cpu(), expected, dtype, f"dy strides {dy.stride()}", scale_atol=True)
 
 
 @pytest.mark.parametrize("N", [1001, 16385])
