@@ -84,9 +84,17 @@ def main():
         "torch.empty (allocating y)": lambda: torch.empty(x.shape, dtype=x.dtype, device=x.device),
     }
     yb, dy = torch.softmax(x.float(), -1).to(x.dtype), torch.randn_like(x)
+
+    def full_backward(y, dy):  # the adapter's backward before its short path: checks, plan, _launch
+        mt._check_tensors("softmax_bwd", y=y, dy=dy)
+        dx = torch.empty(y.shape, dtype=y.dtype, device=y.device)
+        launches = mt._plan(dispatch.plan_backward, y, M, N, N, N, N, args.dtype, False)
+        return mt._launch(launches, {"y": y, "dy": dy}, dx)
+
     rows.update({
         "torch backward (torch._softmax_backward_data)": lambda: torch._softmax_backward_data(dy, yb, -1, yb.dtype),
         "multisoftmax backward (eager, as autograd calls it)": lambda: mt._backward_fast(yb, dy, False),
+        "multisoftmax backward, full path (as before its short path)": lambda: full_backward(yb, dy),
         "torch.softmax forward + backward (autograd.grad)": lambda: torch.autograd.grad(torch.softmax(xg, -1), xg, dy),
         "multisoftmax forward + backward (autograd.grad)": lambda: torch.autograd.grad(mt.softmax(xg), xg, dy),
     })
