@@ -73,9 +73,19 @@ def _check_tensors(op: str, **tensors: torch.Tensor) -> None:
                              f"{tuple(t.shape)} {t.dtype} must have one shape and dtype")
 
 
+def _words_fit(t: torch.Tensor) -> bool:
+    """Whether t's first element may start a 32-bit word: kernels that hold 16-bit values packed
+    (PACK) load two at a time as one word, which must be 4-byte aligned. A 16-bit view one element
+    into its storage is not (on the H100 such calls failed with a CUDA error: bench/results/h100/
+    probe_misaligned.log); torch allocates on 512-byte boundaries, so every other is."""
+    return t.element_size() != 2 or t.data_ptr() % 4 == 0
+
+
 def _row_major(t: torch.Tensor) -> torch.Tensor:
-    """The tensor itself if its columns are contiguous, else a contiguous copy."""
-    return t if t.stride(1) == 1 or t.shape[1] <= 1 else t.contiguous()
+    """The tensor itself if its columns are contiguous (and `_words_fit`), else a contiguous copy."""
+    if (t.stride(1) == 1 or t.shape[1] <= 1) and _words_fit(t):
+        return t
+    return t.clone(memory_format=torch.contiguous_format)
 
 
 # The current stream's CUstream handle on a device index: torch's raw getter where it has one
@@ -197,7 +207,8 @@ def _backward_fast(y: torch.Tensor, dy: torch.Tensor, log: bool) -> torch.Tensor
     if y.is_cuda and dy.is_cuda and dy.dtype == y.dtype and dy.dim() == 2:
         device = y.get_device()
         hit = _short_get(("bwd", y.shape, y.stride(), dy.stride(), y.dtype, log, device), device)
-        if hit is not None and dy.get_device() == device and dy.shape == y.shape:
+        if hit is not None and dy.get_device() == device and dy.shape == y.shape and _words_fit(y) \
+                and _words_fit(dy):
             only, scratch = hit
             dx = torch.empty(y.shape, dtype=y.dtype, device=y.device)
             launch.launch_compiled(only, (y, dy), (*scratch, dx), y.dtype, device)
@@ -316,7 +327,7 @@ def _forward_fast(x2: torch.Tensor, log: bool) -> torch.Tensor:
     if x2.is_cuda:
         device = x2.get_device()
         hit = _short_get(("fwd", x2.shape, x2.stride(), x2.dtype, log, device), device)
-        if hit is not None:
+        if hit is not None and _words_fit(x2):
             only, scratch = hit
             y = torch.empty(x2.shape, dtype=x2.dtype, device=x2.device)
             launch.launch_compiled(only, (x2,), (*scratch, y), x2.dtype, device)

@@ -381,6 +381,32 @@ def test_rows_short_path_backward(dtype):
             ref.assert_close(dx.double().cpu(), expected, dtype, f"dy strides {dy.stride()}", scale_atol=True)
 
 
+@pytest.mark.parametrize("M,N,log", [(16, 1_048_576, False), (256, 65_536, True), (64, 256_000, False)])
+def test_packed_plans_on_a_view_off_a_word_boundary(M, N, log):
+    """bf16 views one element into their storage (not 4-byte aligned) on plans that hold values
+    packed in 32-bit words (PACK): forward and backward right, twice (the second call through the
+    short path, whose entry an aligned call made first). Before `_words_fit` these failed with a
+    CUDA error (bench/results/h100/probe_misaligned.log)."""
+    f, f64 = (mt.log_softmax, torch.log_softmax) if log else (mt.softmax, torch.softmax)
+    sms = _sms()
+    assert dispatch.plan_forward(M, N, N, N, "bfloat16", log, sms)[0].kwargs["PACK"] or \
+        dispatch.plan_backward(M, N, N, N, N, "bfloat16", log, sms)[0].kwargs["PACK"]
+    g = torch.Generator(device="cuda").manual_seed(13)
+    aligned = (torch.randn(M, N, device="cuda", generator=g) * 3).to(torch.bfloat16).requires_grad_()
+    torch.autograd.grad(f(aligned), aligned, torch.ones_like(aligned))  # the short path's entries
+    for call in range(2):
+        buf = (torch.randn(M * N + 1, device="cuda", generator=g) * 3).to(torch.bfloat16)
+        x = buf[1:].view(M, N).requires_grad_()
+        dy = torch.randn(M * N + 1, device="cuda", generator=g).to(torch.bfloat16)[1:].view(M, N)
+        assert x.data_ptr() % 4 == 2 and dy.data_ptr() % 4 == 2
+        y = f(x)
+        (dx,) = torch.autograd.grad(y, x, dy)
+        y = y.detach()
+        ref.assert_close(y.double().cpu(), f64(x.detach().double(), -1).cpu(), "bfloat16", f"fwd call {call}")
+        expected = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=log)
+        ref.assert_close(dx.double().cpu(), expected, "bfloat16", f"bwd call {call}", scale_atol=True)
+
+
 @pytest.mark.parametrize("N", [1001, 16385])
 def test_cached_launch_tells_pointer_alignment_apart(N):
     """The compiled kernel is cached per pointer alignment: a row slice that starts off a

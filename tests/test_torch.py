@@ -50,6 +50,27 @@ def test_non_contiguous_and_expanded(torch_device, ops):
             ref.assert_close(ours(x, dim).cpu(), theirs(x.double(), dim).cpu(), "float32", f"{name} dim={dim}")
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_16bit_view_off_a_word_boundary(torch_device, dtype):
+    """A 16-bit view one element into its storage (not 4-byte aligned) is copied before the
+    kernels, which may load two values as one 32-bit word (PACK: on the GPU a misaligned access
+    otherwise); forward and backward right, the input unmodified; float32 views are not copied."""
+    x = randn(4 * 96 + 1, dtype=dtype, device=torch_device, seed=5)[1:].view(4, 96)
+    assert x.data_ptr() % 4 == 2
+    xr = mt._row_major(x)
+    assert xr is not x and xr.data_ptr() % 4 == 0 and torch.equal(xr, x)
+    x32 = randn(4 * 96 + 1, device=torch_device, seed=6)[1:].view(4, 96)
+    assert mt._row_major(x32) is x32
+    x_before = x.clone()
+    for log in (False, True):
+        y = torch.ops.multisoftmax.softmax_fwd(x, log)
+        ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), -1, log), NAMES[dtype], "fwd")
+        dx = torch.ops.multisoftmax.softmax_bwd(y, x, log)  # dy: the misaligned view
+        expected = ref.softmax_backward(y.double().cpu().numpy(), x.double().cpu().numpy(), log=log)
+        ref.assert_close(dx.double().cpu(), expected, NAMES[dtype], "bwd", scale_atol=True)
+    assert torch.equal(x, x_before)
+
+
 @pytest.mark.parametrize("ops", OPS, ids=OP_IDS)
 def test_special_values_match_torch(torch_device, ops):
     ours, theirs, _ = ops
