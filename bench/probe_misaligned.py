@@ -13,6 +13,9 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+from uninterpreted import run_uninterpreted  # noqa: E402
+
 CASES = [(16, 1_048_576, "fwd"), (16, 1_048_576, "bwd"), (2048, 65_536, "fwd"), (64, 256_000, "bwd"),
          (1, 128_256, "fwd"), (32, 1000, "fwd"), (32, 1000, "bwd")]
 
@@ -48,8 +51,7 @@ def main():
     for M, N, direction in CASES:
         code = CHILD.format(M=M, N=N, direction=direction)
         try:
-            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                                 cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+            out = run_uninterpreted(code, timeout=120)
             last = (out.stdout.strip().splitlines() or [""])[-1] if out.returncode == 0 else \
                 "FAILED " + (out.stderr.strip().splitlines() or ["?"])[-1]
         except subprocess.TimeoutExpired:
