@@ -174,6 +174,12 @@ the backward of rows of 1M values under a register cap, the float32 log_softmax 
 (--cap-log32b) on more grids within dispatch's COOP_CAP32 bounds and beside them; (--cap-fwd16) the
 bf16 forward's plans under a register cap; (--bwd16-4w) the 16-bit backward of rows of 1M values in
 8192-value chunks at 4 warps.
+
+    python bench/probe_coop.py --evict > bench/results/h100/probe_evict.log
+
+the cooperative forward with cache hints (scratch kernels): x loaded with evict_first and y
+stored with evict_first (EF), y stored streaming, cache_modifier ".cs" (CS), both (EFCS); and
+TAG's 4-warp chunks with POLY under a cap of 64 registers (TP64).
 (One mode a call.)
 """
 
@@ -1649,6 +1655,51 @@ def bwd16_4w(sms, cases=BWD16_4W_CASES):
               + _compare(M, N, dtype, "bwd", log, [("dispatch", plan), ("8192x4", four)], sms), flush=True)
 
 
+# Cache hints on the cooperative forward's streams (--evict): x is read once and y written once,
+# so neither needs to stay in L2; the partials and TAG's slots, which the waits read, do.
+_X_PACKED = "wx = tl.load(x_ptr.to(tl.pointer_type(tl.int32)) + x_offs, mask=mask, other=_pack(ninf, ninf, io_ty))"
+_X_PLAIN = 'x = tl.load(x_ptr + x_offs, mask=mask, other=-float("inf")).to(acc_ty)'
+_Y_PACKED = "tl.store(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, _pack(y_lo, y_hi, io_ty), mask=mask)"
+_Y_PLAIN = "tl.store(y_ptr + y_offs, y.to(y_ptr.dtype.element_ty), mask=mask)"
+
+
+def _hinted(load_hint, store_hint):
+    edits = []
+    if load_hint:
+        edits += [(_X_PACKED, _X_PACKED[:-1] + f", {load_hint})"), (_X_PLAIN, _X_PLAIN.replace(
+            '-float("inf"))', f'-float("inf"), {load_hint})'))]
+    if store_hint:
+        edits += [(_Y_PACKED, _Y_PACKED[:-1] + f", {store_hint})"), (_Y_PLAIN, _Y_PLAIN[:-1] + f", {store_hint})")]
+    return {"softmax_fwd_coop": edits}
+
+
+EVICT_VARIANTS = {"EF": ('eviction_policy="evict_first"', 'eviction_policy="evict_first"'),
+                  "CS": (None, 'cache_modifier=".cs"'),
+                  "EFCS": ('eviction_policy="evict_first"', 'cache_modifier=".cs"')}
+EVICT_CASES = [("bfloat16", 256, 256000, False), ("bfloat16", 256, 256000, True), ("bfloat16", 1024, 128256, False),
+               ("float16", 128, 1048576, False), ("bfloat16", 16, 1048576, False), ("float32", 64, 256000, False)]
+
+
+def evict(sms, cases=EVICT_CASES):
+    """dispatch's cooperative forward plan against the same kernel with cache hints (EVICT_VARIANTS:
+    scratch kernels softmax_fwd_coop_<name>) and, where it waits through TAG, the softmax with POLY
+    under Triton's maxnreg cap of 64 (TP64); twice each, by the benchmark's clock."""
+    import dataclasses
+    for name, (load_hint, store_hint) in EVICT_VARIANTS.items():
+        _function_variants("_" + name.lower(), _hinted(load_hint, store_hint))
+    for dtype, M, N, log in cases:
+        plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
+        assert plan[0].kernel == "softmax_fwd_coop", plan
+        variants = [("dispatch", plan)] + [
+            (name, (dataclasses.replace(plan[0], kernel="softmax_fwd_coop_" + name.lower()),))
+            for name in EVICT_VARIANTS]
+        kw = plan[0].kwargs
+        if kw["TAG"] and not log and kw["PACK"]:
+            variants.append(("TP64", tune.with_meta(plan, POLY=True, maxnreg=64)))
+        print(_head(M, N, dtype, "fwd", log, plan, sms) + f"tag={kw['TAG']:d},sent={kw['SENT']:d},"
+              f"poly={kw['POLY']:d} | " + _compare(M, N, dtype, "fwd", log, variants, sms), flush=True)
+
+
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
@@ -1669,7 +1720,7 @@ def main():
              "--sent-wide-llm": lambda sms: sent_wide(sms, [(64, 256000), (64, 128256), (32, 256000)], logs=(False,)),
              "--sent-more-few": lambda sms: sent_more(sms, SENT_MORE_FEW, ()), "--split-tiny": split_tiny,
              "--jax-fresh": jax_fresh, "--narrow-llm": narrow_llm, "--reload-x": reload_x,
-             "--poly": poly, "--tag-wide": tag_wide, "--tag-poly": tag_poly, "--cap-bwd": cap_bwd, "--cap-log32": cap_log32, "--cap-fwd16": cap_fwd16, "--bwd16-4w": bwd16_4w,
+             "--poly": poly, "--tag-wide": tag_wide, "--tag-poly": tag_poly, "--cap-bwd": cap_bwd, "--cap-log32": cap_log32, "--cap-fwd16": cap_fwd16, "--evict": evict, "--bwd16-4w": bwd16_4w,
              "--cap-log32b": lambda sms: cap_log32(sms, [], CAP_LOG32_MORE), "--scan": scan, "--mid16": mid16,
              "--mid16b": lambda sms: mid16(sms, [(341, 393216), (256, 524288), (170, 786432)], names=("dispatch", "P4", "T4")),
              "--mid16c": lambda sms: (
