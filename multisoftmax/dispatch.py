@@ -1074,3 +1074,72 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
                (M, N, stride_ym, stride_dym, stride_dxm, chunk, n_chunks),
                (("dx", (M, N), "io"),), (M, n_chunks), tuple(apply.items())),
     )
+
+
+# --------------------------------------------------------------------------------------
+# The softmax over a middle axis (kernels/columns.py): x as (B, N, T), reduced over N, T
+# contiguous. A program holds BLOCK_N x BLOCK_T values: BLOCK_T neighbouring columns, each
+# reduced position's BLOCK_T values read as one contiguous run.
+# --------------------------------------------------------------------------------------
+# COLS_MIN_RUN: a run is at least this many values where T allows (64 bytes of float32, one
+# 32-byte sector of a 16-bit type). COLS_RUN_BYTES: and this many bytes in the looped kernel (a
+# 128-byte line), fewer only to keep COLS_MIN_PROGRAMS_PER_SM programs an SM. COLS_TILE: the
+# values a program's tile aims at (the rows kernel's 16 a thread at 8 warps); COLS_MAX_ONE_TILE:
+# the most one program holds (32 a thread at 16 warps), N up to this over COLS_MIN_RUN values
+# (N <= 1024); longer columns loop.
+COLS_MIN_RUN = 16
+COLS_RUN_BYTES = 128
+COLS_TILE = 4096
+COLS_MAX_ONE_TILE = 16384
+COLS_MIN_PROGRAMS_PER_SM = 4
+COLS_VALUES_PER_THREAD = 16
+
+
+def _columns_tiling(B: int, N: int, T: int, itemsize: int, num_sms: int, force: str | None = None):
+    """(BLOCK_N, BLOCK_T, ONE_TILE, num_warps) for a (B, N, T) softmax over N. `force`: "one_tile"
+    or "loop" regardless of N (tests)."""
+    t_pow = triton.next_power_of_2(T)
+    t_min = min(t_pow, COLS_MIN_RUN)
+    n_pow = triton.next_power_of_2(N)
+    one = n_pow * t_min <= COLS_MAX_ONE_TILE if force is None else force == "one_tile"
+    if one:
+        BLOCK_N = n_pow
+        BLOCK_T = min(t_pow, max(t_min, COLS_TILE // BLOCK_N))
+    else:
+        BLOCK_T = min(t_pow, max(t_min, COLS_RUN_BYTES // itemsize))
+    while BLOCK_T > t_min and B * triton.cdiv(T, BLOCK_T) < COLS_MIN_PROGRAMS_PER_SM * num_sms:
+        BLOCK_T //= 2
+    if not one:
+        BLOCK_N = max(1, min(n_pow, COLS_TILE // BLOCK_T))
+    tile = BLOCK_N * BLOCK_T
+    num_warps = max(1, min(16, tile // (32 * COLS_VALUES_PER_THREAD)))
+    return BLOCK_N, BLOCK_T, one, num_warps
+
+
+@functools.lru_cache(maxsize=4096)
+def plan_columns_forward(B: int, N: int, T: int, stride_xb: int, stride_xn: int, stride_yb: int, stride_yn: int,
+                         dtype: str, log: bool, num_sms: int, force: str | None = None) -> tuple[Launch, ...]:
+    """The launch computing y = softmax(x) (log_softmax if `log`) over axis 1 of (B, N, T) views
+    of x and y whose last axis is contiguous (kernels/columns.py). B, N, T >= 1. `force`: "one_tile"
+    or "loop" (tests)."""
+    BLOCK_N, BLOCK_T, one, num_warps = _columns_tiling(B, N, T, ITEMSIZE[dtype], num_sms, force)
+    meta = dict(BLOCK_N=BLOCK_N, BLOCK_T=BLOCK_T, ONE_TILE=one, LOG=log,
+                ALIGN=alignment(T, stride_xb, stride_xn, stride_yb, stride_yn), ACC_FP64=dtype == "float64",
+                num_warps=num_warps, num_stages=1 if one else 2)
+    return (Launch("softmax_fwd_cols", ("x",), (B, N, T, stride_xb, stride_xn, stride_yb, stride_yn),
+                   (("y", (B, N, T), "io"),), (B * triton.cdiv(T, BLOCK_T),), tuple(meta.items())),)
+
+
+@functools.lru_cache(maxsize=4096)
+def plan_columns_backward(B: int, N: int, T: int, stride_yb: int, stride_yn: int, stride_dyb: int, stride_dyn: int,
+                          stride_dxb: int, stride_dxn: int, dtype: str, log: bool, num_sms: int,
+                          force: str | None = None) -> tuple[Launch, ...]:
+    """The launch computing dx from y and dy over axis 1 of (B, N, T) views (see
+    plan_columns_forward)."""
+    BLOCK_N, BLOCK_T, one, num_warps = _columns_tiling(B, N, T, ITEMSIZE[dtype], num_sms, force)
+    meta = dict(BLOCK_N=BLOCK_N, BLOCK_T=BLOCK_T, ONE_TILE=one, LOG=log,
+                ALIGN=alignment(T, stride_yb, stride_yn, stride_dyb, stride_dyn, stride_dxb, stride_dxn),
+                ACC_FP64=dtype == "float64", num_warps=num_warps, num_stages=1 if one else 2)
+    return (Launch("softmax_bwd_cols", ("y", "dy"),
+                   (B, N, T, stride_yb, stride_yn, stride_dyb, stride_dyn, stride_dxb, stride_dxn),
+                   (("dx", (B, N, T), "io"),), (B * triton.cdiv(T, BLOCK_T),), tuple(meta.items())),)

@@ -171,6 +171,40 @@ def _bwd_call(log: bool):
     return call
 
 
+@functools.cache
+def _fwd_cols_call(log: bool):
+    """`_fwd_call` for (B, N, T) arrays reduced over axis 1 (kernels/columns.py)."""
+    @jax.custom_batching.custom_vmap
+    def call(x):
+        B, N, T = x.shape
+        plan = dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, _DTYPE_NAMES[x.dtype], log, _num_sms())
+        return _execute(plan, {"x": x}, x.dtype)
+
+    @call.def_vmap
+    def _(axis_size, in_batched, x):
+        # Columns are independent: the batch axis (in front) is more of B.
+        return call(x.reshape(-1, *x.shape[2:])).reshape(x.shape), True
+
+    return call
+
+
+@functools.cache
+def _bwd_cols_call(log: bool):
+    @jax.custom_batching.custom_vmap
+    def call(y, dy):
+        B, N, T = y.shape
+        plan = dispatch.plan_columns_backward(B, N, T, N * T, T, N * T, T, N * T, T, _DTYPE_NAMES[y.dtype], log,
+                                              _num_sms())
+        return _execute(plan, {"y": y, "dy": dy}, y.dtype)
+
+    @call.def_vmap
+    def _(axis_size, in_batched, y, dy):
+        y, dy = (a if b else jnp.broadcast_to(a, (axis_size, *a.shape)) for a, b in zip((y, dy), in_batched))
+        return call(y.reshape(-1, *y.shape[2:]), dy.reshape(-1, *dy.shape[2:])).reshape(y.shape), True
+
+    return call
+
+
 # --------------------------------------------------------------------------------------
 # differentiation
 # --------------------------------------------------------------------------------------
@@ -200,24 +234,52 @@ def _backward_2d_fwd(y, dy, log):
     return _backward_2d(y, dy, log), (y, dy)
 
 
-def _backward_2d_bwd(log, res, ddx):
-    """Derivatives of dx(y, dy) (see multisoftmax.torch._bwd_backward for the formulas)."""
+def _backward_2d_bwd(log, res, ddx, axis: int = -1):
+    """Derivatives of dx(y, dy) (see multisoftmax.torch._bwd_backward for the formulas), the
+    sums over `axis` (-1: rows; 1: `_backward_3d`'s columns)."""
     y, dy = res
     acc = jnp.promote_types(y.dtype, jnp.float32)
     y32, dy32, ddx32 = (a.astype(acc) for a in (y, dy, ddx))
     if log:
         p = jnp.exp(y32)
-        gy = -ddx32 * p * dy32.sum(-1, keepdims=True)
-        gdy = ddx32 - (ddx32 * p).sum(-1, keepdims=True)
+        gy = -ddx32 * p * dy32.sum(axis, keepdims=True)
+        gdy = ddx32 - (ddx32 * p).sum(axis, keepdims=True)
     else:
-        dot = (dy32 * y32).sum(-1, keepdims=True)
-        c = (ddx32 * y32).sum(-1, keepdims=True)
+        dot = (dy32 * y32).sum(axis, keepdims=True)
+        c = (ddx32 * y32).sum(axis, keepdims=True)
         gy = ddx32 * (dy32 - dot) - dy32 * c
         gdy = y32 * (ddx32 - c)
     return gy.astype(y.dtype), gdy.astype(dy.dtype)
 
 
 _backward_2d.defvjp(_backward_2d_fwd, _backward_2d_bwd)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+def _softmax_3d(x, log):
+    """`_softmax_2d` over axis 1 of a (B, N, T) array."""
+    return _fwd_cols_call(log)(x)
+
+
+def _softmax_3d_fwd(x, log):
+    y = _softmax_3d(x, log)
+    return y, y
+
+
+def _softmax_3d_bwd(log, y, dy):
+    return (_backward_3d(y, dy, log),)
+
+
+_softmax_3d.defvjp(_softmax_3d_fwd, _softmax_3d_bwd)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(2,))
+def _backward_3d(y, dy, log):
+    return _bwd_cols_call(log)(y, dy)
+
+
+_backward_3d.defvjp(lambda y, dy, log: (_backward_3d(y, dy, log), (y, dy)),
+                    lambda log, res, ddx: _backward_2d_bwd(log, res, ddx, axis=1))
 
 
 # --------------------------------------------------------------------------------------
@@ -254,6 +316,11 @@ def _softmax(x, axis, log: bool):
     axes = _normalize_axes(axis, x.ndim, name)
     if not _use_kernels() or x.size == 0:
         return jax.nn.log_softmax(x, axis) if log else jax.nn.softmax(x, axis)
+    if len(axes) == 1 and axes[0] != x.ndim - 1 and x.shape[axes[0]] > 1 and math.prod(x.shape[axes[0] + 1:]) > 1:
+        # One middle axis: the columns kernels read x where it lies, as (B, N, T) (row-major).
+        a = axes[0]
+        B, N, T = math.prod(x.shape[:a]), x.shape[a], math.prod(x.shape[a + 1:])
+        return _softmax_3d(x.reshape(B, N, T), log).reshape(x.shape)
     perm = [a for a in range(x.ndim) if a not in axes] + list(axes)  # reduced axes last
     xt = jnp.transpose(x, perm)  # an identity permutation costs nothing
     M = math.prod(xt.shape[: x.ndim - len(axes)])

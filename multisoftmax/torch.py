@@ -52,12 +52,14 @@ def _launch(launches, buffers: dict, out: torch.Tensor) -> torch.Tensor:
                           lambda l, ins, bufs: launch.torch_call(l, ins, bufs, out.dtype, out.device, out))
 
 
-def _check_tensors(op: str, **tensors: torch.Tensor) -> None:
-    """Device, dtype and shape checks shared by the two ops; names the offending argument."""
+def _check_tensors(op: str, rank: int = 2, /, **tensors: torch.Tensor) -> None:
+    """Device, dtype and shape checks shared by the ops (2-D: rows, 3-D: columns); names the
+    offending argument."""
     (first_name, first), *rest = tensors.items()
     for name, t in tensors.items():
-        if t.dim() != 2:
-            raise ValueError(f"{op}: {name} must be 2-D (M, N), got shape {tuple(t.shape)}")
+        if t.dim() != rank:
+            raise ValueError(f"{op}: {name} must be {'2-D (M, N)' if rank == 2 else '3-D (B, N, T)'}, "
+                             f"got shape {tuple(t.shape)}")
         if t.dtype not in _DTYPE_NAMES:
             raise TypeError(f"{op}: {name} has dtype {t.dtype}; supported: float16, bfloat16, "
                             f"float32, float64")
@@ -216,11 +218,46 @@ def _backward_fast(y: torch.Tensor, dy: torch.Tensor, log: bool) -> torch.Tensor
     return _backward(y, dy, log)
 
 
+def _inner_contiguous(t: torch.Tensor) -> torch.Tensor:
+    """A (B, N, T) tensor whose last axis is contiguous (itself, else a contiguous copy)."""
+    return t if t.stride(2) == 1 or t.shape[2] <= 1 else t.contiguous()
+
+
+def _columns_forward(x: torch.Tensor, log: bool) -> torch.Tensor:
+    """y = softmax(x) (log_softmax if `log`) over axis 1 of x (B, N, T); y is contiguous."""
+    _check_tensors("softmax_cols_fwd", 3, x=x)
+    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    if y.numel() == 0:
+        return y
+    B, N, T = x.shape
+    xc = _inner_contiguous(x)
+    launches = _plan(dispatch.plan_columns_forward, x, B, N, T, xc.stride(0), xc.stride(1), N * T, T,
+                     _DTYPE_NAMES[x.dtype], log)
+    return _launch(launches, {"x": xc}, y)
+
+
+def _columns_backward(y: torch.Tensor, dy: torch.Tensor, log: bool) -> torch.Tensor:
+    """dx from y = softmax(x) (log_softmax if `log`) over axis 1 and dy, all (B, N, T); dx is
+    contiguous."""
+    _check_tensors("softmax_cols_bwd", 3, y=y, dy=dy)
+    dx = torch.empty(y.shape, dtype=y.dtype, device=y.device)
+    if dx.numel() == 0:
+        return dx
+    B, N, T = y.shape
+    yc, dyc = _inner_contiguous(y), _inner_contiguous(dy)
+    launches = _plan(dispatch.plan_columns_backward, y, B, N, T, yc.stride(0), yc.stride(1), dyc.stride(0),
+                     dyc.stride(1), N * T, T, _DTYPE_NAMES[y.dtype], log)
+    return _launch(launches, {"y": yc, "dy": dyc}, dx)
+
+
 # The registered ops: what torch.compile traces and tensor subclasses dispatch through. Eager
 # calls use their implementations directly (see _call_forward): the dispatcher costs ~20-40 us
 # a call on the H100 machine (bench/overhead.py).
 _softmax_fwd = torch.library.custom_op("multisoftmax::softmax_fwd", _forward, mutates_args=())
 _softmax_bwd = torch.library.custom_op("multisoftmax::softmax_bwd", _backward, mutates_args=())
+# The same over axis 1 of (B, N, T) tensors: a softmax over a middle dim (kernels/columns.py).
+_softmax_cols_fwd = torch.library.custom_op("multisoftmax::softmax_cols_fwd", _columns_forward, mutates_args=())
+_softmax_cols_bwd = torch.library.custom_op("multisoftmax::softmax_cols_bwd", _columns_backward, mutates_args=())
 
 
 @_softmax_fwd.register_fake
@@ -235,6 +272,18 @@ def _(y, dy, log):
     return torch.empty(y.shape, dtype=y.dtype, device=y.device)
 
 
+@_softmax_cols_fwd.register_fake
+def _(x, log):
+    _check_tensors("softmax_cols_fwd", 3, x=x)
+    return torch.empty(x.shape, dtype=x.dtype, device=x.device)
+
+
+@_softmax_cols_bwd.register_fake
+def _(y, dy, log):
+    _check_tensors("softmax_cols_bwd", 3, y=y, dy=dy)
+    return torch.empty(y.shape, dtype=y.dtype, device=y.device)
+
+
 def _fwd_setup(ctx, inputs, output):
     ctx.log = inputs[1]
     ctx.save_for_backward(output)
@@ -245,13 +294,19 @@ def _fwd_backward(ctx, dy):
     return torch.ops.multisoftmax.softmax_bwd(y, dy, ctx.log), None
 
 
+def _cols_fwd_backward(ctx, dy):
+    (y,) = ctx.saved_tensors
+    return torch.ops.multisoftmax.softmax_cols_bwd(y, dy, ctx.log), None
+
+
 def _bwd_setup(ctx, inputs, output):
     y, dy, ctx.log = inputs
     ctx.save_for_backward(y, dy)
 
 
-def _bwd_backward(ctx, ddx):
-    """Derivatives of dx(y, dy), for double backward (torch ops; rarely on a hot path).
+def _bwd_backward(ctx, ddx, dim: int = -1):
+    """Derivatives of dx(y, dy), for double backward (torch ops; rarely on a hot path), the
+    sums <.,.> over `dim` (-1: rows; 1: the columns ops).
 
     softmax:     dx = y * (dy - <dy, y>)     -> d/dy: ddx*(dy - <dy,y>) - dy*<ddx,y>,
                                                 d/d(dy): y*(ddx - <ddx,y>)
@@ -261,14 +316,17 @@ def _bwd_backward(ctx, ddx):
     y, dy = ctx.saved_tensors
     if ctx.log:
         p = torch.exp(y)
-        return -ddx * p * dy.sum(-1, keepdim=True), ddx - (ddx * p).sum(-1, keepdim=True), None
-    dot = (dy * y).sum(-1, keepdim=True)
-    c = (ddx * y).sum(-1, keepdim=True)
+        return -ddx * p * dy.sum(dim, keepdim=True), ddx - (ddx * p).sum(dim, keepdim=True), None
+    dot = (dy * y).sum(dim, keepdim=True)
+    c = (ddx * y).sum(dim, keepdim=True)
     return ddx * (dy - dot) - dy * c, y * (ddx - c), None
 
 
 torch.library.register_autograd("multisoftmax::softmax_fwd", _fwd_backward, setup_context=_fwd_setup)
 torch.library.register_autograd("multisoftmax::softmax_bwd", _bwd_backward, setup_context=_bwd_setup)
+torch.library.register_autograd("multisoftmax::softmax_cols_fwd", _cols_fwd_backward, setup_context=_fwd_setup)
+torch.library.register_autograd("multisoftmax::softmax_cols_bwd", lambda ctx, ddx: _bwd_backward(ctx, ddx, 1),
+                                setup_context=_bwd_setup)
 
 
 def _softmax(x: torch.Tensor, dim: int, dtype: torch.dtype | None, log: bool) -> torch.Tensor:
@@ -303,6 +361,15 @@ def _softmax(x: torch.Tensor, dim: int, dtype: torch.dtype | None, log: bool) ->
     dim %= nd
     if dim == nd - 1 and nd == 2:  # already the (M, N) view: no view objects to build
         return _call_forward(x, log)
+    if dim != nd - 1 and x.stride(dim) != 1 and x.shape[dim] > 1 and math.prod(x.shape[dim + 1:]) > 1 \
+            and (torch.compiler.is_compiling() or not (_functorch_wrapped(x) or _fwad._current_level >= 0)):
+        # A middle dim, not contiguous: the columns kernels read x where it lies, as (B, N, T).
+        B, N, T = math.prod(x.shape[:dim]), x.shape[dim], math.prod(x.shape[dim + 1:])
+        try:
+            x3 = x.view(B, N, T)
+        except RuntimeError:  # the dims around `dim` do not merge into one stride each
+            x3 = x.contiguous().view(B, N, T)
+        return _call_columns(x3, log).view(x.shape)
     xt = x.movedim(dim, -1) if dim != nd - 1 else x
     y = _call_forward(xt.reshape(math.prod(xt.shape[:-1]), xt.shape[-1]), log)
     y = y.view(xt.shape)
@@ -319,6 +386,18 @@ def _call_forward(x2: torch.Tensor, log: bool) -> torch.Tensor:
     if x2.requires_grad and torch.is_grad_enabled():
         return _EagerSoftmax.apply(x2, log)
     return _forward_fast(x2, log)
+
+
+def _call_columns(x3: torch.Tensor, log: bool) -> torch.Tensor:
+    """`_call_forward` for a (B, N, T) view reduced over axis 1: the registered op where
+    torch.compile or a tensor subclass needs it; in eager mode its implementation, under
+    `_EagerColumns` where autograd records. (torch.func transforms and forward-mode AD take the
+    rows path, `_TransformSoftmax`, whose rules they need.)"""
+    if type(x3) is not torch.Tensor or torch.compiler.is_compiling():
+        return torch.ops.multisoftmax.softmax_cols_fwd(x3, log)
+    if x3.requires_grad and torch.is_grad_enabled():
+        return _EagerColumns.apply(x3, log)
+    return _columns_forward(x3, log)
 
 
 def _forward_fast(x2: torch.Tensor, log: bool) -> torch.Tensor:
@@ -370,6 +449,29 @@ class _EagerSoftmax(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dy: torch.Tensor):
         return _softmax_vjp(ctx.saved_tensors[0], dy, ctx.log), None
+
+
+class _EagerColumns(torch.autograd.Function):
+    """`_EagerSoftmax` for (B, N, T) views reduced over axis 1 (kernels/columns.py); a backward
+    that is itself differentiated (create_graph=True) goes through the registered op, whose
+    autograd has the double backward."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, log: bool) -> torch.Tensor:
+        y = _columns_forward(x, log)
+        ctx.log = log
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy: torch.Tensor):
+        (y,) = ctx.saved_tensors
+        if _legacy_batched(dy):  # as in _softmax_vjp: torch ops
+            return (dy - torch.exp(y) * dy.sum(1, keepdim=True) if ctx.log
+                    else y * (dy - (dy * y).sum(1, keepdim=True))), None
+        if torch.is_grad_enabled():
+            return torch.ops.multisoftmax.softmax_cols_bwd(y, dy, ctx.log), None
+        return _columns_backward(y, dy, ctx.log), None
 
 
 def _batch_first(t: torch.Tensor, dim: int | None, size: int) -> torch.Tensor:

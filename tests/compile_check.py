@@ -8,7 +8,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from multisoftmax import dispatch
-from multisoftmax.kernels import softmax as compiled
+from multisoftmax import kernels
 
 TRITON_TY = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64"}
 
@@ -23,7 +23,7 @@ def compile_launches(launches, dtype: str, target=GPUTarget("cuda", 90, 32), spe
     out = []
     acc = "fp64" if dtype == "float64" else "fp32"
     for launch in launches:
-        fn = getattr(compiled, launch.kernel)
+        fn = kernels.get(launch.kernel)
         kw = launch.kwargs
         opts = {"num_warps": kw.pop("num_warps"), "num_stages": kw.pop("num_stages")}
         if "maxnreg" in kw:  # a register cap (dispatch.COOP_CAP32_REGS, probes)

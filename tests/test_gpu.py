@@ -416,3 +416,34 @@ def test_cached_launch_tells_pointer_alignment_apart(N):
     assert aligned.data_ptr() % 16 == 0 and shifted.data_ptr() % 16 != 0
     for x in (aligned, shifted, aligned, shifted):
         _check_softmax(mt.softmax(x), x, "bfloat16", f"ptr % 16 = {x.data_ptr() % 16}")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("shape,dim,one_tile", [((16, 21, 256, 256), 1, True), ((32, 1000, 14, 14), 1, True),
+                                                ((64, 4096, 64), 1, False), ((8192, 4096), 0, False),
+                                                ((4096, 256, 4), 1, True)])
+def test_columns_at_real_sizes(dtype, shape, dim, one_tile):
+    """A softmax over a middle dim through the columns kernels (one tile, looped), forward and the
+    autograd backward, both ops, every element against float64."""
+    B, N, T = 1, shape[dim], 1
+    for s in shape[:dim]:
+        B *= s
+    for s in shape[dim + 1:]:
+        T *= s
+    plan = dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, str(dtype)[6:], False, _sms())
+    assert plan[0].kwargs["ONE_TILE"] == one_tile
+    g = torch.Generator(device="cuda").manual_seed(1)
+    x = (torch.randn(shape, device="cuda", dtype=dtype, generator=g) * 3).requires_grad_()
+    dy = torch.randn(shape, device="cuda", dtype=dtype, generator=g)
+    name = "float32" if dtype == torch.float32 else "bfloat16"
+    for ours, log in ((mt.softmax, False), (mt.log_softmax, True)):
+        y = ours(x, dim)
+        assert y.is_contiguous()
+        expected = (torch.log_softmax if log else torch.softmax)(x.detach().double(), dim)
+        ref.assert_close(y.detach().double().cpu(), expected.cpu(), name, f"{shape} dim={dim} log={log}")
+        (dx,) = torch.autograd.grad(y, x, dy)
+        yd, dyd = y.detach().double(), dy.double()
+        want = dyd - torch.exp(yd) * dyd.sum(dim, keepdim=True) if log else yd * (dyd - (dyd * yd).sum(dim, keepdim=True))
+        ref.assert_close(dx.double().cpu(), want.cpu(), name, f"bwd {shape} dim={dim} log={log}", scale_atol=True)
+    del x, dy, y, dx
+    torch.cuda.empty_cache()

@@ -826,13 +826,16 @@ def _all_plans():
             ["float16", "float32", "float64"], [False, True]):
         yield dispatch.plan_forward(M, N, N, N, dtype, log, 132)
         yield dispatch.plan_backward(M, N, N, N, N, dtype, log, 132)
+    for B, N, T in [(16, 21, 4096), (2, 5000, 64)]:
+        yield dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, "float32", False, 132)
+        yield dispatch.plan_columns_backward(B, N, T, N * T, T, N * T, T, N * T, T, "float32", True, 132)
 
 
 def test_launches_match_kernel_signatures():
     """Inputs + scalars + outputs + constexprs of each launch fill the kernel's parameters."""
     for plan in _all_plans():
         for one in plan:
-            fn = getattr(kernel_module, one.kernel)
+            fn = dispatch.kernels.get(one.kernel)
             meta = {k for k in one.kwargs if k not in ("num_warps", "num_stages", "maxnreg")}
             runtime = len(one.inputs) + len(one.scalars) + len(one.outputs)
             assert fn.arg_names[:runtime] + sorted(meta) == fn.arg_names[:runtime] + sorted(fn.arg_names[runtime:])
@@ -920,6 +923,11 @@ def test_kernels_compile_for_sm90_subprocess():
         "    for dt in ['bfloat16', 'float64']:\n"
         "        c.compile_launches(dispatch.plan_forward(M, N, N, N, dt, True, 132), dt)\n"
         "        c.compile_launches(dispatch.plan_backward(M, N, N, N, N, dt, False, 132), dt)\n"
+        "for B, N, T in [(16, 21, 4096), (2, 5000, 64)]:  # the columns kernels, one tile and looped\n"
+        "    for dt in ['bfloat16', 'float64']:\n"
+        "        c.compile_launches(dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dt, False, 132), dt)\n"
+        "        c.compile_launches(dispatch.plan_columns_backward(B, N, T, N * T, T, N * T, T, N * T, T, dt, True, 132),\n"
+        "                           dt)\n"
         "(k,) = c.compile_launches(dispatch.plan_backward(64, 2**20, 2**20, 2**20, 2**20, 'float32', True, 132),\n"
         "                          'float32')  # COOP_CAP32_REGS\n"
         "print('compiled', [l for l in k.asm['ptx'].splitlines() if 'maxnreg' in l])\n", timeout=600)
@@ -1112,3 +1120,46 @@ def test_log_softmax_backward_1024_lanes(torch_device, dtype):
     dx = torch.ops.multisoftmax.softmax_bwd(y, dy, True)
     expected = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=True)
     ref.assert_close(dx.double().cpu(), expected, dtype, f"{dtype} log bwd", scale_atol=True)
+
+
+@pytest.mark.parametrize("force", ["one_tile", "loop"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_columns_forward_backward(monkeypatch, torch_device, force, dtype, log):
+    """The columns kernels (a softmax over axis 1 of (B, N, T)), held in one tile or looped in
+    several steps (COLS_TILE shrunk: 8 positions a step), on views whose strides are not the
+    contiguous ones (x a slice of a wider buffer, dy expanded along B), against float64."""
+    monkeypatch.setattr(dispatch, "COLS_TILE", 64)
+    dispatch.plan_columns_forward.cache_clear()
+    dispatch.plan_columns_backward.cache_clear()
+    B, N, T = 3, 37, 5
+    x = _random((B, N + 4, T + 3), dtype, torch_device, 40)[:, 2:N + 2, 1:T + 1]
+    assert x.stride() == ((N + 4) * (T + 3), T + 3, 1)
+    plan = dispatch.plan_columns_forward(B, N, T, x.stride(0), x.stride(1), N * T, T, dtype, log, 4, force)
+    kw = plan[0].kwargs
+    assert kw["ONE_TILE"] == (force == "one_tile") and (force == "one_tile" or triton.cdiv(N, kw["BLOCK_N"]) > 2)
+    y = launch.torch_call(plan[0], [x], {}, DTYPES[dtype], x.device,
+                          torch.empty(B, N, T, dtype=DTYPES[dtype], device=torch_device))[-1]
+    expected = ref.softmax(x.double().cpu().numpy(), 1, log)
+    ref.assert_close(y.double().cpu(), expected, dtype, f"{force} fwd")
+    dy = _random((1, N, T), dtype, torch_device, 41).expand(B, N, T)
+    plan = dispatch.plan_columns_backward(B, N, T, N * T, T, dy.stride(0), dy.stride(1), N * T, T, dtype, log, 4, force)
+    dx = launch.torch_call(plan[0], [y, dy], {}, DTYPES[dtype], x.device,
+                           torch.empty(B, N, T, dtype=DTYPES[dtype], device=torch_device))[-1]
+    expected = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), 1, log)
+    ref.assert_close(dx.double().cpu(), expected, dtype, f"{force} bwd", scale_atol=True)
+    dispatch.plan_columns_forward.cache_clear()
+    dispatch.plan_columns_backward.cache_clear()
+
+
+def test_columns_tiling_rule():
+    """Runs of 16 values or more (a 64-byte run of float32), a tile of N <= 1024 held whole,
+    longer columns looped in 128-byte runs, BLOCK_T halved (not below 16) to keep 4 programs an SM."""
+    tiling = dispatch._columns_tiling
+    assert tiling(16, 21, 262144, 4, 132) == (32, 128, True, 8)      # segmentation logits over C
+    assert tiling(32, 1000, 196, 2, 132) == (1024, 16, True, 16)     # N = 1000 held, 16-value runs
+    assert tiling(64, 4096, 64, 4, 132) == (256, 16, False, 8)       # looped; 32-value runs halved for the grid
+    assert tiling(4096, 4096, 64, 4, 132) == (128, 32, False, 8)     # enough programs: 128-byte runs
+    assert tiling(7, 5, 3, 4, 132) == (8, 4, True, 1)                # T below a run: the whole of T
+    BLOCK_N, BLOCK_T, one, _ = tiling(1, 8192, 8192, 2, 132)
+    assert not one and BLOCK_T == 16 and BLOCK_N == 256  # 512 programs: as many as 16-value runs allow

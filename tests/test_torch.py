@@ -263,3 +263,71 @@ def test_cpu_default_is_native(monkeypatch):
     x = randn(3, 10)
     mt.softmax(x)
     assert calls == [1]
+
+
+@pytest.mark.parametrize("ops", OPS, ids=OP_IDS)
+def test_middle_dim_reads_x_in_place(torch_device, ops, monkeypatch):
+    """A softmax over a middle dim runs the columns kernels on x as it lies (no copy into rows):
+    contiguous, sliced, and with dims around `dim` that do not merge (copied first); the result is
+    contiguous, as torch's. A dim of stride 1 (channels-last over C) keeps the rows kernels."""
+    ours, theirs, log = ops
+    from multisoftmax import dispatch
+
+    planned = []
+    real = dispatch.plan_columns_forward
+    monkeypatch.setattr(dispatch, "plan_columns_forward", lambda *a, **k: planned.append(a[:5]) or real(*a, **k))
+    base = randn(2, 5, 7, 6, device=torch_device, seed=30)
+    cases = {"contiguous": (base, 1, (2, 5, 42, 42, 1)), "sliced": (base[:, :, 1:6, ::2], 1, (2, 5, 15, None, None)),
+             "unmergeable": (base.permute(0, 1, 3, 2), 1, (2, 5, 42, 42, 1)),
+             "dim 0": (base, 0, (1, 2, 210, 210, 1))}
+    for name, (x, dim, expected_plan) in cases.items():
+        planned.clear()
+        x_before = x.clone()
+        y = ours(x, dim)
+        assert y.is_contiguous() and y.shape == x.shape, name
+        ref.assert_close(y.cpu(), theirs(x.double(), dim).cpu(), "float32", name)
+        assert torch.equal(x, x_before), name
+        assert planned and all(e is None or a == e for a, e in zip(planned[0][:3], expected_plan[:3])), (name, planned)
+    planned.clear()
+    channels_last = base.contiguous(memory_format=torch.channels_last)
+    ref.assert_close(ours(channels_last, 1).cpu(), theirs(channels_last.double(), 1).cpu(), "float32", "channels_last")
+    assert not planned, "a dim of stride 1 takes the rows kernels"
+
+
+@pytest.mark.parametrize("ops", OPS, ids=OP_IDS)
+def test_middle_dim_special_values_and_backward(torch_device, ops):
+    """Columns kernels: NaN, +inf, an all -inf column, huge values, as torch; the backward
+    (autograd through _EagerColumns) and gradcheck / gradgradcheck in float64 over dim 1."""
+    ours, theirs, log = ops
+    x = randn(4, 9, 6, device=torch_device, seed=31)
+    x[0, :, 2] = -float("inf")
+    x[1, 3, 0] = float("inf")
+    x[2, 5, 4] = float("nan")
+    x[3, :, 1] = 3e38
+    x[3, ::2, 5] = -3e38
+    got, expected = ours(x, 1), theirs(x.double(), 1).float()
+    assert torch.equal(torch.isnan(got), torch.isnan(expected))
+    ref.assert_close(got.cpu(), expected.cpu(), "float32")
+    x = randn(3, 11, 4, device=torch_device, seed=32).requires_grad_()
+    y = ours(x, 1)
+    assert type(y.grad_fn).__name__ == "ViewBackward0" and type(y.grad_fn.next_functions[0][0]).__name__ \
+        == "_EagerColumnsBackward"
+    dy = randn(3, 11, 4, device=torch_device, seed=33)
+    (dx,) = torch.autograd.grad(y, x, dy)
+    expected = ref.softmax_backward(y.detach().double().cpu().numpy(), dy.double().cpu().numpy(), 1, log)
+    ref.assert_close(dx.double().cpu(), expected, "float32", scale_atol=True)
+    x64 = randn(2, 6, 3, dtype=torch.float64, device=torch_device, seed=34).requires_grad_()
+    assert torch.autograd.gradcheck(lambda t: ours(t, 1), (x64,))
+    assert torch.autograd.gradgradcheck(lambda t: ours(t, 1), (x64,))
+
+
+def test_columns_opcheck(torch_device):
+    x = randn(2, 7, 5, dtype=torch.float64, device=torch_device, seed=35)
+    for log in (False, True):
+        torch.library.opcheck(torch.ops.multisoftmax.softmax_cols_fwd.default, (x.clone().requires_grad_(), log))
+        y = torch.ops.multisoftmax.softmax_cols_fwd(x, log)
+        dy = randn(2, 7, 5, dtype=torch.float64, device=torch_device, seed=36)
+        torch.library.opcheck(torch.ops.multisoftmax.softmax_cols_bwd.default,
+                              (y.clone().requires_grad_(), dy.requires_grad_(), log))
+    with pytest.raises(ValueError, match=r"must be 3-D \(B, N, T\)"):
+        torch.ops.multisoftmax.softmax_cols_fwd(x[0], False)
