@@ -107,13 +107,14 @@ def run(dtypes, out):
             print(f"{str(dtype)[6:]:8s} {'x'.join(map(str, shape)):16s} dim={dim} GB/s | " + " | ".join(line), flush=True)
             del x, dy, y, ref, ref_dx
             torch.cuda.empty_cache()
-    if out:
-        os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
-        meta = dict(device=torch.cuda.get_device_name(), date=datetime.datetime.now(datetime.timezone.utc).isoformat(),
-                    copy_gbps=copy, torch=torch.__version__, triton=__import__("triton").__version__,
-                    jax=getattr(jax, "__version__", None))
-        with open(out + ".json", "w") as f:
-            json.dump(dict(meta=meta, records=records), f, indent=1)
+            if out:  # after every case: a run cut short keeps what it measured
+                os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+                meta = dict(device=torch.cuda.get_device_name(),
+                            date=datetime.datetime.now(datetime.timezone.utc).isoformat(), copy_gbps=copy,
+                            torch=torch.__version__, triton=__import__("triton").__version__,
+                            jax=getattr(jax, "__version__", None))
+                with open(out + ".json", "w") as f:
+                    json.dump(dict(meta=meta, records=records), f, indent=1)
 
 
 def main():

@@ -1082,17 +1082,28 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
 # reduced position's BLOCK_T values read as one contiguous run.
 # --------------------------------------------------------------------------------------
 # COLS_MIN_RUN: a run is at least this many values where T allows (64 bytes of float32, one
-# 32-byte sector of a 16-bit type). COLS_RUN_BYTES: and this many bytes in the looped kernel (a
-# 128-byte line), fewer only to keep COLS_MIN_PROGRAMS_PER_SM programs an SM. COLS_TILE: the
-# values a program's tile aims at (the rows kernel's 16 a thread at 8 warps); COLS_MAX_ONE_TILE:
-# the most one program holds (32 a thread at 16 warps), N up to this over COLS_MIN_RUN values
-# (N <= 1024); longer columns loop.
+# 32-byte sector of a 16-bit type). A column of N <= COLS_MAX_ONE_TILE / COLS_MIN_RUN (1024) is held
+# whole (ONE_TILE) in BLOCK_T = COLS_TILE_SHORT // BLOCK_N columns where BLOCK_N <= COLS_SHORT_N, else
+# COLS_TILE // BLOCK_N, at COLS_WARPS warps, more where a thread would hold more than
+# COLS_MAX_PER_THREAD values; longer columns loop over N in COLS_TILE_SHORT-value steps of
+# COLS_RUN_BYTES runs (a 128-byte line). BLOCK_T is halved (not below COLS_MIN_RUN) to keep
+# COLS_MIN_PROGRAMS_PER_SM programs an SM. On the H100 (bench/results/h100/probe_cols_1.log: float32
+# and bf16, (BLOCK_T, warps) variants of one-tile plans, the benchmark's clock) 8 warps lost to 4 on
+# short columns: float32 16 x 21 x 262144 forward 1,166 GB/s in 128 columns at 8 warps, 2,913 at 4
+# (64 at 4: 2,916; bf16 592 -> 1,144), 1024 x 32 x 2048 1,708 -> 2,987 (bf16 887 -> 1,693), the
+# backward 2,799 -> 2,983 and 3,033 -> 3,033; at 150 x 65536 (BLOCK_N 256) 32 columns at 4 warps ran
+# 2,819 / 2,882 forward / backward (bf16 2,329 / 2,857) against 2,710 / 2,631 in 16 at 8 (bf16 1,653
+# / 2,466). The 16-bit forward stays behind the backward there (bf16 1,144-2,329 GB/s): measured, not
+# solved.
 COLS_MIN_RUN = 16
 COLS_RUN_BYTES = 128
-COLS_TILE = 4096
+COLS_SHORT_N = 64
+COLS_TILE_SHORT = 4096
+COLS_TILE = 8192
 COLS_MAX_ONE_TILE = 16384
+COLS_WARPS = 4
+COLS_MAX_PER_THREAD = 64
 COLS_MIN_PROGRAMS_PER_SM = 4
-COLS_VALUES_PER_THREAD = 16
 
 
 def _columns_tiling(B: int, N: int, T: int, itemsize: int, num_sms: int, force: str | None = None):
@@ -1104,15 +1115,14 @@ def _columns_tiling(B: int, N: int, T: int, itemsize: int, num_sms: int, force: 
     one = n_pow * t_min <= COLS_MAX_ONE_TILE if force is None else force == "one_tile"
     if one:
         BLOCK_N = n_pow
-        BLOCK_T = min(t_pow, max(t_min, COLS_TILE // BLOCK_N))
+        BLOCK_T = min(t_pow, max(t_min, (COLS_TILE_SHORT if BLOCK_N <= COLS_SHORT_N else COLS_TILE) // BLOCK_N))
     else:
         BLOCK_T = min(t_pow, max(t_min, COLS_RUN_BYTES // itemsize))
     while BLOCK_T > t_min and B * triton.cdiv(T, BLOCK_T) < COLS_MIN_PROGRAMS_PER_SM * num_sms:
         BLOCK_T //= 2
     if not one:
-        BLOCK_N = max(1, min(n_pow, COLS_TILE // BLOCK_T))
-    tile = BLOCK_N * BLOCK_T
-    num_warps = max(1, min(16, tile // (32 * COLS_VALUES_PER_THREAD)))
+        BLOCK_N = max(1, min(n_pow, COLS_TILE_SHORT // BLOCK_T))
+    num_warps = min(16, max(COLS_WARPS, BLOCK_N * BLOCK_T // (32 * COLS_MAX_PER_THREAD)))
     return BLOCK_N, BLOCK_T, one, num_warps
 
 
