@@ -1,7 +1,8 @@
 """JAX adapter: `softmax` and `log_softmax` on multisoftmax's Triton kernels.
 
-The adapter checks arguments, moves the reduced axes last, views the array as M rows by
-N columns and runs the launches that `multisoftmax.dispatch` plans:
+The adapter checks arguments, moves the reduced axes last and views the array as M rows by
+N columns (one middle axis: views it as (B, N, T), reduced over N, with no transpose), and runs
+the launches that `multisoftmax.dispatch` plans:
 
 * on a GPU backend through `jax_triton.triton_call` (imported lazily: jax-triton refuses
   to import on a CPU-only jaxlib);
@@ -349,8 +350,9 @@ def softmax(x, axis: int | tuple[int, ...] = -1):
     runs jax.nn.softmax, unless MULTISOFTMAX_INTERPRET=1 was set before import, which runs
     the Triton kernels through Triton's interpreter in a `jax.pure_callback` (needs torch,
     which the interpreter uses for buffers). The backend is `jax.default_backend()`.
-    Algorithm: see multisoftmax/kernels/softmax.py (rows in registers, the online two-pass
-    loop of Milakov & Gimelshein 2018 for long rows, split rows for few long rows).
+    Algorithm: see multisoftmax/kernels/ (rows in registers, long rows in chunks of cooperating
+    programs, the online two-pass loop of Milakov & Gimelshein 2018 past ~1M values, split rows for
+    few long rows; one middle axis: the columns kernels on x as (B, N, T), no transpose).
     """
     return _softmax(x, axis, log=False)
 

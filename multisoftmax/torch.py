@@ -1,9 +1,10 @@
 """PyTorch adapter: `softmax`, `log_softmax`, `Softmax`, `LogSoftmax` on multisoftmax's kernels.
 
-The adapter only checks arguments, moves `dim` last, views the tensor as M rows by N
-columns and calls two registered custom ops, `torch.ops.multisoftmax.softmax_fwd(x, log)`
-and `torch.ops.multisoftmax.softmax_bwd(y, dy, log)`, which launch what
-`multisoftmax.dispatch` plans. The ops carry autograd (the backward saves y, not x, and is
+The adapter only checks arguments, views the tensor as M rows by N columns (`dim` moved
+last) or, for a middle dim, as (B, N, T) reduced over N, and calls registered custom ops,
+`torch.ops.multisoftmax.softmax_fwd(x, log)` and `softmax_bwd(y, dy, log)` (rows),
+`softmax_cols_fwd` and `softmax_cols_bwd` (columns), which launch what `multisoftmax.dispatch`
+plans. The ops carry autograd (the backward saves y, not x, and is
 itself differentiable) and fake implementations, so `torch.compile(fullgraph=True)` traces
 them with no graph break. In eager mode the adapter skips the dispatcher's host time: their
 implementations are called directly, under a `torch.autograd.Function` when autograd records.
@@ -560,17 +561,21 @@ def softmax(x: torch.Tensor, dim: int = -1, *, dtype: torch.dtype | None = None)
         A tensor of x's shape and dtype (or `dtype`), differentiable (backward by the Triton
         backward kernel, saving y). Arithmetic is float32 for 16- and 32-bit inputs,
         float64 for float64. NaN or +inf in a slice makes that slice NaN; an all -inf slice
-        is NaN, as in torch. For dim other than the last, the result is a view with `dim`'s
-        stride 1 (values equal torch's; strides may differ).
+        is NaN, as in torch. A dim other than the last whose values are not contiguous runs the
+        columns kernels on x where it lies, as (B, N, T), and the result is contiguous, as
+        torch's; a dim of stride 1 (channels-last over C) runs the rows kernels on a view, and the
+        result then has `dim`'s stride 1 (values equal torch's; strides differ).
     Raises:
         TypeError: x not a tensor, unsupported dtype (integer input without `dtype=`,
             complex, float8), dim not an int.
         IndexError: dim out of range.
         ValueError: x on a device other than CUDA or CPU.
     CPU: torch.softmax itself, unless MULTISOFTMAX_INTERPRET=1, which runs the Triton kernels
-    through Triton's interpreter. Algorithm: a row in registers for rows up to 16384, the
-    online-normalizer two-pass loop (Milakov & Gimelshein 2018) beyond, rows split across
-    programs when there are few of them (see multisoftmax/dispatch.py).
+    through Triton's interpreter. Algorithm: a row in registers for rows up to 16384 values,
+    longer rows cut into chunks held by cooperating programs (partial max and sum combined), the
+    online-normalizer two-pass loop (Milakov & Gimelshein 2018) for rows past ~1M values; a
+    middle dim: columns of up to 1024 held in registers, longer ones looped
+    (multisoftmax/dispatch.py picks; multisoftmax/kernels/ has the kernels).
     """
     return _softmax(x, dim, dtype, log=False)
 
