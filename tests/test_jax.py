@@ -216,7 +216,7 @@ def test_cpu_default_is_native(monkeypatch):
 @pytest.mark.parametrize("one_tile", [True, False], ids=["one_tile", "loop"])
 def test_middle_axis_columns(monkeypatch, ops, one_tile):
     """One middle axis runs the columns kernels on x as (B, N, T) (no transpose), held in one tile
-    or looped (COLS_MAX_ONE_TILE lowered, COLS_TILE shrunk); forward, the pullback, vmap (a batch
+    or looped (COLS_MAX_ONE_TILE lowered, the tiles shrunk); forward, the pullback, vmap (a batch
     axis becomes more of B) and second order, against jax.nn in float64."""
     from multisoftmax import dispatch
 
@@ -224,6 +224,7 @@ def test_middle_axis_columns(monkeypatch, ops, one_tile):
     if not one_tile:
         monkeypatch.setattr(dispatch, "COLS_MAX_ONE_TILE", 0)
         monkeypatch.setattr(dispatch, "COLS_TILE", 64)
+        monkeypatch.setattr(dispatch, "COLS_TILE_SHORT", 64)
     dispatch.plan_columns_forward.cache_clear()
     dispatch.plan_columns_backward.cache_clear()
     jax.clear_caches()  # traces made with the other rule (on the GPU: the kernel calls' traces) are kept

@@ -1127,9 +1127,10 @@ def test_log_softmax_backward_1024_lanes(torch_device, dtype):
 @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
 def test_columns_forward_backward(monkeypatch, torch_device, force, dtype, log):
     """The columns kernels (a softmax over axis 1 of (B, N, T)), held in one tile or looped in
-    several steps (COLS_TILE shrunk: 8 positions a step), on views whose strides are not the
+    several steps (COLS_TILE_SHORT shrunk: 8 positions a step), on views whose strides are not the
     contiguous ones (x a slice of a wider buffer, dy expanded along B), against float64."""
     monkeypatch.setattr(dispatch, "COLS_TILE", 64)
+    monkeypatch.setattr(dispatch, "COLS_TILE_SHORT", 64)
     dispatch.plan_columns_forward.cache_clear()
     dispatch.plan_columns_backward.cache_clear()
     B, N, T = 3, 37, 5
@@ -1153,13 +1154,15 @@ def test_columns_forward_backward(monkeypatch, torch_device, force, dtype, log):
 
 
 def test_columns_tiling_rule():
-    """Runs of 16 values or more (a 64-byte run of float32), a tile of N <= 1024 held whole,
-    longer columns looped in 128-byte runs, BLOCK_T halved (not below 16) to keep 4 programs an SM."""
+    """Runs of 16 values or more (a 64-byte run of float32), columns of N <= 1024 held whole in 4096
+    values (BLOCK_N <= 64) or 8192 at 4 warps, more warps past 64 values a thread; longer columns
+    looped in 128-byte runs; BLOCK_T halved (not below 16) to keep 4 programs an SM."""
     tiling = dispatch._columns_tiling
-    assert tiling(16, 21, 262144, 4, 132) == (32, 128, True, 8)      # segmentation logits over C
-    assert tiling(32, 1000, 196, 2, 132) == (1024, 16, True, 16)     # N = 1000 held, 16-value runs
-    assert tiling(64, 4096, 64, 4, 132) == (256, 16, False, 8)       # looped; 32-value runs halved for the grid
-    assert tiling(4096, 4096, 64, 4, 132) == (128, 32, False, 8)     # enough programs: 128-byte runs
-    assert tiling(7, 5, 3, 4, 132) == (8, 4, True, 1)                # T below a run: the whole of T
+    assert tiling(16, 21, 262144, 4, 132) == (32, 128, True, 4)      # segmentation logits over C
+    assert tiling(8, 150, 65536, 4, 132) == (256, 32, True, 4)
+    assert tiling(32, 1000, 196, 2, 132) == (1024, 16, True, 8)      # N = 1000 held, 16-value runs
+    assert tiling(64, 4096, 64, 4, 132) == (256, 16, False, 4)       # looped; 32-value runs halved for the grid
+    assert tiling(4096, 4096, 64, 4, 132) == (128, 32, False, 4)     # enough programs: 128-byte runs
+    assert tiling(7, 5, 3, 4, 132) == (8, 4, True, 4)                # T below a run: the whole of T
     BLOCK_N, BLOCK_T, one, _ = tiling(1, 8192, 8192, 2, 132)
     assert not one and BLOCK_T == 16 and BLOCK_N == 256  # 512 programs: as many as 16-value runs allow
