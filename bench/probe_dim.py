@@ -9,7 +9,8 @@ torch's `_softmax_backward_data` and ours as autograd runs it (`_columns_backwar
 JAX's pullbacks from a forward outside the timed function. Each result is checked against
 float64 (torch.softmax on the same x in float64).
 
-    python bench/probe_dim.py --out bench/results/h100/dim   # dim.json, dim.log-style lines on stdout
+    python bench/probe_dim.py --dtypes float32 --out bench/results/h100/dim_float32   # JSON; lines on stdout
+    python bench/probe_dim.py --plot bench/results/h100/dim_*.json --png bench/results/h100/dim.png
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ import multisoftmax.torch as mst  # noqa: E402
 CASES = [((16, 21, 512, 512), 1), ((8, 150, 256, 256), 1), ((32, 1000, 14, 14), 1), ((64, 4096, 64), 1),
          ((8192, 8192), 0), ((1024, 32, 2048), 1), ((65536, 256, 4), 1)]
 TOL = {torch.float32: 1e-4, torch.bfloat16: 3.2e-2}
+COLORS = {"ms-torch": "C0", "torch": "C1", "compile": "C2", "ms-jax": "C3", "xla": "C4"}
 
 
 def _torch_impls(dim):
@@ -117,11 +119,45 @@ def run(dtypes, out):
                     json.dump(dict(meta=meta, records=records), f, indent=1)
 
 
+def plot(paths, png):
+    """Bars of GB/s per case and impl, forward and backward, one panel per dtype and direction, the
+    copy bandwidth of each run as a line, from the JSONs `run` wrote."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = [json.load(open(p)) for p in paths]
+    dtypes = [r["records"][0]["dtype"] for r in runs]
+    fig, axes = plt.subplots(len(runs), 2, figsize=(16, 4.2 * len(runs)), squeeze=False)
+    for row, (run_, dtype) in enumerate(zip(runs, dtypes)):
+        for col, direction in enumerate(("fwd", "bwd")):
+            ax = axes[row][col]
+            recs = [r for r in run_["records"] if r["dir"] == direction]
+            cases = list(dict.fromkeys(("x".join(map(str, r["shape"])) + f" d{r['dim']}") for r in recs))
+            impls = list(dict.fromkeys(r["impl"] for r in recs))
+            width = 0.8 / len(impls)
+            for i, impl in enumerate(impls):
+                vals = {("x".join(map(str, r["shape"])) + f" d{r['dim']}"): r["gbps"] for r in recs if r["impl"] == impl}
+                ax.bar([c + i * width for c in range(len(cases))], [vals.get(c, 0) for c in cases], width, label=impl,
+                       color=COLORS.get(impl))
+            ax.axhline(run_["meta"]["copy_gbps"], color="k", ls="--", lw=1, label="copy")
+            ax.set_xticks([c + 0.4 - width / 2 for c in range(len(cases))], cases, rotation=20, fontsize=8)
+            ax.set_ylabel("GB/s")
+            ax.set_title(f"softmax over a middle dim, {dtype} {direction} ({run_['meta']['device']})", fontsize=9)
+            ax.legend(fontsize=7, ncol=3)
+    fig.tight_layout()
+    fig.savefig(png, dpi=90)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=None, help="path prefix of the JSON written (OUT.json)")
     ap.add_argument("--dtypes", default="float32,bfloat16")
+    ap.add_argument("--plot", nargs="+", metavar="JSON", help="no run: plot these runs' JSONs into --png")
+    ap.add_argument("--png", default="dim.png")
     args = ap.parse_args()
+    if args.plot:
+        return plot(args.plot, args.png)
     run([getattr(torch, d) for d in args.dtypes.split(",")], args.out)
 
 

@@ -1105,15 +1105,26 @@ COLS_MAX_ONE_TILE = 16384
 COLS_WARPS = 4
 COLS_MAX_PER_THREAD = 64
 COLS_MIN_PROGRAMS_PER_SM = 4
+# COLS_LOOP_BWD_T, COLS_LOOP_BWD_WARPS: the looped backward takes 32 columns at 8 warps, whatever
+# its grid (probe_cols.log, against the forward's rule of 16 at 4 at these grids: float32 64 x 4096 x
+# 64 1,599 -> 1,813 GB/s, 1 x 8192 x 8192 1,469 -> 1,753; bf16 1,230 -> 1,342 and 1,422 -> 1,542;
+# 16 columns at 8 warps took 1,484 at bf16 64 x 4096 x 64, 64 at 8 1,819 at float32 8192 x 8192).
+# The looped forward lost with them (float32 64 x 4096 x 64 1,634 -> 1,349; bf16 1,099 -> 829).
+COLS_LOOP_BWD_T = 32
+COLS_LOOP_BWD_WARPS = 8
 
 
-def _columns_tiling(B: int, N: int, T: int, itemsize: int, num_sms: int, force: str | None = None):
+def _columns_tiling(B: int, N: int, T: int, itemsize: int, num_sms: int, force: str | None = None,
+                    forward: bool = True):
     """(BLOCK_N, BLOCK_T, ONE_TILE, num_warps) for a (B, N, T) softmax over N. `force`: "one_tile"
     or "loop" regardless of N (tests)."""
     t_pow = triton.next_power_of_2(T)
     t_min = min(t_pow, COLS_MIN_RUN)
     n_pow = triton.next_power_of_2(N)
     one = n_pow * t_min <= COLS_MAX_ONE_TILE if force is None else force == "one_tile"
+    if not one and not forward:  # COLS_LOOP_BWD_*
+        BLOCK_T = min(t_pow, max(t_min, COLS_LOOP_BWD_T))
+        return max(1, min(n_pow, COLS_TILE_SHORT // BLOCK_T)), BLOCK_T, False, COLS_LOOP_BWD_WARPS
     if one:
         BLOCK_N = n_pow
         BLOCK_T = min(t_pow, max(t_min, (COLS_TILE_SHORT if BLOCK_N <= COLS_SHORT_N else COLS_TILE) // BLOCK_N))
@@ -1147,7 +1158,7 @@ def plan_columns_backward(B: int, N: int, T: int, stride_yb: int, stride_yn: int
                           force: str | None = None) -> tuple[Launch, ...]:
     """The launch computing dx from y and dy over axis 1 of (B, N, T) views (see
     plan_columns_forward)."""
-    BLOCK_N, BLOCK_T, one, num_warps = _columns_tiling(B, N, T, ITEMSIZE[dtype], num_sms, force)
+    BLOCK_N, BLOCK_T, one, num_warps = _columns_tiling(B, N, T, ITEMSIZE[dtype], num_sms, force, forward=False)
     meta = dict(BLOCK_N=BLOCK_N, BLOCK_T=BLOCK_T, ONE_TILE=one, LOG=log,
                 ALIGN=alignment(T, stride_yb, stride_yn, stride_dyb, stride_dyn, stride_dxb, stride_dxn),
                 ACC_FP64=dtype == "float64", num_warps=num_warps, num_stages=1 if one else 2)

@@ -1164,5 +1164,7 @@ def test_columns_tiling_rule():
     assert tiling(64, 4096, 64, 4, 132) == (256, 16, False, 4)       # looped; 32-value runs halved for the grid
     assert tiling(4096, 4096, 64, 4, 132) == (128, 32, False, 4)     # enough programs: 128-byte runs
     assert tiling(7, 5, 3, 4, 132) == (8, 4, True, 4)                # T below a run: the whole of T
+    assert tiling(64, 4096, 64, 4, 132, forward=False) == (128, 32, False, 8)  # the looped backward
+    assert tiling(32, 1000, 196, 4, 132, forward=False) == tiling(32, 1000, 196, 4, 132)
     BLOCK_N, BLOCK_T, one, _ = tiling(1, 8192, 8192, 2, 132)
     assert not one and BLOCK_T == 16 and BLOCK_N == 256  # 512 programs: as many as 16-value runs allow
