@@ -209,35 +209,9 @@ def _bwd_cols_call(log: bool):
 # --------------------------------------------------------------------------------------
 # differentiation
 # --------------------------------------------------------------------------------------
-@functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
-def _softmax_2d(x, log):
-    return _fwd_call(log)(x)
-
-
-def _softmax_2d_fwd(x, log):
-    y = _softmax_2d(x, log)
-    return y, y
-
-
-def _softmax_2d_bwd(log, y, dy):
-    return (_backward_2d(y, dy, log),)
-
-
-_softmax_2d.defvjp(_softmax_2d_fwd, _softmax_2d_bwd)
-
-
-@functools.partial(jax.custom_vjp, nondiff_argnums=(2,))
-def _backward_2d(y, dy, log):
-    return _bwd_call(log)(y, dy)
-
-
-def _backward_2d_fwd(y, dy, log):
-    return _backward_2d(y, dy, log), (y, dy)
-
-
-def _backward_2d_bwd(log, res, ddx, axis: int = -1):
+def _backward_derivatives(log, res, ddx, axis: int):
     """Derivatives of dx(y, dy) (see multisoftmax.torch._bwd_backward for the formulas), the
-    sums over `axis` (-1: rows; 1: `_backward_3d`'s columns)."""
+    sums over `axis` (-1: rows; 1: the columns of (B, N, T) arrays)."""
     y, dy = res
     acc = jnp.promote_types(y.dtype, jnp.float32)
     y32, dy32, ddx32 = (a.astype(acc) for a in (y, dy, ddx))
@@ -253,34 +227,32 @@ def _backward_2d_bwd(log, res, ddx, axis: int = -1):
     return gy.astype(y.dtype), gdy.astype(dy.dtype)
 
 
-_backward_2d.defvjp(_backward_2d_fwd, _backward_2d_bwd)
+def _differentiable(fwd_call, bwd_call, axis: int):
+    """softmax(x, log) through the kernel calls `fwd_call(log)` as a `jax.custom_vjp` whose
+    backward is `bwd_call(log)`'s kernel from saved y, itself a custom_vjp (closed-form
+    derivatives over `axis`), so that grad of grad works."""
+
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(2,))
+    def backward(y, dy, log):
+        return bwd_call(log)(y, dy)
+
+    backward.defvjp(lambda y, dy, log: (backward(y, dy, log), (y, dy)),
+                    lambda log, res, ddx: _backward_derivatives(log, res, ddx, axis))
+
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+    def softmax(x, log):
+        return fwd_call(log)(x)
+
+    def softmax_fwd(x, log):
+        y = softmax(x, log)
+        return y, y
+
+    softmax.defvjp(softmax_fwd, lambda log, y, dy: (backward(y, dy, log),))
+    return softmax
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
-def _softmax_3d(x, log):
-    """`_softmax_2d` over axis 1 of a (B, N, T) array."""
-    return _fwd_cols_call(log)(x)
-
-
-def _softmax_3d_fwd(x, log):
-    y = _softmax_3d(x, log)
-    return y, y
-
-
-def _softmax_3d_bwd(log, y, dy):
-    return (_backward_3d(y, dy, log),)
-
-
-_softmax_3d.defvjp(_softmax_3d_fwd, _softmax_3d_bwd)
-
-
-@functools.partial(jax.custom_vjp, nondiff_argnums=(2,))
-def _backward_3d(y, dy, log):
-    return _bwd_cols_call(log)(y, dy)
-
-
-_backward_3d.defvjp(lambda y, dy, log: (_backward_3d(y, dy, log), (y, dy)),
-                    lambda log, res, ddx: _backward_2d_bwd(log, res, ddx, axis=1))
+_softmax_2d = _differentiable(_fwd_call, _bwd_call, -1)  # rows of (M, N) arrays
+_softmax_3d = _differentiable(_fwd_cols_call, _bwd_cols_call, 1)  # axis 1 of (B, N, T) arrays
 
 
 # --------------------------------------------------------------------------------------
