@@ -24,8 +24,9 @@ Argument order as in softmax.py (jax_triton.triton_call's): input pointers, runt
 output pointers, constexprs. Arithmetic in float32 (float64 for float64: ACC_FP64); special
 values as the row kernels (a NaN or +inf in a column makes it NaN, an all -inf column is NaN).
 Offsets along B and N are 64-bit. `multisoftmax.dispatch.plan_columns_forward` / `_backward`
-pick BLOCK_N, BLOCK_T and the warps (4 a program: on the H100, 8 lost to 4 on short columns by up
-to 2.5x, the tile's reduction then crossing more warps: dispatch.py's COLS_* notes).
+pick BLOCK_N, BLOCK_T and the warps (4 a program for most tiles: on the H100, 8 lost to 4 on
+short columns by up to 2.5x; 8 where a thread would hold more than 64 values, and in the looped
+backward, where they measured faster: dispatch.py's COLS_* notes).
 """
 
 import triton
