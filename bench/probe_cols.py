@@ -3,9 +3,11 @@ softmax over a middle axis against other (BLOCK_T, num_warps) of the same kernel
 backward, GPU time by the benchmark's clock (bench/timing.py), GB/s of the fewest bytes.
 
     python bench/probe_cols.py > bench/results/h100/probe_cols.log
+    python bench/probe_cols.py --shapes 4096x21x1024,... --tiles 16x1,32x2,... --max-values 128   # a sweep
 """
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 
@@ -24,11 +26,20 @@ VARIANTS = [(16, 4), (16, 8), (32, 4), (32, 8), (64, 4), (64, 8), (128, 4), (128
 
 
 def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shapes", help="BxNxT,... (default: SHAPES)")
+    ap.add_argument("--tiles", help="BLOCK_TxWARPS,... (default: VARIANTS)")
+    ap.add_argument("--dtypes", default="float32,bfloat16")
+    ap.add_argument("--min-values", type=int, default=4, help="least values a thread of a one-tile variant holds")
+    ap.add_argument("--max-values", type=int, default=64, help="most values a thread of a one-tile variant holds")
+    args = ap.parse_args()
+    shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")] if args.shapes else SHAPES
+    tiles = [tuple(int(v) for v in s.split("x")) for s in args.tiles.split(",")] if args.tiles else VARIANTS
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
-    for dtype in ("float32", "bfloat16"):
-        for B, N, T in SHAPES:
+    for dtype in args.dtypes.split(","):
+        for B, N, T in shapes:
             T_ = getattr(torch, dtype)
             x = torch.randn(B, N, T, device="cuda", dtype=T_)
             y = torch.softmax(x.float(), 1).to(T_)
@@ -44,10 +55,10 @@ def main():
                     ref = yf * (dy.float() - (dy.float() * yf).sum(1, keepdim=True))
                 kw = plan[0].kwargs
                 variants = [("dispatch", plan)]
-                for bt, w in VARIANTS:
+                for bt, w in tiles:
                     if (bt, w) == (kw["BLOCK_T"], kw["num_warps"]) or bt > triton.next_power_of_2(T):
                         continue
-                    if kw["ONE_TILE"] and not 4 <= kw["BLOCK_N"] * bt // (32 * w) <= 64:
+                    if kw["ONE_TILE"] and not args.min_values <= kw["BLOCK_N"] * bt // (32 * w) <= args.max_values:
                         continue
                     block_n = kw["BLOCK_N"] if kw["ONE_TILE"] else min(triton.next_power_of_2(N), 4096 // bt)
                     variants.append((f"t{bt}w{w}", tune.with_meta(plan, grid=(B * triton.cdiv(T, bt),),

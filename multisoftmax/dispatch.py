@@ -1094,8 +1094,7 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
 # (64 at 4: 2,916; bf16 592 -> 1,144), 1024 x 32 x 2048 1,708 -> 2,987 (bf16 887 -> 1,693), the
 # backward 2,799 -> 2,983 and 3,033 -> 3,033; at 150 x 65536 (BLOCK_N 256) 32 columns at 4 warps ran
 # 2,819 / 2,882 forward / backward (bf16 2,329 / 2,857) against 2,710 / 2,631 in 16 at 8 (bf16 1,653
-# / 2,466). The 16-bit forward stays behind the backward there (bf16 1,144-2,329 GB/s): measured, not
-# solved.
+# / 2,466). 16-bit tiles of BLOCK_N <= 128 take COLS16_*'s rule instead.
 COLS_MIN_RUN = 16
 COLS_RUN_BYTES = 128
 COLS_SHORT_N = 64
@@ -1112,6 +1111,24 @@ COLS_MIN_PROGRAMS_PER_SM = 4
 # The looped forward lost with them (float32 64 x 4096 x 64 1,634 -> 1,349; bf16 1,099 -> 829).
 COLS_LOOP_BWD_T = 32
 COLS_LOOP_BWD_WARPS = 8
+# COLS16_*: a 16-bit one-tile forward of BLOCK_N <= COLS16_MAX_N (a backward of BLOCK_N <=
+# COLS16_BWD_MAX_N) takes 1 warp where BLOCK_N <= COLS16_ONE_WARP_N, else 2, and the BLOCK_T that gives
+# a thread COLS16_VALUES values. The cause (bench/results/h100/probe_cols_fwd.log): the layout Triton
+# gives a tile of fewer than 8 x 32 x num_warps 16-bit columns puts warps along N, so each reduction
+# over N crosses warps through shared memory, whose reads and writes of a reduced column conflict
+# (Triton's scratch holds a column's partials at a num_warps x 4-byte stride); the forward reduces
+# twice, and a 16-bit value gives it half the time a float32 one does. Skipping the max alone took
+# bf16 1024 x 32 x 2048 from 1,695 to 2,926 GB/s (a copy of the tile: 2,944). One warp reduces by
+# shuffles only. bf16 forward / backward, dispatch's tile before -> this rule (probe_cols_sweep16.log,
+# probe_cols_sweep.log, probe_cols_fwd.log; 128 MB tensors): N = 8 1,693 -> 2,918 / 3,031 -> 3,007,
+# N = 16 909 -> 2,946 / 2,430 -> 3,012, N = 21 1,140 -> 2,918 / 2,795 -> 2,988, N = 29 1,536 -> 2,890
+# / 3,008 -> 2,967, N = 64 2,752 -> 2,917 (backward kept: 3,006), N = 100 2,535 -> 2,853 (3,008
+# kept; 2 warps: 2,881). Float32 was at the copy bandwidth with either (probe_cols_sweep.log), and
+# a BLOCK_N of 256 lost with fewer warps (bf16 N = 150: 2,376 at 4, 2,135 at 2).
+COLS16_MAX_N = 128
+COLS16_BWD_MAX_N = 32
+COLS16_ONE_WARP_N = 32
+COLS16_VALUES = 64
 
 
 def _columns_tiling(B: int, N: int, T: int, itemsize: int, num_sms: int, force: str | None = None,
@@ -1125,16 +1142,22 @@ def _columns_tiling(B: int, N: int, T: int, itemsize: int, num_sms: int, force: 
     if not one and not forward:  # COLS_LOOP_BWD_*
         BLOCK_T = min(t_pow, max(t_min, COLS_LOOP_BWD_T))
         return max(1, min(n_pow, COLS_TILE_SHORT // BLOCK_T)), BLOCK_T, False, COLS_LOOP_BWD_WARPS
+    num_warps = None
     if one:
         BLOCK_N = n_pow
-        BLOCK_T = min(t_pow, max(t_min, (COLS_TILE_SHORT if BLOCK_N <= COLS_SHORT_N else COLS_TILE) // BLOCK_N))
+        if itemsize <= 2 and BLOCK_N <= (COLS16_MAX_N if forward else COLS16_BWD_MAX_N):  # COLS16_*
+            num_warps = 1 if BLOCK_N <= COLS16_ONE_WARP_N else 2
+            BLOCK_T = min(t_pow, max(t_min, COLS16_VALUES * 32 * num_warps // BLOCK_N))
+        else:
+            BLOCK_T = min(t_pow, max(t_min, (COLS_TILE_SHORT if BLOCK_N <= COLS_SHORT_N else COLS_TILE) // BLOCK_N))
     else:
         BLOCK_T = min(t_pow, max(t_min, COLS_RUN_BYTES // itemsize))
     while BLOCK_T > t_min and B * triton.cdiv(T, BLOCK_T) < COLS_MIN_PROGRAMS_PER_SM * num_sms:
         BLOCK_T //= 2
     if not one:
         BLOCK_N = max(1, min(n_pow, COLS_TILE_SHORT // BLOCK_T))
-    num_warps = min(16, max(COLS_WARPS, BLOCK_N * BLOCK_T // (32 * COLS_MAX_PER_THREAD)))
+    if num_warps is None:
+        num_warps = min(16, max(COLS_WARPS, BLOCK_N * BLOCK_T // (32 * COLS_MAX_PER_THREAD)))
     return BLOCK_N, BLOCK_T, one, num_warps
 
 

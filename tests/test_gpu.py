@@ -418,8 +418,9 @@ def test_cached_launch_tells_pointer_alignment_apart(N):
         _check_softmax(mt.softmax(x), x, "bfloat16", f"ptr % 16 = {x.data_ptr() % 16}")
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("shape,dim,one_tile", [((16, 21, 256, 256), 1, True), ((32, 1000, 14, 14), 1, True),
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("shape,dim,one_tile", [((16, 21, 256, 256), 1, True), ((8, 100, 64, 64), 1, True),
+                                                ((32, 1000, 14, 14), 1, True),
                                                 ((64, 4096, 64), 1, False), ((8192, 4096), 0, False),
                                                 ((4096, 256, 4), 1, True)])
 def test_columns_at_real_sizes(dtype, shape, dim, one_tile):
@@ -435,7 +436,7 @@ def test_columns_at_real_sizes(dtype, shape, dim, one_tile):
     g = torch.Generator(device="cuda").manual_seed(1)
     x = (torch.randn(shape, device="cuda", dtype=dtype, generator=g) * 3).requires_grad_()
     dy = torch.randn(shape, device="cuda", dtype=dtype, generator=g)
-    name = "float32" if dtype == torch.float32 else "bfloat16"
+    name = str(dtype)[6:]
     for ours, log in ((mt.softmax, False), (mt.log_softmax, True)):
         y = ours(x, dim)
         assert y.is_contiguous()

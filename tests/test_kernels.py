@@ -826,7 +826,7 @@ def _all_plans():
             ["float16", "float32", "float64"], [False, True]):
         yield dispatch.plan_forward(M, N, N, N, dtype, log, 132)
         yield dispatch.plan_backward(M, N, N, N, N, dtype, log, 132)
-    for B, N, T in [(16, 21, 4096), (2, 5000, 64)]:
+    for B, N, T in [(16, 21, 4096), (8, 100, 4096), (2, 5000, 64)]:
         yield dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, "float32", False, 132)
         yield dispatch.plan_columns_backward(B, N, T, N * T, T, N * T, T, N * T, T, "float32", True, 132)
 
@@ -923,7 +923,7 @@ def test_kernels_compile_for_sm90_subprocess():
         "    for dt in ['bfloat16', 'float64']:\n"
         "        c.compile_launches(dispatch.plan_forward(M, N, N, N, dt, True, 132), dt)\n"
         "        c.compile_launches(dispatch.plan_backward(M, N, N, N, N, dt, False, 132), dt)\n"
-        "for B, N, T in [(16, 21, 4096), (2, 5000, 64)]:  # the columns kernels, one tile and looped\n"
+        "for B, N, T in [(16, 21, 4096), (8, 100, 4096), (2, 5000, 64)]:  # columns: 1 warp, 2, looped\n"
         "    for dt in ['bfloat16', 'float64']:\n"
         "        c.compile_launches(dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dt, False, 132), dt)\n"
         "        c.compile_launches(dispatch.plan_columns_backward(B, N, T, N * T, T, N * T, T, N * T, T, dt, True, 132),\n"
@@ -1156,8 +1156,17 @@ def test_columns_forward_backward(monkeypatch, torch_device, force, dtype, log):
 def test_columns_tiling_rule():
     """Runs of 16 values or more (a 64-byte run of float32), columns of N <= 1024 held whole in 4096
     values (BLOCK_N <= 64) or 8192 at 4 warps, more warps past 64 values a thread; longer columns
-    looped in 128-byte runs; BLOCK_T halved (not below 16) to keep 4 programs an SM."""
+    looped in 128-byte runs; BLOCK_T halved (not below 16) to keep 4 programs an SM. 16-bit tiles of
+    BLOCK_N <= 128 (the backward's: <= 32) give a thread 64 values at 1 warp (BLOCK_N <= 32) or 2."""
     tiling = dispatch._columns_tiling
+    assert tiling(16, 21, 262144, 2, 132) == (32, 64, True, 1)       # bf16: one warp, no shared memory
+    assert tiling(16, 21, 262144, 2, 132, forward=False) == (32, 64, True, 1)
+    assert tiling(1024, 8, 2048, 2, 132) == (8, 256, True, 1)
+    assert tiling(1024, 64, 2048, 2, 132) == (64, 64, True, 2)
+    assert tiling(1024, 64, 2048, 2, 132, forward=False) == (64, 64, True, 4)
+    assert tiling(1024, 100, 2048, 2, 132) == (128, 32, True, 2)
+    assert tiling(8, 150, 65536, 2, 132) == (256, 32, True, 4)       # BLOCK_N 256: the rule for all dtypes
+    assert tiling(1, 21, 4096, 2, 132) == (32, 16, True, 1)          # 64 columns halved for the grid
     assert tiling(16, 21, 262144, 4, 132) == (32, 128, True, 4)      # segmentation logits over C
     assert tiling(8, 150, 65536, 4, 132) == (256, 32, True, 4)
     assert tiling(32, 1000, 196, 2, 132) == (1024, 16, True, 8)      # N = 1000 held, 16-value runs

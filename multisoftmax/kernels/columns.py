@@ -26,7 +26,9 @@ values as the row kernels (a NaN or +inf in a column makes it NaN, an all -inf c
 Offsets along B and N are 64-bit. `multisoftmax.dispatch.plan_columns_forward` / `_backward`
 pick BLOCK_N, BLOCK_T and the warps (4 a program for most tiles: on the H100, 8 lost to 4 on
 short columns by up to 2.5x; 8 where a thread would hold more than 64 values, and in the looped
-backward, where they measured faster: dispatch.py's COLS_* notes).
+backward, where they measured faster; 1 or 2 for 16-bit tiles of BLOCK_N <= 128, whose reductions
+across warps went through conflicting shared-memory accesses and halved the forward's bandwidth:
+dispatch.py's COLS_* and COLS16_* notes).
 """
 
 import triton
