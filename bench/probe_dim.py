@@ -32,7 +32,7 @@ import multisoftmax.torch as mst  # noqa: E402
 # inner size (T = 4).
 CASES = [((16, 21, 512, 512), 1), ((8, 150, 256, 256), 1), ((32, 1000, 14, 14), 1), ((64, 4096, 64), 1),
          ((8192, 8192), 0), ((1024, 32, 2048), 1), ((65536, 256, 4), 1)]
-TOL = {torch.float32: 1e-4, torch.bfloat16: 3.2e-2}
+TOL = {torch.float32: 1e-4, torch.bfloat16: 3.2e-2, torch.float16: 4e-3}
 COLORS = {"ms-torch": "C0", "torch": "C1", "compile": "C2", "ms-jax": "C3", "xla": "C4"}
 
 

@@ -1129,6 +1129,11 @@ COLS16_MAX_N = 128
 COLS16_BWD_MAX_N = 32
 COLS16_ONE_WARP_N = 32
 COLS16_VALUES = 64
+# COLS16_PER_VALUE: the looped 16-bit forward keeps its running max and sum per value of the tile
+# (kernels/columns.py PER_VALUE): the loop then has no reduction across warps, for one exp more a
+# value. On the H100 at dispatch's tile (probe_cols_fwd.log, loop-t16n256w4): bf16 64 x 4096 x 64
+# 1,100 -> 1,345 GB/s, 1 x 8192 x 8192 1,401 -> 1,486; float32 lost (1,637 -> 1,618, 1,651 -> 1,549).
+COLS16_PER_VALUE = True
 
 
 def _columns_tiling(B: int, N: int, T: int, itemsize: int, num_sms: int, force: str | None = None,
@@ -1170,6 +1175,7 @@ def plan_columns_forward(B: int, N: int, T: int, stride_xb: int, stride_xn: int,
     BLOCK_N, BLOCK_T, one, num_warps = _columns_tiling(B, N, T, ITEMSIZE[dtype], num_sms, force)
     meta = dict(BLOCK_N=BLOCK_N, BLOCK_T=BLOCK_T, ONE_TILE=one, LOG=log,
                 ALIGN=alignment(T, stride_xb, stride_xn, stride_yb, stride_yn), ACC_FP64=dtype == "float64",
+                PER_VALUE=COLS16_PER_VALUE and not one and ITEMSIZE[dtype] <= 2,
                 num_warps=num_warps, num_stages=1 if one else 2)
     return (Launch("softmax_fwd_cols", ("x",), (B, N, T, stride_xb, stride_xn, stride_yb, stride_yn),
                    (("y", (B, N, T), "io"),), (B * triton.cdiv(T, BLOCK_T),), tuple(meta.items())),)

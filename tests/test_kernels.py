@@ -1153,6 +1153,36 @@ def test_columns_forward_backward(monkeypatch, torch_device, force, dtype, log):
     dispatch.plan_columns_backward.cache_clear()
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_columns_looped_per_value_special_values(monkeypatch, torch_device, dtype, log):
+    """The looped 16-bit forward's running max and sum per value (PER_VALUE), over several steps:
+    NaN, +inf, an all -inf column, -inf for the first steps then finite, a max in the last step,
+    +-60 (rescaled sums), as torch.softmax in float64 (NaN where it gives NaN)."""
+    monkeypatch.setattr(dispatch, "COLS_TILE_SHORT", 64)
+    dispatch.plan_columns_forward.cache_clear()
+    B, N, T = 2, 45, 16
+    x = _random((B, N, T), dtype, torch_device, 42)
+    x[0, 7, 1] = float("nan")
+    x[1, 30, 2] = float("inf")
+    x[0, :, 3] = -float("inf")
+    x[1, :20, 4] = -float("inf")
+    x[0, 44, 5] = 60.0
+    x[1, ::3, 6] = -60.0
+    x[1, 1::3, 6] = 60.0
+    plan = dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dtype, log, 4, "loop")
+    kw = plan[0].kwargs
+    assert kw["PER_VALUE"] and not kw["ONE_TILE"] and triton.cdiv(N, kw["BLOCK_N"]) > 2
+    y = launch.torch_call(plan[0], [x], {}, DTYPES[dtype], x.device,
+                          torch.empty(B, N, T, dtype=DTYPES[dtype], device=torch_device))[-1]
+    expected = (torch.log_softmax if log else torch.softmax)(x.double().cpu(), 1)
+    nan = torch.isnan(expected)
+    assert torch.equal(torch.isnan(y.cpu()), nan)
+    assert nan[0, :, 1].all() and nan[1, :, 2].all() and nan[0, :, 3].all() and not nan[1, :, 4].any()
+    ref.assert_close(y.double().cpu()[~nan], expected[~nan], dtype, "looped per value")
+    dispatch.plan_columns_forward.cache_clear()
+
+
 def test_columns_tiling_rule():
     """Runs of 16 values or more (a 64-byte run of float32), columns of N <= 1024 held whole in 4096
     values (BLOCK_N <= 64) or 8192 at 4 warps, more warps past 64 values a thread; longer columns

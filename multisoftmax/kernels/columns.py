@@ -17,8 +17,10 @@ BLOCK_N reduced positions: coalesced as in a row, the reduction runs across the 
   read, one write, as `softmax_fwd_rows`.
 * otherwise a loop over N in BLOCK_N steps: a running max and a rescaled running sum per
   column (Milakov & Gimelshein 2018, "Online normalizer calculation for softmax", as
-  `softmax_fwd_online`), then a second pass, backwards, that normalizes (the backward: a first
-  pass accumulating the dot product per column, a second writing dx). x is read twice.
+  `softmax_fwd_online`), or with PER_VALUE (16-bit types: dispatch.COLS16_PER_VALUE) per value of
+  the tile, reduced over the tile's rows once after the loop; then a second pass, backwards, that
+  normalizes (the backward: a first pass accumulating the dot product per value, reduced once,
+  a second writing dx). x is read twice.
 
 Argument order as in softmax.py (jax_triton.triton_call's): input pointers, runtime scalars,
 output pointers, constexprs. Arithmetic in float32 (float64 for float64: ACC_FP64); special
@@ -51,10 +53,11 @@ def _columns(B, T, BLOCK_T: tl.constexpr):
 def softmax_fwd_cols(
     x_ptr, B, N, T, stride_xb, stride_xn, stride_yb, stride_yn, y_ptr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, ONE_TILE: tl.constexpr, LOG: tl.constexpr,
-    ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
+    ALIGN: tl.constexpr, ACC_FP64: tl.constexpr, PER_VALUE: tl.constexpr,
 ):
     """y = softmax(x) (log_softmax if LOG) over axis 1 of (B, N, T) views of x and y, their
-    last axis contiguous; grid (B * cdiv(T, BLOCK_T),). ALIGN divides T and the strides."""
+    last axis contiguous; grid (B * cdiv(T, BLOCK_T),). ALIGN divides T and the strides.
+    PER_VALUE (looped only): the first pass keeps its running max and sum per value."""
     T, stride_xb, stride_xn = _aligned(T, ALIGN), _aligned(stride_xb, ALIGN), _aligned(stride_xn, ALIGN)
     stride_yb, stride_yn = _aligned(stride_yb, ALIGN), _aligned(stride_yn, ALIGN)
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
@@ -75,12 +78,28 @@ def softmax_fwd_cols(
             y = e * (1.0 / s)
         tl.store(y_cols + n * stride_yn, y.to(y_ptr.dtype.element_ty), mask=mask)
     else:
-        m = tl.full((BLOCK_T,), -float("inf"), acc_ty)
-        s = tl.zeros((BLOCK_T,), acc_ty)
-        for start in range(0, N, BLOCK_N):
-            mask = (start + n < N) & t_ok
-            x = tl.load(x_cols + (start + n) * stride_xn, mask=mask, other=-float("inf")).to(acc_ty)
-            m, s = _online_update(m, s, x)
+        if PER_VALUE:
+            # The running max and sum kept per value of the tile, not per column: no reduction
+            # across threads in the loop (one exp more a value), one after it.
+            m_v = tl.full((BLOCK_N, BLOCK_T), -float("inf"), acc_ty)
+            s_v = tl.zeros((BLOCK_N, BLOCK_T), acc_ty)
+            for start in range(0, N, BLOCK_N):
+                mask = (start + n < N) & t_ok
+                x = tl.load(x_cols + (start + n) * stride_xn, mask=mask, other=-float("inf")).to(acc_ty)
+                m_new = tl.maximum(m_v, x)
+                m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)  # as _online_update
+                s_v = s_v * tl.exp(m_v - m_safe) + tl.exp(x - m_safe)
+                m_v = m_new
+            m = tl.max(m_v, axis=0)
+            # A value never above -inf holds s_v = 0; an all -inf column gets m = -inf and s = NaN.
+            s = tl.sum(s_v * tl.exp(m_v - m[None, :]), axis=0)
+        else:
+            m = tl.full((BLOCK_T,), -float("inf"), acc_ty)
+            s = tl.zeros((BLOCK_T,), acc_ty)
+            for start in range(0, N, BLOCK_N):
+                mask = (start + n < N) & t_ok
+                x = tl.load(x_cols + (start + n) * stride_xn, mask=mask, other=-float("inf")).to(acc_ty)
+                m, s = _online_update(m, s, x)
         # Second pass backwards: the steps read last are the likeliest still in L2.
         n_steps = tl.cdiv(N, BLOCK_N)
         for i in range(0, n_steps):
