@@ -1133,6 +1133,8 @@ COLS16_VALUES = 64
 # (kernels/columns.py PER_VALUE): the loop then has no reduction across warps, for one exp more a
 # value. On the H100 at dispatch's tile (probe_cols_fwd.log, loop-t16n256w4): bf16 64 x 4096 x 64
 # 1,100 -> 1,345 GB/s, 1 x 8192 x 8192 1,401 -> 1,486; float32 lost (1,637 -> 1,618, 1,651 -> 1,549).
+# Through the torch adapter (results/h100/dim_bfloat16.log against dim_bfloat16_c20c638.log): 1,101
+# -> 1,160 and 1,408 -> 1,471.
 COLS16_PER_VALUE = True
 
 
