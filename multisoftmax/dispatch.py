@@ -1129,6 +1129,11 @@ COLS16_MAX_N = 128
 COLS16_BWD_MAX_N = 32
 COLS16_ONE_WARP_N = 32
 COLS16_VALUES = 64
+# COLS16_MIN_VALUES: a wider 16-bit one-tile forward keeps the general rule's warps, fewer where a
+# thread would hold fewer than COLS16_MIN_VALUES values (a narrow T): bf16 65536 x 256 x 4 (4
+# columns) 2,573 GB/s at 4 warps, 2,964 at 2, 2,947 at 1 (probe_cols_wide16.log; backward: 3,037
+# at 4, kept). Wider tiles of BLOCK_N 256 to 1024 lost with fewer warps or more (the same log).
+COLS16_MIN_VALUES = 16
 # COLS16_PER_VALUE: the looped 16-bit forward keeps its running max and sum per value of the tile
 # (kernels/columns.py PER_VALUE): the loop then has no reduction across warps, for one exp more a
 # value. On the H100 at dispatch's tile (probe_cols_fwd.log, loop-t16n256w4): bf16 64 x 4096 x 64
@@ -1165,6 +1170,8 @@ def _columns_tiling(B: int, N: int, T: int, itemsize: int, num_sms: int, force: 
         BLOCK_N = max(1, min(n_pow, COLS_TILE_SHORT // BLOCK_T))
     if num_warps is None:
         num_warps = min(16, max(COLS_WARPS, BLOCK_N * BLOCK_T // (32 * COLS_MAX_PER_THREAD)))
+        if one and forward and itemsize <= 2:  # COLS16_MIN_VALUES
+            num_warps = max(1, min(num_warps, BLOCK_N * BLOCK_T // (32 * COLS16_MIN_VALUES)))
     return BLOCK_N, BLOCK_T, one, num_warps
 
 

@@ -1187,7 +1187,8 @@ def test_columns_tiling_rule():
     """Runs of 16 values or more (a 64-byte run of float32), columns of N <= 1024 held whole in 4096
     values (BLOCK_N <= 64) or 8192 at 4 warps, more warps past 64 values a thread; longer columns
     looped in 128-byte runs; BLOCK_T halved (not below 16) to keep 4 programs an SM. 16-bit tiles of
-    BLOCK_N <= 128 (the backward's: <= 32) give a thread 64 values at 1 warp (BLOCK_N <= 32) or 2."""
+    BLOCK_N <= 128 (the backward's: <= 32) give a thread 64 values at 1 warp (BLOCK_N <= 32) or 2;
+    wider 16-bit forward tiles give a thread 16 values at least."""
     tiling = dispatch._columns_tiling
     assert tiling(16, 21, 262144, 2, 132) == (32, 64, True, 1)       # bf16: one warp, no shared memory
     assert tiling(16, 21, 262144, 2, 132, forward=False) == (32, 64, True, 1)
@@ -1196,6 +1197,10 @@ def test_columns_tiling_rule():
     assert tiling(1024, 64, 2048, 2, 132, forward=False) == (64, 64, True, 4)
     assert tiling(1024, 100, 2048, 2, 132) == (128, 32, True, 2)
     assert tiling(8, 150, 65536, 2, 132) == (256, 32, True, 4)       # BLOCK_N 256: the rule for all dtypes
+    assert tiling(65536, 256, 4, 2, 132) == (256, 4, True, 2)        # ... but 16 values a thread at least
+    assert tiling(65536, 256, 4, 2, 132, forward=False) == (256, 4, True, 4)
+    assert tiling(65536, 256, 4, 4, 132) == (256, 4, True, 4)
+    assert tiling(32, 1000, 196, 2, 132) == tiling(32, 1000, 196, 2, 132, forward=False) == (1024, 16, True, 8)
     assert tiling(1, 21, 4096, 2, 132) == (32, 16, True, 1)          # 64 columns halved for the grid
     assert tiling(16, 21, 262144, 4, 132) == (32, 128, True, 4)      # segmentation logits over C
     assert tiling(8, 150, 65536, 4, 132) == (256, 32, True, 4)
