@@ -468,6 +468,7 @@ def test_coop_tagged_partials(forced_family, torch_device, monkeypatch, dtype, l
     for M, N in ((3, 200), (5, 136), (3, 200), (4, 131), (3, 121)):
         x = _random((M, N), dtype, torch_device, seed=M * 43 + N)
         x[0, :64] = -float("inf")
+        x[0, 64:] -= 300.0  # below exp's range from 0: the -inf chunk publishes -inf, not 0
         x[M - 1, N // 3] = float("nan")
         x_before = x.clone()
         fwd = dispatch.plan_forward(M, N, N, N, dtype, log, 132)
@@ -565,6 +566,7 @@ def test_coop_keyed_partials(forced_family, torch_device, monkeypatch, dtype, lo
     for M, N in ((3, 300), (5, 520), (2, 100), (3, 300), (4, 390)):
         x = _random((M, N), dtype, torch_device, seed=M * 41 + N)
         x[0, :min(128, N - 1)] = -float("inf")  # a chunk of -inf (the whole row but one value at N = 100)
+        x[0, min(128, N - 1):] -= 300.0  # the rest below exp's range from 0
         x[M - 1, N // 3] = float("nan")
         x_before = x.clone()
         fwd = dispatch.plan_forward(M, N, N, N, dtype, log, 132)
@@ -751,7 +753,8 @@ def test_coop_packed_forward(forced_family, torch_device, monkeypatch, dtype, lo
     forced_family("coop", peel_min_n=1)
     monkeypatch.setattr(dispatch, "COOP_FWD_UNPACKED_PER_SM", 0)
     x = _random((M, N + pad), dtype, torch_device, seed=M * 37 + N)[:, :N]
-    x[0, :64] = -float("inf")  # the row's first chunk
+    x[0, :64] = -float("inf")  # the row's first chunk, the rest below exp's range from 0
+    x[0, 64:] -= 300.0
     x[M - 1, N // 2] = float("nan")
     kw = dispatch.plan_forward(M, N, x.stride(0), N, dtype, log, 132)[0].kwargs
     assert kw["PACK"] == (pad % 2 == 0)
@@ -765,10 +768,13 @@ def test_coop_packed_forward(forced_family, torch_device, monkeypatch, dtype, lo
 
 @pytest.mark.parametrize("fam", ["rows", "coop", "online", "split"])
 def test_family_special_values(forced_family, torch_device, fam):
-    """-inf leading tiles/chunks must not poison a row; +inf, NaN and all -inf rows are NaN."""
+    """-inf leading tiles/chunks must not poison a row, even one whose other values are all below
+    -87 (exp(-300) is 0 in float32); +inf, NaN and all -inf rows are NaN."""
     forced_family(fam)
-    x = torch.randn(6, 100, dtype=torch.float64).to(torch.float32)
+    x = torch.randn(7, 100, dtype=torch.float64).to(torch.float32)
     x[0, :70] = -float("inf")  # several leading tiles and chunks of -inf, finite after
+    x[5, :70] = -float("inf")  # the same, the rest past exp's float32 range from 0 (a max of 0 for
+    x[5, 70:] -= 300.0  # the -inf chunks, combined with theirs, gave s = 0: NaN)
     x[1, :] = -float("inf")
     x[2, 50] = float("inf")
     x[3, 99] = float("nan")

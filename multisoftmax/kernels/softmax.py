@@ -680,15 +680,20 @@ def softmax_fwd_coop(
         ee = tl.exp(xe - m_own)
         s_own += tl.sum(ee, axis=0)
     if PHASE % 2 == 1:
+        # An all -inf chunk (sum 0; any other has a value at its max: sum >= 1) publishes max -inf.
+        # Publishing its 0 put a row whose other values are all below about -87 (float32's exp
+        # underflows) at s = 0: NaN, not torch's result. (Derived here, not kept from before the
+        # substitution: that kept value took the 16-bit unpacked forward from 80 to 99 registers.)
+        m_pub = tl.where(s_own == 0.0, -float("inf"), m_own)
         if TAG:
-            _tag_publish(part_row + chunk, m_own, tag)
+            _tag_publish(part_row + chunk, m_pub, tag)
             _tag_publish(part_row + n_chunks + chunk, s_own, tag)
         elif SENT:
-            tl.atomic_xchg(part_row + chunk, _sent_word(m_own), sem="relaxed", scope="gpu")
+            tl.atomic_xchg(part_row + chunk, _sent_word(m_pub), sem="relaxed", scope="gpu")
             tl.atomic_xchg(part_row + n_chunks + chunk, _sent_word(s_own), sem="relaxed", scope="gpu")
             _sent_arrive(count_ptr, row, n_chunks, PHASE)
         else:
-            tl.store(part_row + chunk, m_own)
+            tl.store(part_row + chunk, m_pub)
             tl.store(part_row + n_chunks + chunk, s_own)
             if PHASE == 3:
                 _wait_for_row(count_ptr, row, n_chunks)
@@ -710,9 +715,11 @@ def softmax_fwd_coop(
         m_safe = tl.where(m == -float("inf"), 0.0, m)
         s = tl.sum(s_c * tl.exp(m_c - m_safe), axis=0)
         if LOG:
-            shift = m_safe + tl.log(s)
-        else:  # exp(x - m) / s = exp(x - m_own) * (exp(m_own - m) / s)
-            scale = tl.exp(m_own - m_safe) / s
+            log_s = tl.log(s)
+            shift = m_safe + log_s  # the packed (16-bit) values' one subtraction
+        else:  # exp(x - m) / s = exp(x - m_own) * (exp(m_own - m) / s), exp(m_own - m) <= 1 but for an
+            # all -inf chunk (m_own 0), whose e is 0: capped at 1, its y is 0, not 0 * inf
+            scale = tl.minimum(tl.exp(m_own - m_safe), 1.0) / s
         if PACK:  # unpacked anew from the words held across the wait
             x_lo, x_hi = _unpack(_fresh(wx, PHASE), io_ty, acc_ty, False)
             if LOG:
@@ -727,13 +734,13 @@ def softmax_fwd_coop(
             tl.store(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, _pack(y_lo, y_hi, io_ty), mask=mask)
         else:
             if LOG:
-                y = x - shift
+                y = (x - m_safe) - log_s  # as torch: x - max first (exact), then log(s)
             else:  # reuse e
                 y = e * scale
             tl.store(y_ptr + y_offs, y.to(y_ptr.dtype.element_ty), mask=mask)
         if PEEL:
             if LOG:
-                ye = xe - shift
+                ye = (xe - m_safe) - log_s
             else:
                 ye = ee * scale
             tl.store(y_ptr + e_offs, ye.to(y_ptr.dtype.element_ty), mask=e_mask)
