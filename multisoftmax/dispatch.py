@@ -883,7 +883,7 @@ def cooperative(launches: tuple[Launch, ...]) -> bool:
     """Whether a plan has a cooperative launch, whose programs wait for each other: the
     num_sms it was planned for must be no more than the SMs it will run on (the adapters ask
     multisoftmax.sms for the share of a green context or an MPS limit)."""
-    return any(one.kernel.endswith("_coop") for one in launches)
+    return any(one.kernel.endswith(("_coop", "_coop_cols")) for one in launches)
 
 
 def alignment(*values: int) -> int:
@@ -1145,8 +1145,8 @@ COLS16_PER_VALUE = True
 
 def _columns_tiling(B: int, N: int, T: int, itemsize: int, num_sms: int, force: str | None = None,
                     forward: bool = True):
-    """(BLOCK_N, BLOCK_T, ONE_TILE, num_warps) for a (B, N, T) softmax over N. `force`: "one_tile"
-    or "loop" regardless of N (tests)."""
+    """(BLOCK_N, BLOCK_T, ONE_TILE, num_warps) of the one-tile or looped plan for a (B, N, T)
+    softmax over N. `force`: "one_tile", else the loop, regardless of N (tests)."""
     t_pow = triton.next_power_of_2(T)
     t_min = min(t_pow, COLS_MIN_RUN)
     n_pow = triton.next_power_of_2(N)
@@ -1175,12 +1175,135 @@ def _columns_tiling(B: int, N: int, T: int, itemsize: int, num_sms: int, force: 
     return BLOCK_N, BLOCK_T, one, num_warps
 
 
+# Long columns (N past one tile): three plans.
+# * COLS_COOP_*: cooperative (kernels/columns.py's softmax_fwd_coop_cols, softmax_bwd_coop_cols): one
+#   read and one write, as the rows' coop family. A program holds CHUNK_N positions of a group of
+#   BLOCK_T columns (128-byte runs, COLS_COOP_RUN_BYTES) in registers, COLS_COOP_VALUES values
+#   (float64: half) at COLS_COOP_WARPS warps; a forward of more than COLS_COOP_FWD_MAX_CHUNKS chunks
+#   takes twice the values a program. Columns of more chunks than SMs (the wait needs at most one an
+#   SM: `_coop_launches`) and 16-bit forwards (COLS16_COOP_FWD) take one of the next two.
+# * COLS_SPLIT_*: in few groups (fewer than COLS_SPLIT_PROGRAMS_PER_SM an SM), N is cut into chunks
+#   of at least COLS_SPLIT_MIN_STEPS loop steps, at most COLS_SPLIT_MAX_CHUNKS, a program a chunk: a
+#   first kernel writes each chunk's partials, a second combines them and writes its chunk, in
+#   reverse order (x read twice, as the loop, but on every SM). 128-byte runs (COLS_RUN_BYTES, not
+#   halved for the grid), BLOCK_N = COLS_TILE_SHORT // BLOCK_T, COLS_SPLIT_WARPS warps
+#   (COLS_SPLIT_BWD_WARPS backward).
+# * otherwise the loop (`_columns_tiling`): a program a group, N walked twice.
+# The loop had the GPU idle at few groups: bf16 64 x 4096 x 64 made 128 programs, 8192 x 8192 over
+# dim 0 512. On the H100 (bench/results/h100/probe_cols_coop2.log, probe_cols_coop.log,
+# probe_cols_split.log; GB/s forward / backward), loop -> dispatch now:
+#   float32 64 x 4096 x 64          1,630 / 1,816 -> 2,199 / 2,496 (coop)
+#   float32 1 x 8192 x 8192         1,663 / 1,765 -> 2,313 / 2,448 (coop)
+#   float32 16 x 4096 x 1024        1,576 / 1,747 -> 2,501 / 2,652 (coop)
+#   float32 4 x 32768 x 512         1,150 / 1,453 -> 2,204 (coop, 16384 values) / 2,187 (coop)
+#   bf16 64 x 4096 x 64             1,163 / 1,335 -> 1,438 (split) / 1,892 (coop)
+#   bf16 1 x 8192 x 8192            1,469 / 1,549 -> 1,593 (split) / 1,885 (coop)
+#   bf16 4 x 32768 x 512              704 /   752 -> 1,556 (split) / 1,719 (split)
+# The 16-bit cooperative forward measured 75-1,606 GB/s over its tiles (2,048-16,384 values, 1-8
+# warps, 128- or 256-byte runs): its two reductions cross warps through shared memory, as
+# COLS16_*'s note tells, and no tile beat the split plan on more than two of five shapes. Values a
+# program: 8192 at 4 warps was best or within 2% of it but for the float32 forward at 64 chunks
+# (16384: 2,204 against 1,643) and 16-bit backwards (16384: up to 13% faster on two shapes, 16% slower
+# on another); 8 warps lost everywhere. Split plans: 8 programs an SM against 32, 4 warps against 8
+# forward (8 backward).
+COLS_COOP_VALUES = 8192
+COLS_COOP_WARPS = 4
+COLS_COOP_RUN_BYTES = 128
+COLS_COOP_FWD_MAX_CHUNKS = 64
+COLS16_COOP_FWD = False
+COLS_SPLIT_PROGRAMS_PER_SM = 8
+COLS_SPLIT_MIN_STEPS = 2
+COLS_SPLIT_MAX_CHUNKS = 64
+COLS_SPLIT_WARPS = 4
+COLS_SPLIT_BWD_WARPS = 8
+
+
+def _columns_coop(B: int, N: int, T: int, itemsize: int, num_sms: int, forward: bool, force: str | None = None):
+    """(CHUNK_N, BLOCK_T, n_chunks, num_warps) of the cooperative plan for a (B, N, T) softmax over
+    N (COLS_COOP_*), or None where one tile, the split plan or the loop runs it. `force`: "coop"
+    wherever N takes 2 to num_sms chunks."""
+    if force not in (None, "coop") or force is None and forward and itemsize <= 2 and not COLS16_COOP_FWD:
+        return None
+    t_pow = triton.next_power_of_2(T)
+    BLOCK_T = min(t_pow, max(min(t_pow, COLS_MIN_RUN), COLS_COOP_RUN_BYTES // itemsize))
+    values = COLS_COOP_VALUES * 4 // max(4, itemsize)
+    n_pow = triton.next_power_of_2(N)
+    CHUNK_N = max(1, min(n_pow, values // BLOCK_T))
+    if forward and triton.cdiv(N, CHUNK_N) > COLS_COOP_FWD_MAX_CHUNKS:
+        CHUNK_N = max(1, min(n_pow, 2 * values // BLOCK_T))
+    n_chunks = triton.cdiv(N, CHUNK_N)
+    if not 2 <= n_chunks <= num_sms or force is None and (
+            _columns_tiling(B, N, T, itemsize, num_sms)[2] or forward and n_chunks > COLS_COOP_FWD_MAX_CHUNKS):
+        return None
+    return CHUNK_N, BLOCK_T, n_chunks, COLS_COOP_WARPS
+
+
+def _columns_coop_launch(kernel: str, inputs: tuple, scalars: tuple, B: int, N: int, T: int, coop: tuple,
+                         parts: int, out: str, meta: dict) -> tuple[Launch, ...]:
+    """The cooperative columns launch (one, or under Triton's interpreter two: PHASE 1 writes the
+    partials, PHASE 2 combines them and writes `out`), as `_coop_launches` for rows: items from a
+    ticket counter where the grid exceeds one program an SM."""
+    CHUNK_N, BLOCK_T, n_chunks, num_warps = coop
+    groups = B * triton.cdiv(T, BLOCK_T)
+    meta = dict(CHUNK_N=CHUNK_N, BLOCK_T=BLOCK_T, BLOCK_C=triton.next_power_of_2(n_chunks),
+                TICKET=groups * n_chunks > meta.pop("num_sms"), **meta, num_warps=num_warps, num_stages=1)
+    outputs = (("part", (groups, parts, n_chunks, BLOCK_T), "acc"), ("count", (groups + 1,), "zeros"),
+               (out, (B, N, T), "io"))
+    phases = (1, 2) if kernels.INTERPRETED else (3,)
+    return tuple(Launch(kernel, inputs, (*scalars, n_chunks), outputs, (groups * n_chunks,),
+                        tuple({**meta, "PHASE": p}.items())) for p in phases)
+
+
+def _columns_split(B: int, N: int, T: int, itemsize: int, num_sms: int, forward: bool, force: str | None = None):
+    """(BLOCK_N, BLOCK_T, CHUNK, n_chunks, num_warps) of the split plan for a (B, N, T) softmax over
+    N, or None where the loop (or one tile) stays. `force`: "split" takes it wherever N has two steps."""
+    if force not in (None, "split"):
+        return None
+    t_pow = triton.next_power_of_2(T)
+    BLOCK_T = min(t_pow, max(min(t_pow, COLS_MIN_RUN), COLS_RUN_BYTES // itemsize))
+    BLOCK_N = max(1, min(triton.next_power_of_2(N), COLS_TILE_SHORT // BLOCK_T))
+    if force is None and _columns_tiling(B, N, T, itemsize, num_sms, None, forward)[2]:
+        return None  # held in one tile
+    groups, steps = B * triton.cdiv(T, BLOCK_T), triton.cdiv(N, BLOCK_N)
+    n_chunks = min(triton.cdiv(COLS_SPLIT_PROGRAMS_PER_SM * num_sms, groups), steps // COLS_SPLIT_MIN_STEPS,
+                   COLS_SPLIT_MAX_CHUNKS)
+    if force == "split":
+        n_chunks = max(2, min(n_chunks, steps))
+    if n_chunks < 2:
+        return None
+    CHUNK = triton.cdiv(steps, n_chunks) * BLOCK_N
+    return BLOCK_N, BLOCK_T, CHUNK, triton.cdiv(N, CHUNK), COLS_SPLIT_WARPS if forward else COLS_SPLIT_BWD_WARPS
+
+
 @functools.lru_cache(maxsize=4096)
 def plan_columns_forward(B: int, N: int, T: int, stride_xb: int, stride_xn: int, stride_yb: int, stride_yn: int,
                          dtype: str, log: bool, num_sms: int, force: str | None = None) -> tuple[Launch, ...]:
-    """The launch computing y = softmax(x) (log_softmax if `log`) over axis 1 of (B, N, T) views
-    of x and y whose last axis is contiguous (kernels/columns.py). B, N, T >= 1. `force`: "one_tile"
-    or "loop" (tests)."""
+    """The launches computing y = softmax(x) (log_softmax if `log`) over axis 1 of (B, N, T) views
+    of x and y whose last axis is contiguous (kernels/columns.py): one (one tile, the loop, the
+    cooperative kernel; under Triton's interpreter the latter takes two phases) or two (split).
+    B, N, T >= 1. `force`: "one_tile", "loop", "split" or "coop" (tests, probes)."""
+    coop = _columns_coop(B, N, T, ITEMSIZE[dtype], num_sms, True, force)
+    if coop:
+        return _columns_coop_launch("softmax_fwd_coop_cols", ("x",), (B, N, T, stride_xb, stride_xn, stride_yb,
+                                    stride_yn), B, N, T, coop, 2, "y",
+                                    dict(LOG=log, ALIGN=alignment(T, stride_xb, stride_xn, stride_yb, stride_yn),
+                                         ALIGN_N=alignment(N, coop[2]), ACC_FP64=dtype == "float64", num_sms=num_sms))
+    split = _columns_split(B, N, T, ITEMSIZE[dtype], num_sms, True, force)
+    if split:
+        BLOCK_N, BLOCK_T, CHUNK, n_chunks, num_warps = split
+        align = alignment(T, stride_xb, stride_xn, stride_yb, stride_yn)
+        common = dict(BLOCK_N=BLOCK_N, BLOCK_T=BLOCK_T)
+        stats = dict(common, ALIGN=align, ALIGN_N=alignment(N, CHUNK, n_chunks), ACC_FP64=dtype == "float64",
+                     PER_VALUE=COLS16_PER_VALUE and ITEMSIZE[dtype] <= 2, num_warps=num_warps, num_stages=2)
+        norm = dict(common, BLOCK_C=triton.next_power_of_2(n_chunks), LOG=log, ALIGN=align,
+                    ALIGN_N=alignment(N, CHUNK, n_chunks), ACC_FP64=dtype == "float64", num_warps=num_warps, num_stages=2)
+        grid = (B * triton.cdiv(T, BLOCK_T), n_chunks)
+        return (Launch("softmax_fwd_stats_cols", ("x",), (B, N, T, stride_xb, stride_xn, CHUNK, n_chunks),
+                       (("m_part", (B, n_chunks, T), "acc"), ("s_part", (B, n_chunks, T), "acc")), grid,
+                       tuple(stats.items())),
+                Launch("softmax_fwd_norm_cols", ("x", "m_part", "s_part"),
+                       (B, N, T, stride_xb, stride_xn, stride_yb, stride_yn, CHUNK, n_chunks),
+                       (("y", (B, N, T), "io"),), grid, tuple(norm.items())))
     BLOCK_N, BLOCK_T, one, num_warps = _columns_tiling(B, N, T, ITEMSIZE[dtype], num_sms, force)
     meta = dict(BLOCK_N=BLOCK_N, BLOCK_T=BLOCK_T, ONE_TILE=one, LOG=log,
                 ALIGN=alignment(T, stride_xb, stride_xn, stride_yb, stride_yn), ACC_FP64=dtype == "float64",
@@ -1194,8 +1317,29 @@ def plan_columns_forward(B: int, N: int, T: int, stride_xb: int, stride_xn: int,
 def plan_columns_backward(B: int, N: int, T: int, stride_yb: int, stride_yn: int, stride_dyb: int, stride_dyn: int,
                           stride_dxb: int, stride_dxn: int, dtype: str, log: bool, num_sms: int,
                           force: str | None = None) -> tuple[Launch, ...]:
-    """The launch computing dx from y and dy over axis 1 of (B, N, T) views (see
+    """The launches computing dx from y and dy over axis 1 of (B, N, T) views (see
     plan_columns_forward)."""
+    coop = _columns_coop(B, N, T, ITEMSIZE[dtype], num_sms, False, force)
+    if coop:
+        align = alignment(T, stride_yb, stride_yn, stride_dyb, stride_dyn, stride_dxb, stride_dxn)
+        return _columns_coop_launch("softmax_bwd_coop_cols", ("y", "dy"), (B, N, T, stride_yb, stride_yn, stride_dyb,
+                                    stride_dyn, stride_dxb, stride_dxn), B, N, T, coop, 1, "dx",
+                                    dict(LOG=log, ALIGN=align, ALIGN_N=alignment(N, coop[2]), ACC_FP64=dtype == "float64",
+                                         num_sms=num_sms))
+    split = _columns_split(B, N, T, ITEMSIZE[dtype], num_sms, False, force)
+    if split:
+        BLOCK_N, BLOCK_T, CHUNK, n_chunks, num_warps = split
+        common = dict(BLOCK_N=BLOCK_N, BLOCK_T=BLOCK_T)
+        acc = dict(LOG=log, ALIGN=alignment(T, stride_yb, stride_yn, stride_dyb, stride_dyn, stride_dxb, stride_dxn),
+                   ALIGN_N=alignment(N, CHUNK, n_chunks), ACC_FP64=dtype == "float64", num_warps=num_warps, num_stages=2)
+        grid = (B * triton.cdiv(T, BLOCK_T), n_chunks)
+        return (Launch("softmax_bwd_dot_cols", ("y", "dy"),
+                       (B, N, T, stride_yb, stride_yn, stride_dyb, stride_dyn, CHUNK, n_chunks),
+                       (("dot_part", (B, n_chunks, T), "acc"),), grid, tuple(dict(common, **acc).items())),
+                Launch("softmax_bwd_apply_cols", ("y", "dy", "dot_part"),
+                       (B, N, T, stride_yb, stride_yn, stride_dyb, stride_dyn, stride_dxb, stride_dxn, CHUNK, n_chunks),
+                       (("dx", (B, N, T), "io"),), grid,
+                       tuple(dict(common, BLOCK_C=triton.next_power_of_2(n_chunks), **acc).items())))
     BLOCK_N, BLOCK_T, one, num_warps = _columns_tiling(B, N, T, ITEMSIZE[dtype], num_sms, force, forward=False)
     meta = dict(BLOCK_N=BLOCK_N, BLOCK_T=BLOCK_T, ONE_TILE=one, LOG=log,
                 ALIGN=alignment(T, stride_yb, stride_yn, stride_dyb, stride_dyn, stride_dxb, stride_dxn),

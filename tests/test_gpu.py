@@ -422,21 +422,31 @@ def test_cached_launch_tells_pointer_alignment_apart(N):
 @pytest.mark.parametrize("shape,dim,one_tile", [((16, 21, 256, 256), 1, True), ((8, 100, 64, 64), 1, True),
                                                 ((32, 1000, 14, 14), 1, True),
                                                 ((64, 4096, 64), 1, False), ((8192, 4096), 0, False),
-                                                ((4096, 256, 4), 1, True)])
+                                                ((4096, 256, 4), 1, True), ((2, 20000, 64), 1, False)])
 def test_columns_at_real_sizes(dtype, shape, dim, one_tile):
-    """A softmax over a middle dim through the columns kernels (one tile, looped), forward and the
-    autograd backward, both ops, every element against float64."""
+    """A softmax over a middle dim through the columns kernels (one tile; long columns: cooperative,
+    split into chunks, as dispatch plans them), forward and the autograd backward, both ops, every
+    element against float64."""
     B, N, T = 1, shape[dim], 1
     for s in shape[:dim]:
         B *= s
     for s in shape[dim + 1:]:
         T *= s
-    plan = dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, str(dtype)[6:], False, _sms())
-    assert plan[0].kwargs["ONE_TILE"] == one_tile
+    name = str(dtype)[6:]
+    fwd = dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, name, False, _sms())
+    bwd = dispatch.plan_columns_backward(B, N, T, N * T, T, N * T, T, N * T, T, name, False, _sms())
+    if one_tile:
+        assert fwd[0].kwargs["ONE_TILE"] and bwd[0].kwargs["ONE_TILE"]
+    elif N == 20000:  # float32: cooperative, the forward in 40 chunks of 16384 values; 16-bit: 157 chunks, split
+        assert [fwd[0].kernel, bwd[0].kernel] == (["softmax_fwd_coop_cols", "softmax_bwd_coop_cols"] if name == "float32"
+                                                  else ["softmax_fwd_stats_cols", "softmax_bwd_dot_cols"])
+        assert name != "float32" or fwd[0].kwargs["CHUNK_N"] * fwd[0].kwargs["BLOCK_T"] == 16384
+    else:  # cooperative; the 16-bit forward split
+        assert bwd[0].kernel == "softmax_bwd_coop_cols"
+        assert fwd[0].kernel == ("softmax_fwd_coop_cols" if name == "float32" else "softmax_fwd_stats_cols")
     g = torch.Generator(device="cuda").manual_seed(1)
     x = (torch.randn(shape, device="cuda", dtype=dtype, generator=g) * 3).requires_grad_()
     dy = torch.randn(shape, device="cuda", dtype=dtype, generator=g)
-    name = str(dtype)[6:]
     for ours, log in ((mt.softmax, False), (mt.log_softmax, True)):
         y = ours(x, dim)
         assert y.is_contiguous()

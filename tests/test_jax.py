@@ -213,18 +213,22 @@ def test_cpu_default_is_native(monkeypatch):
 
 
 @pytest.mark.parametrize("ops", OPS, ids=OP_IDS)
-@pytest.mark.parametrize("one_tile", [True, False], ids=["one_tile", "loop"])
-def test_middle_axis_columns(monkeypatch, ops, one_tile):
-    """One middle axis runs the columns kernels on x as (B, N, T) (no transpose), held in one tile
-    or looped (COLS_MAX_ONE_TILE lowered, the tiles shrunk); forward, the pullback, vmap (a batch
-    axis becomes more of B) and second order, against jax.nn in float64."""
+@pytest.mark.parametrize("kind", ["one_tile", "loop", "split", "coop"])
+def test_middle_axis_columns(monkeypatch, ops, kind):
+    """One middle axis runs the columns kernels on x as (B, N, T) (no transpose): held in one tile,
+    looped, split into chunks or cooperative (COLS_MAX_ONE_TILE lowered, the tiles and chunks
+    shrunk, the other plans ruled out); forward, the pullback, vmap (a batch axis becomes more of B)
+    and second order, against jax.nn in float64."""
     from multisoftmax import dispatch
 
     ours, theirs, _ = ops
-    if not one_tile:
+    if kind != "one_tile":
         monkeypatch.setattr(dispatch, "COLS_MAX_ONE_TILE", 0)
         monkeypatch.setattr(dispatch, "COLS_TILE", 64)
         monkeypatch.setattr(dispatch, "COLS_TILE_SHORT", 64)
+        # coop: float64 chunks of 64 values, 4 positions of 16 columns: 4 chunks, the interpreter's 4 SMs
+        monkeypatch.setattr(dispatch, "COLS_COOP_VALUES", 128 if kind == "coop" else 2 ** 20)
+        monkeypatch.setattr(dispatch, "COLS_SPLIT_PROGRAMS_PER_SM", 8 if kind == "split" else 0)
     dispatch.plan_columns_forward.cache_clear()
     dispatch.plan_columns_backward.cache_clear()
     jax.clear_caches()  # traces made with the other rule (on the GPU: the kernel calls' traces) are kept
@@ -233,7 +237,11 @@ def test_middle_axis_columns(monkeypatch, ops, one_tile):
     monkeypatch.setattr(dispatch, "plan_columns_forward", lambda *a: planned.append(a) or real(*a))
     x = randn(3, 13, 2, 5, dtype=jnp.float64, seed=20)
     ref.assert_close(ours(x, 1), theirs(x, 1), "float64", "forward")
-    assert planned[0][:3] == (3, 13, 10) and real(*planned[0])[0].kwargs["ONE_TILE"] == one_tile
+    plan = real(*planned[0])
+    assert planned[0][:3] == (3, 13, 10)
+    assert plan[0].kernel == {"one_tile": "softmax_fwd_cols", "loop": "softmax_fwd_cols",
+                              "split": "softmax_fwd_stats_cols", "coop": "softmax_fwd_coop_cols"}[kind]
+    assert kind not in ("one_tile", "loop") or plan[0].kwargs["ONE_TILE"] == (kind == "one_tile")
     dy = randn(3, 13, 2, 5, dtype=jnp.float64, seed=21)
     _, pull = jax.vjp(lambda t: ours(t, 1), x)
     _, pull_ref = jax.vjp(lambda t: theirs(t, 1), x)

@@ -929,7 +929,8 @@ def test_kernels_compile_for_sm90_subprocess():
         "    for dt in ['bfloat16', 'float64']:\n"
         "        c.compile_launches(dispatch.plan_forward(M, N, N, N, dt, True, 132), dt)\n"
         "        c.compile_launches(dispatch.plan_backward(M, N, N, N, N, dt, False, 132), dt)\n"
-        "for B, N, T in [(16, 21, 4096), (8, 100, 4096), (2, 5000, 64)]:  # columns: 1 warp, 2, looped\n"
+        "for B, N, T in [(16, 21, 4096), (8, 100, 4096), (2, 5000, 64), (4096, 2000, 64), (2, 20000, 64)]:\n"
+        "    # columns: 1 warp, 2; long: split (16-bit forwards) and coop, the loop (4096 groups), split both ways\n"
         "    for dt in ['bfloat16', 'float64']:\n"
         "        c.compile_launches(dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dt, False, 132), dt)\n"
         "        c.compile_launches(dispatch.plan_columns_backward(B, N, T, N * T, T, N * T, T, N * T, T, dt, True, 132),\n"
@@ -973,7 +974,9 @@ def test_jax_and_torch_launchers_compile_alike_subprocess():
     aligned; Triton's own, the torch adapter's, also which integer arguments are multiples of
     16. The kernels must not hang on the latter (ALIGN, EVEN_M, ALIGN_M), or the two adapters
     run different code: every family compiles to the same PTX for sm_90 under both, rows
-    plans with and without EVEN_M (float32 65536 x 128 log_softmax forward, 65536 x 64)."""
+    plans with and without EVEN_M (float32 65536 x 128 log_softmax forward, 65536 x 64), and the
+    columns plans of long columns (ALIGN_N: N, the chunk and the chunk count, which Triton's
+    launcher marks where they are multiples of 16)."""
     out = run_uninterpreted(
         "import sys; sys.path.insert(0, 'tests'); import compile_check as c; from multisoftmax import dispatch\n"
         "strip = lambda p: [l for l in p.splitlines() if not l.strip().startswith(('//', '.loc', '.file'))]\n"
@@ -986,10 +989,19 @@ def test_jax_and_torch_launchers_compile_alike_subprocess():
         "                 dispatch.plan_backward(M, N, N, N, N, dt, log, 132)):\n"
         "        a, b = (c.compile_launches(plan, dt, specialize=s) for s in ('torch', 'jax'))\n"
         "        same = all(strip(x.asm['ptx']) == strip(y.asm['ptx']) for x, y in zip(a, b))\n"
-        "        print(M, N, dt, log, [l.kernel for l in plan], 'same' if same else 'DIFFERENT')\n", timeout=900)
+        "        print(M, N, dt, log, [l.kernel for l in plan], 'same' if same else 'DIFFERENT')\n"
+        "for B, N, T, dt, log in [(64, 4096, 64, 'float32', False), (64, 4096, 64, 'bfloat16', True),\n"
+        "                         (2, 20000, 64, 'bfloat16', False), (4096, 2048, 64, 'bfloat16', False)]:\n"
+        "    for plan in (dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dt, log, 132),\n"
+        "                 dispatch.plan_columns_backward(B, N, T, N * T, T, N * T, T, N * T, T, dt, log, 132)):\n"
+        "        a, b = (c.compile_launches(plan, dt, specialize=s) for s in ('torch', 'jax'))\n"
+        "        same = all(strip(x.asm['ptx']) == strip(y.asm['ptx']) for x, y in zip(a, b))\n"
+        "        print(B, N, T, dt, log, [l.kernel for l in plan], 'same' if same else 'DIFFERENT')\n", timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
     lines = out.stdout.splitlines()
-    assert len(lines) == 18 and all(line.endswith("same") for line in lines), out.stdout
+    assert len(lines) == 26 and all(line.endswith("same") for line in lines), out.stdout
+    kernels = " ".join(lines[18:])  # the columns plans: cooperative, split and looped
+    assert all(k in kernels for k in ("coop_cols", "stats_cols", "dot_cols", "'softmax_fwd_cols'")), kernels
 
 
 def test_even_m_rule():
@@ -1128,65 +1140,160 @@ def test_log_softmax_backward_1024_lanes(torch_device, dtype):
     ref.assert_close(dx.double().cpu(), expected, dtype, f"{dtype} log bwd", scale_atol=True)
 
 
-@pytest.mark.parametrize("force", ["one_tile", "loop"])
+def _columns_plans(monkeypatch, B, N, T, strides, dtype, log, force):
+    """The forward and backward plans of a (B, N, T) softmax over N, `force`d ("one_tile", "loop",
+    "split", "coop") with tiles shrunk (COLS_TILE_SHORT, COLS_TILE: 64 values; COLS_COOP_VALUES:
+    128), planned for 132 SMs; strides (x's b and n, dy's b and n)."""
+    monkeypatch.setattr(dispatch, "COLS_TILE", 64)
+    monkeypatch.setattr(dispatch, "COLS_TILE_SHORT", 64)
+    monkeypatch.setattr(dispatch, "COLS_COOP_VALUES", 128)
+    sxb, sxn, sdyb, sdyn = strides
+    fwd = dispatch.plan_columns_forward.__wrapped__(B, N, T, sxb, sxn, N * T, T, dtype, log, 132, force)
+    bwd = dispatch.plan_columns_backward.__wrapped__(B, N, T, N * T, T, sdyb, sdyn, N * T, T, dtype, log, 132, force)
+    return fwd, bwd
+
+
+def _run(plan, buffers, dtype, device, shape):
+    """Execute a plan of one or more launches (torch_call, y / dx into a new tensor)."""
+    out = torch.empty(shape, dtype=DTYPES[dtype], device=device)
+    return launch.execute(plan, dict(buffers),
+                          lambda l, ins, bufs: launch.torch_call(l, ins, bufs, DTYPES[dtype], out.device, out))
+
+
+COLUMNS_KERNELS = {"one_tile": ("softmax_fwd_cols",), "loop": ("softmax_fwd_cols",),
+                   "split": ("softmax_fwd_stats_cols", "softmax_fwd_norm_cols"),
+                   "coop": ("softmax_fwd_coop_cols",)}
+
+
+@pytest.mark.parametrize("force", ["one_tile", "loop", "split", "coop"])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
 @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
 def test_columns_forward_backward(monkeypatch, torch_device, force, dtype, log):
-    """The columns kernels (a softmax over axis 1 of (B, N, T)), held in one tile or looped in
-    several steps (COLS_TILE_SHORT shrunk: 8 positions a step), on views whose strides are not the
-    contiguous ones (x a slice of a wider buffer, dy expanded along B), against float64."""
-    monkeypatch.setattr(dispatch, "COLS_TILE", 64)
-    monkeypatch.setattr(dispatch, "COLS_TILE_SHORT", 64)
-    dispatch.plan_columns_forward.cache_clear()
-    dispatch.plan_columns_backward.cache_clear()
+    """The columns kernels (a softmax over axis 1 of (B, N, T)): held in one tile, looped in
+    several steps (8 positions a step), split into chunks (two launches) or cooperative (chunks of
+    16 positions that wait for each other; two launches under the interpreter), on views whose
+    strides are not the contiguous ones (x a slice of a wider buffer, dy expanded along B), against
+    float64; no input modified."""
     B, N, T = 3, 37, 5
     x = _random((B, N + 4, T + 3), dtype, torch_device, 40)[:, 2:N + 2, 1:T + 1]
     assert x.stride() == ((N + 4) * (T + 3), T + 3, 1)
-    plan = dispatch.plan_columns_forward(B, N, T, x.stride(0), x.stride(1), N * T, T, dtype, log, 4, force)
-    kw = plan[0].kwargs
-    assert kw["ONE_TILE"] == (force == "one_tile") and (force == "one_tile" or triton.cdiv(N, kw["BLOCK_N"]) > 2)
-    y = launch.torch_call(plan[0], [x], {}, DTYPES[dtype], x.device,
-                          torch.empty(B, N, T, dtype=DTYPES[dtype], device=torch_device))[-1]
+    dy = _random((1, N, T), dtype, torch_device, 41).expand(B, N, T)
+    fwd, bwd = _columns_plans(monkeypatch, B, N, T, (x.stride(0), x.stride(1), dy.stride(0), dy.stride(1)), dtype,
+                              log, force)
+    kernels = tuple(dict.fromkeys(l.kernel for l in fwd))
+    assert kernels == COLUMNS_KERNELS[force], kernels
+    assert tuple(dict.fromkeys(l.kernel for l in bwd)) == tuple(k.replace("fwd", "bwd").replace("stats", "dot")
+                                                                .replace("norm", "apply") for k in kernels)
+    if force == "one_tile":
+        assert fwd[0].kwargs["ONE_TILE"]
+    elif force == "loop":
+        assert not fwd[0].kwargs["ONE_TILE"] and triton.cdiv(N, fwd[0].kwargs["BLOCK_N"]) > 2
+    elif force == "split":
+        assert fwd[0].grid[1] >= 2 and bwd[0].grid[1] >= 2
+    else:
+        # chunks of 16 positions (float64: 8, half the values a program)
+        assert fwd[0].scalars[-1] == bwd[0].scalars[-1] == (5 if dtype == "float64" else 3)
+    x_before, dy_before = x.clone(), dy.clone()
+    y = _run(fwd, {"x": x}, dtype, torch_device, (B, N, T))
     expected = ref.softmax(x.double().cpu().numpy(), 1, log)
     ref.assert_close(y.double().cpu(), expected, dtype, f"{force} fwd")
-    dy = _random((1, N, T), dtype, torch_device, 41).expand(B, N, T)
-    plan = dispatch.plan_columns_backward(B, N, T, N * T, T, dy.stride(0), dy.stride(1), N * T, T, dtype, log, 4, force)
-    dx = launch.torch_call(plan[0], [y, dy], {}, DTYPES[dtype], x.device,
-                           torch.empty(B, N, T, dtype=DTYPES[dtype], device=torch_device))[-1]
+    y_before = y.clone()
+    dx = _run(bwd, {"y": y, "dy": dy}, dtype, torch_device, (B, N, T))
     expected = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), 1, log)
     ref.assert_close(dx.double().cpu(), expected, dtype, f"{force} bwd", scale_atol=True)
-    dispatch.plan_columns_forward.cache_clear()
-    dispatch.plan_columns_backward.cache_clear()
+    assert torch.equal(x, x_before) and torch.equal(dy, dy_before) and torch.equal(y, y_before)
 
 
-@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("force", ["loop", "split", "coop"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
 @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
-def test_columns_looped_per_value_special_values(monkeypatch, torch_device, dtype, log):
-    """The looped 16-bit forward's running max and sum per value (PER_VALUE), over several steps:
-    NaN, +inf, an all -inf column, -inf for the first steps then finite, a max in the last step,
-    +-60 (rescaled sums), as torch.softmax in float64 (NaN where it gives NaN)."""
-    monkeypatch.setattr(dispatch, "COLS_TILE_SHORT", 64)
-    dispatch.plan_columns_forward.cache_clear()
+def test_columns_long_special_values(monkeypatch, torch_device, force, dtype, log):
+    """The plans of long columns over several steps or chunks (16-bit loops: the running max and sum
+    per value, PER_VALUE; split and cooperative plans: partials combined): NaN, +inf, an all -inf
+    column, -inf for the first steps then values below -87 (exp(-300) is 0 in float32: partials of
+    the -inf chunks must not make the sum 0), a max in the last step, +-60 (rescaled sums), as
+    torch.softmax in float64 (NaN where it gives NaN); the backward of the finite columns."""
     B, N, T = 2, 45, 16
     x = _random((B, N, T), dtype, torch_device, 42)
     x[0, 7, 1] = float("nan")
     x[1, 30, 2] = float("inf")
     x[0, :, 3] = -float("inf")
     x[1, :20, 4] = -float("inf")
+    x[1, 20:, 4] -= 300.0
     x[0, 44, 5] = 60.0
     x[1, ::3, 6] = -60.0
     x[1, 1::3, 6] = 60.0
-    plan = dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dtype, log, 4, "loop")
-    kw = plan[0].kwargs
-    assert kw["PER_VALUE"] and not kw["ONE_TILE"] and triton.cdiv(N, kw["BLOCK_N"]) > 2
-    y = launch.torch_call(plan[0], [x], {}, DTYPES[dtype], x.device,
-                          torch.empty(B, N, T, dtype=DTYPES[dtype], device=torch_device))[-1]
+    fwd, bwd = _columns_plans(monkeypatch, B, N, T, (N * T, T, N * T, T), dtype, log, force)
+    assert tuple(dict.fromkeys(l.kernel for l in fwd)) == COLUMNS_KERNELS[force]
+    if force == "loop":
+        assert fwd[0].kwargs["PER_VALUE"] == (dtype != "float32") and triton.cdiv(N, fwd[0].kwargs["BLOCK_N"]) > 2
+    elif force == "split":
+        assert fwd[0].kwargs["PER_VALUE"] == (dtype != "float32") and fwd[0].grid[1] == 6
+    y = _run(fwd, {"x": x}, dtype, torch_device, (B, N, T))
     expected = (torch.log_softmax if log else torch.softmax)(x.double().cpu(), 1)
     nan = torch.isnan(expected)
     assert torch.equal(torch.isnan(y.cpu()), nan)
     assert nan[0, :, 1].all() and nan[1, :, 2].all() and nan[0, :, 3].all() and not nan[1, :, 4].any()
-    ref.assert_close(y.double().cpu()[~nan], expected[~nan], dtype, "looped per value")
-    dispatch.plan_columns_forward.cache_clear()
+    ref.assert_close(y.double().cpu()[~nan], expected[~nan], dtype, f"{force} special values")
+    dy = _random((B, N, T), dtype, torch_device, 43)
+    y = torch.where(torch.isnan(y), 0.0, y)  # the backward of NaN columns is NaN: tested elsewhere
+    dx = _run(bwd, {"y": y, "dy": dy}, dtype, torch_device, (B, N, T))
+    want = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), 1, log)
+    ref.assert_close(dx.double().cpu(), want, dtype, f"{force} special values bwd", scale_atol=True)
+
+
+def test_columns_cooperative_leaves_counters_zero(monkeypatch, torch_device):
+    """The cooperative columns plans hand their "zeros" counters (the groups' arrival counters and
+    the ticket) on zero, launch after launch of several shapes on one buffer, as the GPU launcher's
+    pool does; `dispatch.cooperative` knows them (the adapters then plan for the stream's SMs)."""
+    count = torch.zeros(256, dtype=torch.int32, device=torch_device)
+    for B, N, T, dtype in ((3, 37, 5, "float32"), (2, 45, 16, "bfloat16"), (40, 20, 40, "bfloat16")):
+        x = _random((B, N, T), dtype, torch_device, B + N + T)
+        dy = _random((B, N, T), dtype, torch_device, B + N + T + 1)
+        for log in (False, True):
+            fwd, bwd = _columns_plans(monkeypatch, B, N, T, (N * T, T, N * T, T), dtype, log, "coop")
+            assert dispatch.cooperative(fwd) and dispatch.cooperative(bwd)
+            assert fwd[0].kwargs["TICKET"] == (fwd[0].grid[0] > 132)
+            y = _run(fwd, {"x": x, "count": count}, dtype, torch_device, (B, N, T))
+            assert not count.any(), "the forward left its counters set"
+            ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), 1, log), dtype, "coop fwd")
+            dx = _run(bwd, {"y": y, "dy": dy, "count": count}, dtype, torch_device, (B, N, T))
+            assert not count.any(), "the backward left its counters set"
+            want = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), 1, log)
+            ref.assert_close(dx.double().cpu(), want, dtype, "coop bwd", scale_atol=True)
+    assert not dispatch.cooperative(_columns_plans(monkeypatch, 3, 37, 5, (185, 5, 185, 5), "float32", False, "split")[0])
+
+
+def test_columns_long_plans_rule():
+    """Long columns (past one tile): cooperative where N takes 2 to num_sms chunks of 8192 values a
+    program (float64 4096; a forward of more than 64 chunks: twice that) in 128-byte runs at 4 warps,
+    but for 16-bit forwards; else split where the groups make fewer than 8 programs an SM (chunks of
+    2 steps or more, at most 64; 4 warps, the backward 8); else the loop. Columns held in one tile
+    take neither."""
+    coop, split = dispatch._columns_coop, dispatch._columns_split
+    assert coop(64, 4096, 64, 4, 132, True) == coop(64, 4096, 64, 4, 132, False) == (256, 32, 16, 4)
+    assert coop(64, 4096, 64, 2, 132, False) == (128, 64, 32, 4)
+    assert coop(64, 4096, 64, 2, 132, True) is None and coop(64, 4096, 64, 2, 132, True, "coop") == (128, 64, 32, 4)
+    assert coop(64, 4096, 64, 8, 132, True) == (256, 16, 16, 4)           # float64: 4096 values
+    assert coop(4, 32768, 512, 4, 132, True) == (512, 32, 64, 4)          # 128 chunks of 256: 16384 values
+    assert coop(4, 32768, 512, 4, 132, False) == (256, 32, 128, 4)
+    assert coop(4, 32768, 512, 2, 132, False) is None                     # 256 chunks: more than one an SM
+    assert coop(4, 32768, 512, 2, 64, False) is None and coop(4, 16384, 512, 2, 132, False) == (128, 64, 128, 4)
+    assert coop(32, 1000, 196, 4, 132, True) is None                      # one tile
+    assert coop(32, 1000, 196, 4, 132, True, "coop") == (256, 32, 4, 4)
+    assert split(64, 4096, 64, 2, 132, True) == (64, 64, 256, 16, 4)      # 64 groups: 16 chunks of 4 steps
+    assert split(4, 32768, 512, 2, 132, False) == (64, 64, 1024, 32, 8)
+    assert split(1, 200000, 64, 4, 132, True) == (128, 32, 3200, 63, 4)   # at most 64 chunks
+    assert split(4096, 4096, 64, 2, 132, True) is None                    # 4096 groups: the loop
+    assert split(32, 1000, 196, 2, 132, True) is None
+    assert dispatch.plan_columns_forward(4096, 4096, 64, 4096 * 64, 64, 4096 * 64, 64, "bfloat16", False,
+                                         132)[0].kernel == "softmax_fwd_cols"
+    for dtype, fwd, bwd in (("bfloat16", "softmax_fwd_stats_cols", "softmax_bwd_coop_cols"),
+                            ("float32", "softmax_fwd_coop_cols", "softmax_bwd_coop_cols")):
+        assert dispatch.plan_columns_forward(1, 8192, 8192, 8192 ** 2, 8192, 8192 ** 2, 8192, dtype, False,
+                                             132)[0].kernel == fwd
+        assert dispatch.plan_columns_backward(1, 8192, 8192, 8192 ** 2, 8192, 8192 ** 2, 8192, 8192 ** 2, 8192, dtype,
+                                              True, 132)[0].kernel == bwd
 
 
 def test_columns_tiling_rule():
