@@ -1,6 +1,8 @@
 """The columns kernels' tiles (kernels/columns.py, dispatch._columns_tiling): dispatch's plan for a
-softmax over a middle axis against other (BLOCK_T, num_warps) of the same kernel, forward and
-backward, GPU time by the benchmark's clock (bench/timing.py), GB/s of the fewest bytes.
+softmax over a middle axis against other (BLOCK_T, num_warps) of the one-tile or looped kernel (for
+long columns, which dispatch runs cooperatively or split: the loop's tiles; bench/probe_cols_split.py
+compares those plans), forward and backward, GPU time by the benchmark's clock (bench/timing.py),
+GB/s of the fewest bytes.
 
     python bench/probe_cols.py > bench/results/h100/probe_cols.log
     python bench/probe_cols.py --shapes 4096x21x1024,... --tiles 16x1,32x2,... --max-values 128   # a sweep
@@ -25,6 +27,39 @@ SHAPES = [(16, 21, 262144), (1024, 32, 2048), (8, 150, 65536), (32, 1000, 196), 
 VARIANTS = [(16, 4), (16, 8), (32, 4), (32, 8), (64, 4), (64, 8), (128, 4), (128, 8), (256, 4)]
 
 
+def device_header():
+    """Print the GPU's name, the copy bandwidth, SMs and L2; return (SMs, L2 bytes)."""
+    props = torch.cuda.get_device_properties(0)
+    print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {props.multi_processor_count}"
+          f"  L2 {props.L2_cache_size >> 20} MB", flush=True)
+    return props.multi_processor_count, props.L2_cache_size
+
+
+def directions(x):
+    """For the softmax over axis 1 of x (B, N, T) forward, then backward: (direction, the kernel's
+    input buffers, their names in order, the fewest bytes moved, a float32 reference of the output)."""
+    y = torch.softmax(x.float(), 1).to(x.dtype)
+    size = x.numel() * x.element_size()
+    yield "fwd", {"x": x}, ("x",), 2 * size, y.float()
+    dy = torch.randn_like(x)
+    yf = y.float()
+    yield "bwd", {"y": y, "dy": dy}, ("y", "dy"), 3 * size, yf * (dy.float() - (dy.float() * yf).sum(1, keepdim=True))
+
+
+def gbps_cells(variants, bufs, names, out, ref, nbytes, l2):
+    """'label GB/s' for each (label, plan) of `variants` run on `bufs` (the inputs `names`, in order)
+    into tensors like `out`: GPU time by the benchmark's clock, GB/s of `nbytes`; " ERR" where the
+    result is off `ref` by more than 3% of its largest value."""
+    cells = []
+    for name, p in variants:
+        got = tune.run_plan(p, bufs, out).float()
+        err = ((got - ref).abs().max() / ref.abs().max()).item()
+        us, _ = timing.torch_time(lambda *a, p=p: tune.run_plan(p, dict(zip(names, a)), torch.empty_like(out)),
+                                  tuple(bufs[n] for n in names), nbytes, cuda=True, graphable=True, l2_bytes=l2)
+        cells.append(f"{name} {nbytes / us / 1e3:5.0f}" + (" ERR" if err > 3e-2 else ""))
+    return cells
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shapes", help="BxNxT,... (default: SHAPES)")
@@ -35,26 +70,22 @@ def main():
     args = ap.parse_args()
     shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")] if args.shapes else SHAPES
     tiles = [tuple(int(v) for v in s.split("x")) for s in args.tiles.split(",")] if args.tiles else VARIANTS
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
+    sms, l2 = device_header()
     for dtype in args.dtypes.split(","):
         for B, N, T in shapes:
-            T_ = getattr(torch, dtype)
-            x = torch.randn(B, N, T, device="cuda", dtype=T_)
-            y = torch.softmax(x.float(), 1).to(T_)
-            dy = torch.randn_like(x)
-            for direction in ("fwd", "bwd"):
+            x = torch.randn(B, N, T, device="cuda", dtype=getattr(torch, dtype))
+            for direction, bufs, names, nbytes, ref in directions(x):
                 if direction == "fwd":
                     plan = dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dtype, False, sms)
-                    bufs, names, nbytes, ref = {"x": x}, ("x",), 2 * x.numel() * x.element_size(), y.float()
                 else:
                     plan = dispatch.plan_columns_backward(B, N, T, N * T, T, N * T, T, N * T, T, dtype, False, sms)
-                    bufs, names, nbytes = {"y": y, "dy": dy}, ("y", "dy"), 3 * x.numel() * x.element_size()
-                    yf = y.float()
-                    ref = yf * (dy.float() - (dy.float() * yf).sum(1, keepdim=True))
-                kw = plan[0].kwargs
                 variants = [("dispatch", plan)]
+                if plan[0].kernel not in ("softmax_fwd_cols", "softmax_bwd_cols"):  # long columns: coop or split
+                    plan = (dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dtype, False, sms, "loop")
+                            if direction == "fwd" else
+                            dispatch.plan_columns_backward(B, N, T, N * T, T, N * T, T, N * T, T, dtype, False, sms, "loop"))
+                    variants.append(("loop", plan))
+                kw = plan[0].kwargs
                 for bt, w in tiles:
                     if (bt, w) == (kw["BLOCK_T"], kw["num_warps"]) or bt > triton.next_power_of_2(T):
                         continue
@@ -63,17 +94,11 @@ def main():
                     block_n = kw["BLOCK_N"] if kw["ONE_TILE"] else min(triton.next_power_of_2(N), 4096 // bt)
                     variants.append((f"t{bt}w{w}", tune.with_meta(plan, grid=(B * triton.cdiv(T, bt),),
                                                                  BLOCK_T=bt, BLOCK_N=block_n, num_warps=w)))
-                out = torch.empty_like(x)
-                cells = []
-                for name, p in variants:
-                    got = tune.run_plan(p, bufs, out).float()
-                    err = ((got - ref).abs().max() / ref.abs().max()).item()
-                    us, _ = timing.torch_time(lambda *a, p=p: tune.run_plan(p, dict(zip(names, a)), torch.empty_like(out)),
-                                              tuple(bufs[n] for n in names), nbytes, cuda=True, graphable=True, l2_bytes=l2)
-                    cells.append(f"{name} {nbytes / us / 1e3:5.0f}" + (" ERR" if err > 3e-2 else ""))
-                print(f"{dtype} {B}x{N}x{T} {direction} | dispatch: BLOCK_N={kw['BLOCK_N']},BLOCK_T={kw['BLOCK_T']},"
-                      f"one={kw['ONE_TILE']:d},warps={kw['num_warps']} | GB/s " + " | ".join(cells), flush=True)
-            del x, y, dy
+                cells = gbps_cells(variants, bufs, names, torch.empty_like(x), ref, nbytes, l2)
+                print(f"{dtype} {B}x{N}x{T} {direction} | {variants[0][1][0].kernel}; tiles of: BLOCK_N={kw['BLOCK_N']},"
+                      f"BLOCK_T={kw['BLOCK_T']},one={kw['ONE_TILE']:d},warps={kw['num_warps']} | GB/s " + " | ".join(cells),
+                      flush=True)
+            del x
             torch.cuda.empty_cache()
 
 

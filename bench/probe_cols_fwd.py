@@ -125,7 +125,9 @@ def main():
             ref = torch.softmax(x.float(), 1)
             nbytes = 2 * x.numel() * x.element_size()
             plan = dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dtype, False, sms)
-            kw = plan[0].kwargs
+            # the variants' tile: dispatch's, or for long columns (cooperative or split since 2804011) the loop's
+            kw = (plan if plan[0].kernel == "softmax_fwd_cols" else
+                  dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dtype, False, sms, "loop"))[0].kwargs
             bn, bt, w = kw["BLOCK_N"], kw["BLOCK_T"], kw["num_warps"]
             grid = B * triton.cdiv(T, bt)
             cells = []

@@ -15,8 +15,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import timing  # noqa: E402
-import tune  # noqa: E402
+import probe_cols  # noqa: E402
 from multisoftmax import dispatch  # noqa: E402
 
 # (B, N, T): 64 x 4096 x 64 and 8192 x 8192 over dim 0 (probe_dim.py's looped shapes), and more.
@@ -54,22 +53,11 @@ def main():
                     help="cooperative variants VALUESxWARPSxRUN_BYTES,... (COLS_COOP_VALUES, _WARPS, _RUN_BYTES)")
     args = ap.parse_args()
     shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")] if args.shapes else SHAPES
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}  L2 {l2 >> 20} MB", flush=True)
+    sms, l2 = probe_cols.device_header()
     for dtype in args.dtypes.split(","):
         for B, N, T in shapes:
-            T_ = getattr(torch, dtype)
-            x = torch.randn(B, N, T, device="cuda", dtype=T_) * 3
-            y = torch.softmax(x.float(), 1).to(T_)
-            dy = torch.randn_like(x)
-            for direction in ("fwd", "bwd"):
-                if direction == "fwd":
-                    bufs, names, nbytes, ref = {"x": x}, ("x",), 2 * x.numel() * x.element_size(), y.float()
-                else:
-                    bufs, names, nbytes = {"y": y, "dy": dy}, ("y", "dy"), 3 * x.numel() * x.element_size()
-                    yf = y.float()
-                    ref = yf * (dy.float() - (dy.float() * yf).sum(1, keepdim=True))
+            x = torch.randn(B, N, T, device="cuda", dtype=getattr(torch, dtype)) * 3
+            for direction, bufs, names, nbytes, ref in probe_cols.directions(x):
                 variants = [("dispatch", plan(B, N, T, dtype, direction, sms, None)),
                             ("loop", plan(B, N, T, dtype, direction, sms, "loop"))]
                 for per_sm in (int(v) for v in args.per_sm.split(",")):
@@ -80,19 +68,12 @@ def main():
                     p = plan(B, N, T, dtype, direction, sms, "coop", warps=w, values=values, run=run)
                     if p[0].kernel.endswith("_coop_cols"):
                         variants.append((f"coop{values}w{w}r{run}c{p[0].scalars[-1]}", p))
-                out = torch.empty_like(x)
-                cells = []
-                for name, p in variants:
-                    got = tune.run_plan(p, bufs, out).float()
-                    err = ((got - ref).abs().max() / ref.abs().max()).item()
-                    us, _ = timing.torch_time(lambda *a, p=p: tune.run_plan(p, dict(zip(names, a)), torch.empty_like(out)),
-                                              tuple(bufs[n] for n in names), nbytes, cuda=True, graphable=True, l2_bytes=l2)
-                    cells.append(f"{name} {nbytes / us / 1e3:5.0f}" + (" ERR" if err > 3e-2 else ""))
+                cells = probe_cols.gbps_cells(variants, bufs, names, torch.empty_like(x), ref, nbytes, l2)
                 d = variants[0][1]
                 desc = "+".join(l.kernel for l in d) + f" grid={d[0].grid} BLOCK_T={d[0].kwargs['BLOCK_T']}"
                 print(f"{dtype} {B}x{N}x{T} {direction} ({nbytes / 2**20:.0f} MB) | {desc} | GB/s " + " | ".join(cells),
                       flush=True)
-            del x, y, dy
+            del x
             torch.cuda.empty_cache()
 
 
