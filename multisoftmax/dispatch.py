@@ -1202,9 +1202,10 @@ def _columns_tiling(B: int, N: int, T: int, itemsize: int, num_sms: int, force: 
 # The 16-bit cooperative forward measured 75-1,606 GB/s over its tiles (2,048-16,384 values, 1-8
 # warps, 128- or 256-byte runs): its two reductions cross warps through shared memory, as
 # COLS16_*'s note tells, and no tile beat the split plan on more than two of five shapes. Values a
-# program: 8192 at 4 warps was best or within 2% of it but for the float32 forward at 64 chunks
-# (16384: 2,204 against 1,643) and 16-bit backwards (16384: up to 13% faster on two shapes, 16% slower
-# on another); 8 warps lost everywhere. Split plans: 8 programs an SM against 32, 4 warps against 8
+# program: 8192 at 4 warps in 128-byte runs was best or within 2% of the best but for the float32
+# forward at 64 chunks (16384: 2,204 against 1,643), 16-bit backwards (16384: up to 13% faster on two
+# shapes, 16% slower on another) and float32 32 x 2048 x 196's backward (256-byte runs: 2,199 against
+# 2,100); 8 warps lost everywhere. Split plans: 8 programs an SM against 32, 4 warps against 8
 # forward (8 backward).
 COLS_COOP_VALUES = 8192
 COLS_COOP_WARPS = 4
@@ -1296,7 +1297,8 @@ def plan_columns_forward(B: int, N: int, T: int, stride_xb: int, stride_xn: int,
         stats = dict(common, ALIGN=align, ALIGN_N=alignment(N, CHUNK, n_chunks), ACC_FP64=dtype == "float64",
                      PER_VALUE=COLS16_PER_VALUE and ITEMSIZE[dtype] <= 2, num_warps=num_warps, num_stages=2)
         norm = dict(common, BLOCK_C=triton.next_power_of_2(n_chunks), LOG=log, ALIGN=align,
-                    ALIGN_N=alignment(N, CHUNK, n_chunks), ACC_FP64=dtype == "float64", num_warps=num_warps, num_stages=2)
+                    ALIGN_N=alignment(N, CHUNK, n_chunks), ACC_FP64=dtype == "float64", num_warps=num_warps,
+                    num_stages=2)
         grid = (B * triton.cdiv(T, BLOCK_T), n_chunks)
         return (Launch("softmax_fwd_stats_cols", ("x",), (B, N, T, stride_xb, stride_xn, CHUNK, n_chunks),
                        (("m_part", (B, n_chunks, T), "acc"), ("s_part", (B, n_chunks, T), "acc")), grid,
@@ -1324,14 +1326,15 @@ def plan_columns_backward(B: int, N: int, T: int, stride_yb: int, stride_yn: int
         align = alignment(T, stride_yb, stride_yn, stride_dyb, stride_dyn, stride_dxb, stride_dxn)
         return _columns_coop_launch("softmax_bwd_coop_cols", ("y", "dy"), (B, N, T, stride_yb, stride_yn, stride_dyb,
                                     stride_dyn, stride_dxb, stride_dxn), B, N, T, coop, 1, "dx",
-                                    dict(LOG=log, ALIGN=align, ALIGN_N=alignment(N, coop[2]), ACC_FP64=dtype == "float64",
-                                         num_sms=num_sms))
+                                    dict(LOG=log, ALIGN=align, ALIGN_N=alignment(N, coop[2]),
+                                         ACC_FP64=dtype == "float64", num_sms=num_sms))
     split = _columns_split(B, N, T, ITEMSIZE[dtype], num_sms, False, force)
     if split:
         BLOCK_N, BLOCK_T, CHUNK, n_chunks, num_warps = split
         common = dict(BLOCK_N=BLOCK_N, BLOCK_T=BLOCK_T)
         acc = dict(LOG=log, ALIGN=alignment(T, stride_yb, stride_yn, stride_dyb, stride_dyn, stride_dxb, stride_dxn),
-                   ALIGN_N=alignment(N, CHUNK, n_chunks), ACC_FP64=dtype == "float64", num_warps=num_warps, num_stages=2)
+                   ALIGN_N=alignment(N, CHUNK, n_chunks), ACC_FP64=dtype == "float64", num_warps=num_warps,
+                   num_stages=2)
         grid = (B * triton.cdiv(T, BLOCK_T), n_chunks)
         return (Launch("softmax_bwd_dot_cols", ("y", "dy"),
                        (B, N, T, stride_yb, stride_yn, stride_dyb, stride_dyn, CHUNK, n_chunks),

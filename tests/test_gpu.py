@@ -438,8 +438,9 @@ def test_columns_at_real_sizes(dtype, shape, dim, one_tile):
     if one_tile:
         assert fwd[0].kwargs["ONE_TILE"] and bwd[0].kwargs["ONE_TILE"]
     elif N == 20000:  # float32: cooperative, the forward in 40 chunks of 16384 values; 16-bit: 157 chunks, split
-        assert [fwd[0].kernel, bwd[0].kernel] == (["softmax_fwd_coop_cols", "softmax_bwd_coop_cols"] if name == "float32"
-                                                  else ["softmax_fwd_stats_cols", "softmax_bwd_dot_cols"])
+        want = ["softmax_fwd_coop_cols", "softmax_bwd_coop_cols"] if name == "float32" else \
+            ["softmax_fwd_stats_cols", "softmax_bwd_dot_cols"]
+        assert [fwd[0].kernel, bwd[0].kernel] == want
         assert name != "float32" or fwd[0].kwargs["CHUNK_N"] * fwd[0].kwargs["BLOCK_T"] == 16384
     else:  # cooperative; the 16-bit forward split
         assert bwd[0].kernel == "softmax_bwd_coop_cols"

@@ -1261,7 +1261,8 @@ def test_columns_cooperative_leaves_counters_zero(monkeypatch, torch_device):
             assert not count.any(), "the backward left its counters set"
             want = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), 1, log)
             ref.assert_close(dx.double().cpu(), want, dtype, "coop bwd", scale_atol=True)
-    assert not dispatch.cooperative(_columns_plans(monkeypatch, 3, 37, 5, (185, 5, 185, 5), "float32", False, "split")[0])
+    split = _columns_plans(monkeypatch, 3, 37, 5, (185, 5, 185, 5), "float32", False, "split")
+    assert not dispatch.cooperative(split[0]) and not dispatch.cooperative(split[1])
 
 
 def test_columns_long_plans_rule():
