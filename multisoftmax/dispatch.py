@@ -1143,27 +1143,38 @@ COLS16_MIN_VALUES = 16
 COLS16_PER_VALUE = True
 
 
+def _columns_one_tile(N: int, T: int) -> bool:
+    """Whether a (B, N, T) softmax over N holds its columns in one tile (COLS_MAX_ONE_TILE)."""
+    return triton.next_power_of_2(N) * min(triton.next_power_of_2(T), COLS_MIN_RUN) <= COLS_MAX_ONE_TILE
+
+
+def _columns_run(T: int, values: int) -> int:
+    """BLOCK_T for runs of `values` values: a power of two, at most T's, at least COLS_MIN_RUN where
+    T has that many."""
+    t_pow = triton.next_power_of_2(T)
+    return min(t_pow, max(min(t_pow, COLS_MIN_RUN), values))
+
+
 def _columns_tiling(B: int, N: int, T: int, itemsize: int, num_sms: int, force: str | None = None,
                     forward: bool = True):
     """(BLOCK_N, BLOCK_T, ONE_TILE, num_warps) of the one-tile or looped plan for a (B, N, T)
     softmax over N. `force`: "one_tile", else the loop, regardless of N (tests)."""
-    t_pow = triton.next_power_of_2(T)
-    t_min = min(t_pow, COLS_MIN_RUN)
+    t_min = min(triton.next_power_of_2(T), COLS_MIN_RUN)
     n_pow = triton.next_power_of_2(N)
-    one = n_pow * t_min <= COLS_MAX_ONE_TILE if force is None else force == "one_tile"
+    one = _columns_one_tile(N, T) if force is None else force == "one_tile"
     if not one and not forward:  # COLS_LOOP_BWD_*
-        BLOCK_T = min(t_pow, max(t_min, COLS_LOOP_BWD_T))
+        BLOCK_T = _columns_run(T, COLS_LOOP_BWD_T)
         return max(1, min(n_pow, COLS_TILE_SHORT // BLOCK_T)), BLOCK_T, False, COLS_LOOP_BWD_WARPS
     num_warps = None
     if one:
         BLOCK_N = n_pow
         if itemsize <= 2 and BLOCK_N <= (COLS16_MAX_N if forward else COLS16_BWD_MAX_N):  # COLS16_*
             num_warps = 1 if BLOCK_N <= COLS16_ONE_WARP_N else 2
-            BLOCK_T = min(t_pow, max(t_min, COLS16_VALUES * 32 * num_warps // BLOCK_N))
+            BLOCK_T = _columns_run(T, COLS16_VALUES * 32 * num_warps // BLOCK_N)
         else:
-            BLOCK_T = min(t_pow, max(t_min, (COLS_TILE_SHORT if BLOCK_N <= COLS_SHORT_N else COLS_TILE) // BLOCK_N))
+            BLOCK_T = _columns_run(T, (COLS_TILE_SHORT if BLOCK_N <= COLS_SHORT_N else COLS_TILE) // BLOCK_N)
     else:
-        BLOCK_T = min(t_pow, max(t_min, COLS_RUN_BYTES // itemsize))
+        BLOCK_T = _columns_run(T, COLS_RUN_BYTES // itemsize)
     while BLOCK_T > t_min and B * triton.cdiv(T, BLOCK_T) < COLS_MIN_PROGRAMS_PER_SM * num_sms:
         BLOCK_T //= 2
     if not one:
@@ -1225,8 +1236,7 @@ def _columns_coop(B: int, N: int, T: int, itemsize: int, num_sms: int, forward: 
     wherever N takes 2 to num_sms chunks."""
     if force not in (None, "coop") or force is None and forward and itemsize <= 2 and not COLS16_COOP_FWD:
         return None
-    t_pow = triton.next_power_of_2(T)
-    BLOCK_T = min(t_pow, max(min(t_pow, COLS_MIN_RUN), COLS_COOP_RUN_BYTES // itemsize))
+    BLOCK_T = _columns_run(T, COLS_COOP_RUN_BYTES // itemsize)
     values = COLS_COOP_VALUES * 4 // max(4, itemsize)
     n_pow = triton.next_power_of_2(N)
     CHUNK_N = max(1, min(n_pow, values // BLOCK_T))
@@ -1234,7 +1244,7 @@ def _columns_coop(B: int, N: int, T: int, itemsize: int, num_sms: int, forward: 
         CHUNK_N = max(1, min(n_pow, 2 * values // BLOCK_T))
     n_chunks = triton.cdiv(N, CHUNK_N)
     if not 2 <= n_chunks <= num_sms or force is None and (
-            _columns_tiling(B, N, T, itemsize, num_sms)[2] or forward and n_chunks > COLS_COOP_FWD_MAX_CHUNKS):
+            _columns_one_tile(N, T) or forward and n_chunks > COLS_COOP_FWD_MAX_CHUNKS):
         return None
     return CHUNK_N, BLOCK_T, n_chunks, COLS_COOP_WARPS
 
@@ -1260,11 +1270,10 @@ def _columns_split(B: int, N: int, T: int, itemsize: int, num_sms: int, forward:
     N, or None where the loop (or one tile) stays. `force`: "split" takes it wherever N has two steps."""
     if force not in (None, "split"):
         return None
-    t_pow = triton.next_power_of_2(T)
-    BLOCK_T = min(t_pow, max(min(t_pow, COLS_MIN_RUN), COLS_RUN_BYTES // itemsize))
+    BLOCK_T = _columns_run(T, COLS_RUN_BYTES // itemsize)
     BLOCK_N = max(1, min(triton.next_power_of_2(N), COLS_TILE_SHORT // BLOCK_T))
-    if force is None and _columns_tiling(B, N, T, itemsize, num_sms, None, forward)[2]:
-        return None  # held in one tile
+    if force is None and _columns_one_tile(N, T):
+        return None
     groups, steps = B * triton.cdiv(T, BLOCK_T), triton.cdiv(N, BLOCK_N)
     n_chunks = min(triton.cdiv(COLS_SPLIT_PROGRAMS_PER_SM * num_sms, groups), steps // COLS_SPLIT_MIN_STEPS,
                    COLS_SPLIT_MAX_CHUNKS)

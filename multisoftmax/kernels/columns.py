@@ -104,6 +104,16 @@ def _cols_max_sum(x_cols, stride_xn, lo, hi, n, t_ok, BLOCK_N: tl.constexpr, BLO
 
 
 @triton.jit
+def _cols_combine(m_c, s_c):
+    """Each column's max and sum from its chunks' partials m_c, s_c ((BLOCK_C, BLOCK_T), a chunk a
+    row): the max of the maxes, the same with 0 where every one is -inf, and the sums rescaled to
+    the latter (an all -inf chunk has sum 0: its term stays 0), three (BLOCK_T,) blocks."""
+    m = tl.max(m_c, axis=0)
+    m_safe = tl.where(m == -float("inf"), 0.0, m)
+    return m, m_safe, tl.sum(s_c * tl.exp(m_c - m_safe[None, :]), axis=0)
+
+
+@triton.jit
 def _cols_write_y(x_cols, y_cols, stride_xn, stride_yn, lo, hi, n, t_ok, m, s, BLOCK_N: tl.constexpr,
                   LOG: tl.constexpr, ACC_FP64: tl.constexpr):
     """y over positions [lo, hi) from x and each column's max `m` and sum `s` ((BLOCK_T,) blocks),
@@ -256,9 +266,7 @@ def softmax_fwd_norm_cols(
     part, ok = (b * n_chunks + c) * T + t, (c < n_chunks) & t_ok
     m_c = tl.load(m_part_ptr + part, mask=ok, other=-float("inf"))
     s_c = tl.load(s_part_ptr + part, mask=ok, other=0.0)
-    m = tl.max(m_c, axis=0)
-    m_safe = tl.where(m == -float("inf"), 0.0, m)  # an all -inf chunk has s = 0: its term stays 0
-    s = tl.sum(s_c * tl.exp(m_c - m_safe[None, :]), axis=0)
+    m, _, s = _cols_combine(m_c, s_c)
     n = tl.arange(0, BLOCK_N).to(tl.int64)[:, None]
     _cols_write_y(x_ptr + b * stride_xb + t, y_ptr + b * stride_yb + t, stride_xn, stride_yn, lo, hi, n, t_ok,
                   m, s, BLOCK_N, LOG, ACC_FP64)
@@ -360,9 +368,7 @@ def softmax_fwd_coop_cols(
         s_c = tl.load(parts + n_chunks * BLOCK_T, mask=c < n_chunks, other=0.0, volatile=True)
         if PHASE == 3:
             _leave_row(count_ptr, group, n_chunks)
-        m = tl.max(m_c, axis=0)
-        m_safe = tl.where(m == -float("inf"), 0.0, m)
-        s = tl.sum(s_c * tl.exp(m_c - m_safe[None, :]), axis=0)
+        _, m_safe, s = _cols_combine(m_c, s_c)
         if LOG:
             y = (x - m_safe[None, :]) - tl.log(s)[None, :]  # x - max first, as torch
         else:  # exp(x - m) / s = e * (exp(m_own - m) / s), capped at 1 as softmax_fwd_coop's scale
