@@ -180,6 +180,12 @@ bf16 forward's plans under a register cap; (--bwd16-4w) the 16-bit backward of r
 the cooperative forward with cache hints (scratch kernels): x loaded with evict_first and y
 stored with evict_first (EF), y stored streaming, cache_modifier ".cs" (CS), both (EFCS); and
 TAG's 4-warp chunks with POLY under a cap of 64 registers (TP64).
+
+    python bench/probe_coop.py --exact > bench/results/h100/probe_exact.log
+
+dispatch's packed 16-bit cooperative forward plans (softmax and log_softmax) against F, the same
+kernel with the one-op forms alone (as before COOP_FAST_MAX and the sum's correction), and the
+plan on rows whose max lies past COOP_FAST_MAX (x + 1000: `_coop_fwd_exact`), with its error.
 (One mode a call.)
 """
 
@@ -1410,14 +1416,14 @@ def _exp2_poly_deg(z, DEG: tl.constexpr):
     return p * scale
 """
 POLY_POST = ("y_hi = _exp2_ftz(x_hi * LOG2E - shift2, PHASE)", "y_hi = _exp2_poly_deg(x_hi * LOG2E - shift2, {deg})")
-POLY_PRE = ("+ _exp2_ftz(x_hi * LOG2E - m2, PHASE), axis=0)", "+ _exp2_poly_deg(x_hi * LOG2E - m2, {deg}), axis=0)")
-POLY_PRE_SPLIT = ("s_own += tl.sum(_exp2_ftz(x_hi * LOG2E - m2, PHASE), axis=0)",
-                  "s_own += tl.sum(_exp2_poly_deg(x_hi * LOG2E - m2, {deg}), axis=0)")
+POLY_PRE = ("+ _exp2_ftz(tl.fma(x_hi, l, -m2), PHASE), axis=0)", "+ _exp2_poly_deg(tl.fma(x_hi, l, -m2), {deg}), axis=0)")
+POLY_PRE_SPLIT = ("s_own += tl.sum(_exp2_ftz(tl.fma(x_hi, l, -m2), PHASE), axis=0)",
+                  "s_own += tl.sum(_exp2_poly_deg(tl.fma(x_hi, l, -m2), {deg}), axis=0)")
 # Q: a quarter, the high halves' odd pairs (a split of the held layout, no data moved).
 POLY_QUARTER = ("y_hi = _exp2_ftz(x_hi * LOG2E - shift2, PHASE)",
                 """h_a, h_b = tl.split(tl.reshape(x_hi, (CHUNK_N // 4, 2)))
-                    y_hi = tl.reshape(tl.join(_exp2_ftz(h_a * LOG2E - shift2, PHASE),
-                                              _exp2_poly_deg(h_b * LOG2E - shift2, {deg})), (CHUNK_N // 2,))""")
+                        y_hi = tl.reshape(tl.join(_exp2_ftz(h_a * LOG2E - shift2, PHASE),
+                                                  _exp2_poly_deg(h_b * LOG2E - shift2, {deg})), (CHUNK_N // 2,))""")
 POLY_VARIANTS = {"A3": ((POLY_POST,), 3), "A4": ((POLY_POST,), 4), "B3": ((POLY_PRE, POLY_PRE_SPLIT), 3),
                  "C3": ((POLY_POST, POLY_PRE, POLY_PRE_SPLIT), 3), "Q3": ((POLY_QUARTER,), 3),
                  "Q4": ((POLY_QUARTER,), 4)}
@@ -1700,6 +1706,47 @@ def evict(sms, cases=EVICT_CASES):
               f"poly={kw['POLY']:d} | " + _compare(M, N, dtype, "fwd", log, variants, sms), flush=True)
 
 
+
+# The packed forward's large row maxima (kernels/softmax.py: COOP_FAST_MAX, COOP_SCALED_L_MIN,
+# `_coop_fwd_exact`), against F: the same kernel with the one-op forms alone, as before them (the
+# sum's rounding of m * log2(e) left in, every row written from the held words).
+EXACT_F = [("""        # l = log2(e) for |m| < 2 ** 24.""", """        l = LOG2E
+        # l = log2(e) for |m| < 2 ** 24."""),
+           ("""        l = tl.where(tl.abs(m_own) < COOP_SCALED_L_MIN, LOG2E, (LOG2E * 32768.0) / tl.abs(m_own))\n""", ""),
+           ("""        s_own = s_own * tl.exp2(-tl.fma(m_own, l, -m2))\n""", ""),
+           ("            exact = tl.abs(m_safe) >= COOP_FAST_MAX\n", "            exact = False\n")]
+EXACT_SHAPES = [(2048, 65536), (512, 262144), (128, 1048576), (256, 256000), (1024, 128256), (2670, 50257),
+                (64, 256000), (8, 256000), (16, 1048576), (1, 256000)]
+
+
+def exact(sms, shapes=EXACT_SHAPES, dtypes=("bfloat16", "float16"), big=1000.0):
+    """dispatch's packed cooperative forward plans against F (scratch kernel softmax_fwd_coop_f), twice
+    each, by the benchmark's clock; then dispatch's plan on x + `big` (every row's max past COOP_FAST_MAX:
+    the exact path, x read again), its largest error relative to max(1, |ref|) against float64."""
+    import dataclasses
+    _function_variants("_f", {"softmax_fwd_coop": EXACT_F})
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    for dtype in dtypes:
+        for M, N in shapes:
+            if dtype == "float16" and (M, N) not in shapes[:4]:
+                continue
+            for log in (False, True):
+                plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
+                if plan[0].kernel != "softmax_fwd_coop" or not plan[0].kwargs["PACK"]:
+                    continue
+                f = (dataclasses.replace(plan[0], kernel="softmax_fwd_coop_f"),)
+                line = _head(M, N, dtype, "fwd", log, plan, sms) + _compare(M, N, dtype, "fwd", log,
+                                                                            [("dispatch", plan), ("F", f)], sms)
+                x, y, dy, out, bufs, nbytes = tune.make_inputs(M, N, getattr(torch, dtype), "fwd", log)
+                x += big
+                ref = reference(x, y, dy, log, "fwd")
+                err = ((tune.run_plan(plan, bufs, out).double() - ref).abs() / ref.abs().clamp(min=1)).max().item()
+                us = _bench_clock(plan, bufs, ("x",), out, nbytes, l2)
+                print(line + f" | x+{big:g} {us:.2f} us {nbytes / us / 1e3:.0f} GB/s err {err:.0e}", flush=True)
+                del x, y, dy, out, bufs, ref
+                torch.cuda.empty_cache()
+
+
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
@@ -1720,7 +1767,7 @@ def main():
              "--sent-wide-llm": lambda sms: sent_wide(sms, [(64, 256000), (64, 128256), (32, 256000)], logs=(False,)),
              "--sent-more-few": lambda sms: sent_more(sms, SENT_MORE_FEW, ()), "--split-tiny": split_tiny,
              "--jax-fresh": jax_fresh, "--narrow-llm": narrow_llm, "--reload-x": reload_x,
-             "--poly": poly, "--tag-wide": tag_wide, "--tag-poly": tag_poly, "--cap-bwd": cap_bwd, "--cap-log32": cap_log32, "--cap-fwd16": cap_fwd16, "--evict": evict, "--bwd16-4w": bwd16_4w,
+             "--poly": poly, "--tag-wide": tag_wide, "--tag-poly": tag_poly, "--cap-bwd": cap_bwd, "--cap-log32": cap_log32, "--cap-fwd16": cap_fwd16, "--evict": evict, "--exact": exact, "--bwd16-4w": bwd16_4w,
              "--cap-log32b": lambda sms: cap_log32(sms, [], CAP_LOG32_MORE), "--scan": scan, "--mid16": mid16,
              "--mid16b": lambda sms: mid16(sms, [(341, 393216), (256, 524288), (170, 786432)], names=("dispatch", "P4", "T4")),
              "--mid16c": lambda sms: (

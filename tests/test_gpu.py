@@ -407,6 +407,36 @@ def test_packed_plans_on_a_view_off_a_word_boundary(M, N, log):
         ref.assert_close(dx.double().cpu(), expected, "bfloat16", f"bwd call {call}", scale_atol=True)
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("M,N", [(128, 1048576), (64, 128256), (16, 1048576), (300, 50257)])
+def test_packed_forward_large_maxima_at_real_sizes(dtype, M, N):
+    """dispatch's packed cooperative forward (PACK; at 128 x 1048576 the softmax with POLY, the
+    log_softmax in 16384-value chunks at 8 warps) on rows whose max lies far from 0, softmax and
+    log_softmax, every element against float64: rows offset by 100 (the held words' path), 1000 and
+    3e4 (kernels.softmax.COOP_FAST_MAX and past: x read again), bfloat16 rows of 1e8 (m * log2(e)
+    rounds by up to 8: the sum's correction) and of finfo.min and finfo.max (m * log2(e) overflows
+    float32: COOP_SCALED_L_MIN), a fully masked row of -1e9 (bfloat16), and ordinary rows between."""
+    tdt = getattr(torch, dtype)
+    for log in (False, True):
+        assert dispatch.plan_forward(M, N, N, N, dtype, log, _sms())[0].kwargs["PACK"], (M, N, log)
+    g = torch.Generator(device="cuda").manual_seed(M + N)
+    x = torch.randn(M, N, device="cuda", generator=g) * 3
+    offsets = [100.0, -1000.0, 3e4] + ([1e8, "min", "max", "masked"] if dtype == "bfloat16" else [])
+    for i, off in enumerate(offsets):
+        r = (2 * i) % M
+        if off in ("min", "max"):
+            x[r] = getattr(torch.finfo(tdt), off)
+        elif off == "masked":
+            x[r] = -1e9
+        else:
+            x[r] += off
+    x = x.to(tdt)
+    for log in (False, True):
+        y = torch.ops.multisoftmax.softmax_fwd(x, log)
+        expected = (torch.log_softmax if log else torch.softmax)(x.double(), -1)
+        ref.assert_close(y.double().cpu(), expected.cpu(), dtype, f"log={log}")
+
+
 @pytest.mark.parametrize("N", [1001, 16385])
 def test_cached_launch_tells_pointer_alignment_apart(N):
     """The compiled kernel is cached per pointer alignment: a row slice that starts off a

@@ -766,6 +766,47 @@ def test_coop_packed_forward(forced_family, torch_device, monkeypatch, dtype, lo
     ref.assert_close(y.double().cpu(), expected, dtype, "packed coop fwd")
 
 
+# Per 16-bit dtype: (a large max with a spread of values exp resolves, one whose values lie far apart,
+# a mix below float32's overflow of m * log2(e)): see test_family_huge_16bit.
+HUGE_ROWS = {"bfloat16": (300.0, 1e8, (-2.5e38, -3.0e38)), "float16": (2000.0, 6e4, (-6e4, -6.4e4))}
+
+
+@pytest.mark.parametrize("fam", ["rows", "coop", "coop_unpacked", "online", "split"])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_family_huge_16bit(forced_family, torch_device, monkeypatch, fam, dtype, log):
+    """Row maxima far from 0 must give torch's result in every family. The packed cooperative
+    forward (PACK) forms exp(x - m) as 2 ** (x * l - m * l) in one FMA: its sum takes out the
+    rounding of m * l (up to 2 ** 19 at a bfloat16 max of 1e8, overflow past 2 ** 127), and a row
+    max of kernels.softmax.COOP_FAST_MAX or more is written as torch does ((x - max) - log(sum)),
+    not as x - (max + log(sum)), which loses log(sum) at 1e8. Rows: uniform rows of finfo.min
+    and finfo.max, a large max with a spread exp resolves (bfloat16 300 + 3 * randn: values 2
+    apart), values far apart (bfloat16 1e8 + 3 * randn), a chunk of finfo.min beside ordinary values,
+    a one-hot finfo.max, a mix of large values, ordinary values after finfo.min, and -250 + 3 * randn
+    (below COOP_FAST_MAX)."""
+    forced_family(fam.split("_")[0], peel_min_n=1)
+    monkeypatch.setattr(dispatch, "COOP_FWD_UNPACKED_PER_SM", 0 if fam == "coop" else 10 ** 6)
+    big = torch.finfo(getattr(torch, dtype))
+    spread, far, mix = HUGE_ROWS[dtype]
+    M, N = 9, 130
+    x = _random((M, N), dtype, torch_device, seed=7)
+    x[0] = big.min
+    x[1] = big.max
+    x[2] += spread
+    x[3] += far
+    x[4, :64] = big.min
+    x[5, 77] = big.max
+    g = torch.Generator().manual_seed(3)
+    x[6] = torch.tensor(mix + (big.min,), dtype=x.dtype)[torch.randint(0, 3, (N,), generator=g)].to(torch_device)
+    x[7, 5:] = big.min
+    x[8] -= 250.0
+    kw = dispatch.plan_forward(M, N, N, N, dtype, log, 132)[0].kwargs
+    assert kw.get("PACK", False) == (fam == "coop")
+    y = torch.ops.multisoftmax.softmax_fwd(x, log)
+    expected = ref.softmax(x.double().cpu().numpy(), log=log)
+    ref.assert_close(y.double().cpu(), expected, dtype, f"{fam} huge {dtype}")
+
+
 @pytest.mark.parametrize("fam", ["rows", "coop", "online", "split"])
 def test_family_special_values(forced_family, torch_device, fam):
     """-inf leading tiles/chunks must not poison a row, even one whose other values are all below

@@ -66,6 +66,13 @@ import triton
 import triton.language as tl
 
 LOG2E = tl.constexpr(1.4426950408889634)  # log2(e): exp(v) = 2 ** (v * LOG2E)
+# The packed cooperative forward (PACK): its one-op forms after the wait, x - (m + log(s)) and
+# 2 ** (x * log2(e) - (m * log2(e) + log2(s))), are exact to float32 for rows whose max m lies below
+# COOP_FAST_MAX in magnitude (m + log(s) rounds by 2 ** -16 at most; at 1e8 by 4, which loses log(s));
+# other rows take `_coop_fwd_exact`. Its sum before the wait takes log2(e) * 2 ** 15 / |m| for l in
+# place of log2(e) in chunks whose max reaches COOP_SCALED_L_MIN in magnitude (bfloat16 alone).
+COOP_FAST_MAX = tl.constexpr(256.0)
+COOP_SCALED_L_MIN = tl.constexpr(16777216.0)
 
 
 @triton.jit
@@ -583,6 +590,31 @@ def _coop_edges(row_start, N, chunk, n_chunks, VEC: tl.constexpr):
 
 
 @triton.jit
+def _coop_fwd_exact(x_ptr, y_ptr, row, chunk, N, stride_xm, stride_ym, m, s, LOG: tl.constexpr,
+                    io_ty: tl.constexpr, acc_ty: tl.constexpr, CHUNK_W: tl.constexpr, BLOCK_W: tl.constexpr,
+                    PEEL: tl.constexpr, VEC: tl.constexpr, ALIGN: tl.constexpr):
+    """The packed cooperative forward's y for chunk `chunk` (CHUNK_W words) of row `row` (N and the
+    strides as the kernel takes them) where the row max `m` is COOP_FAST_MAX or more in magnitude, or
+    not finite: as torch computes it, (x - m) - log(s) and exp(x - m) / s, from x read again in
+    tiles of BLOCK_W words (few registers). The held words' one-op forms, x - (m + log(s)) and
+    2 ** (x * log2(e) - (m * log2(e) + log2(s))), round m + log(s) to m's float32 ulp: at m = 1e8
+    that loses log(s) whole."""
+    log_s, inv_s = tl.log(s), 1.0 / s
+    # From the row and chunk alone: what the kernel holds across its wait for this path stays small.
+    xs, ys, lo_w = row * _aligned(stride_xm, ALIGN), row * _aligned(stride_ym, ALIGN), chunk * CHUNK_W
+    for k in range(0, CHUNK_W, BLOCK_W):
+        x_offs, mask = _words(xs, lo_w + k, N, stride_xm, row, BLOCK_W, PEEL, VEC, ALIGN)
+        y_offs, _ = _words(ys, lo_w + k, N, stride_ym, row, BLOCK_W, PEEL, VEC, ALIGN)
+        x_lo, x_hi = _unpack(tl.load(x_ptr.to(tl.pointer_type(tl.int32)) + x_offs, mask=mask, other=0), io_ty,
+                             acc_ty, False)
+        if LOG:
+            y_lo, y_hi = (x_lo - m) - log_s, (x_hi - m) - log_s
+        else:
+            y_lo, y_hi = tl.exp(x_lo - m) * inv_s, tl.exp(x_hi - m) * inv_s
+        tl.store(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, _pack(y_lo, y_hi, io_ty), mask=mask)
+
+
+@triton.jit
 def softmax_fwd_coop(
     x_ptr, M, N, stride_xm, stride_ym, n_chunks, part_ptr, count_ptr, y_ptr,
     CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, PHASE: tl.constexpr, TICKET: tl.constexpr,
@@ -612,6 +644,9 @@ def softmax_fwd_coop(
     SENT (float32 partials, not TAG): the partials are keyed words in count_ptr (an int32 "zeros"
     buffer of M + 1 + M * 2 * n_chunks; part_ptr is not used), published and waited for with no
     release fence (`_sent_arrive`, `_sent_gather`; dispatch's "Keyed partials": where that pays).
+    Large maxima (PACK): the sum before the wait is exp(x - m) as 2 ** (x * l - m * l) in one FMA,
+    times 2 ** -(the rounding of m * l), so exact for any m; after the wait rows whose max is
+    COOP_FAST_MAX or more in magnitude are written from x read again (`_coop_fwd_exact`).
     POLY (PACK, softmax): after the wait, the exps of the words' high halves are computed by
     `_exp2_poly` on the FMA pipe, the low halves' by MUFU.EX2, so that the two pipes share them
     (dispatch.COOP_POLY: where that pays).
@@ -663,16 +698,23 @@ def softmax_fwd_coop(
         part_row = part_ptr + row * 2 * n_chunks
     # The chunk's own max and exp(x - max): an all -inf chunk gets max 0 here, sum 0.
     m_own = tl.where(m_own == -float("inf"), 0.0, m_own)
-    if PACK:  # exp(x - m) as 2 ** (x * log2(e) - m * log2(e)): one FFMA and one MUFU a value
+    if PACK:  # exp(x - m) as 2 ** (x * l - m2), m2 = m * l rounded: one FFMA and one MUFU a value
         x_lo, x_hi = _unpack(_fresh(wx, PHASE), io_ty, acc_ty, False)
-        m2 = m_own * LOG2E
+        # l = log2(e) for |m| < 2 ** 24. Past it (bfloat16 alone; m * log2(e) overflows float32 past 2 ** 127)
+        # l = log2(e) * 2 ** 15 / |m|: another value lies at least |m| / 2 ** 8 below m, so its 2 ** ((x - m) * l)
+        # is below 2 ** -184, 0, as its exp(x - m) is.
+        l = tl.where(tl.abs(m_own) < COOP_SCALED_L_MIN, LOG2E, (LOG2E * 32768.0) / tl.abs(m_own))
+        m2 = m_own * l
         if SPLIT_SUM:  # the low halves, then the high halves unpacked anew: fewer registers at 4 warps
-            s_own = tl.sum(_exp2_ftz(x_lo * LOG2E - m2, PHASE), axis=0)
+            s_own = tl.sum(_exp2_ftz(tl.fma(x_lo, l, -m2), PHASE), axis=0)
             x_hi = _unpack(_fresh(wx, PHASE), io_ty, acc_ty, False)[1]
-            s_own += tl.sum(_exp2_ftz(x_hi * LOG2E - m2, PHASE), axis=0)
+            s_own += tl.sum(_exp2_ftz(tl.fma(x_hi, l, -m2), PHASE), axis=0)
         else:
-            s_own = tl.sum(_exp2_ftz(x_lo * LOG2E - m2, PHASE)
-                           + _exp2_ftz(x_hi * LOG2E - m2, PHASE), axis=0)
+            s_own = tl.sum(_exp2_ftz(tl.fma(x_lo, l, -m2), PHASE)
+                           + _exp2_ftz(tl.fma(x_hi, l, -m2), PHASE), axis=0)
+        # The FMA takes x * l exactly, so a value at the max gives 2 ** r, r = m * l - m2 (the product's
+        # rounding: up to 2 for |m| < 2 ** 24, 2 ** -9 past it), taken out here once, exactly (an FMA).
+        s_own = s_own * tl.exp2(-tl.fma(m_own, l, -m2))
     else:
         e = tl.exp(x - m_own)
         s_own = tl.sum(e, axis=0)
@@ -720,18 +762,34 @@ def softmax_fwd_coop(
         else:  # exp(x - m) / s = exp(x - m_own) * (exp(m_own - m) / s), exp(m_own - m) <= 1 but for an
             # all -inf chunk (m_own 0), whose e is 0: capped at 1, its y is 0, not 0 * inf
             scale = tl.minimum(tl.exp(m_own - m_safe), 1.0) / s
-        if PACK:  # unpacked anew from the words held across the wait
-            x_lo, x_hi = _unpack(_fresh(wx, PHASE), io_ty, acc_ty, False)
+        if PACK:  # y from the words held across the wait, one op a value; for a row max of COOP_FAST_MAX
+            # or more in magnitude (or not finite) from x read again, as torch (`_coop_fwd_exact`). Where
+            # that path stands and its tile were chosen for ptxas (sm_90, Triton 3.6), whose register
+            # count for the held words' block follows what surrounds it: placed and tiled otherwise it
+            # took the 8-warp log_softmax from 63-64 registers to 75-80 (4 programs an SM to 3: 2-10%
+            # slower on the H100, bench/results/h100/probe_exact_branch.log). As it stands every packed
+            # forward plan of the benchmark's shapes holds as many programs an SM as before but float16
+            # 16 x 1048576's softmax (9 to 8) and 64 x 128256's log_softmax (9 to 8; its grid is 7.8).
+            exact = tl.abs(m_safe) >= COOP_FAST_MAX
             if LOG:
-                y_lo, y_hi = x_lo - shift, x_hi - shift
-            else:  # exp(x - m) / s = 2 ** (x * log2(e) - (m * log2(e) + log2(s))), computed anew
+                if exact:
+                    _coop_fwd_exact(x_ptr, y_ptr, row, chunk, N_w, sx_w, sy_w, m_safe, s, LOG, io_ty, acc_ty,
+                                    CHUNK_N // 2, (CHUNK_N + 63) // 64, PEEL, VEC, ALIGN)
+                x_lo, x_hi = _unpack(_fresh(wx, PHASE), io_ty, acc_ty, False)
+                tl.store(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, _pack(x_lo - shift, x_hi - shift, io_ty),
+                         mask=mask & (not exact))
+            elif not exact:  # exp(x - m) / s = 2 ** (x * log2(e) - (m * log2(e) + log2(s))), computed anew
+                x_lo, x_hi = _unpack(_fresh(wx, PHASE), io_ty, acc_ty, False)
                 shift2 = m_safe * LOG2E + tl.log2(s)
                 y_lo = _exp2_ftz(x_lo * LOG2E - shift2, PHASE)
                 if POLY:  # the high halves on the FMA pipe
                     y_hi = _exp2_poly(x_hi * LOG2E - shift2)
                 else:
                     y_hi = _exp2_ftz(x_hi * LOG2E - shift2, PHASE)
-            tl.store(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, _pack(y_lo, y_hi, io_ty), mask=mask)
+                tl.store(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, _pack(y_lo, y_hi, io_ty), mask=mask)
+            else:
+                _coop_fwd_exact(x_ptr, y_ptr, row, chunk, N_w, sx_w, sy_w, m_safe, s, LOG, io_ty, acc_ty,
+                                CHUNK_N // 2, CHUNK_N // 16 if POLY else (CHUNK_N + 63) // 64, PEEL, VEC, ALIGN)
         else:
             if LOG:
                 y = (x - m_safe) - log_s  # as torch: x - max first (exact), then log(s)
