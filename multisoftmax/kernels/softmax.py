@@ -769,7 +769,7 @@ def softmax_fwd_coop(
             # took the 8-warp log_softmax from 63-64 registers to 75-80 (4 programs an SM to 3: 2-10%
             # slower on the H100, bench/results/h100/probe_exact_branch.log). As it stands every packed
             # forward plan of the benchmark's shapes holds as many programs an SM as before but float16
-            # 16 x 1048576's softmax (9 to 8) and 64 x 128256's log_softmax (9 to 8; its grid is 7.8).
+            # 16 x 1048576's softmax (9 to 8) and both 64 x 128256 log_softmax plans (9 to 8; grids of 7.8).
             exact = tl.abs(m_safe) >= COOP_FAST_MAX
             if LOG:
                 if exact:
