@@ -1422,8 +1422,8 @@ POLY_PRE_SPLIT = ("s_own += tl.sum(_exp2_ftz(tl.fma(x_hi, l, -m2), PHASE), axis=
 # Q: a quarter, the high halves' odd pairs (a split of the held layout, no data moved).
 POLY_QUARTER = ("y_hi = _exp2_ftz(x_hi * LOG2E - shift2, PHASE)",
                 """h_a, h_b = tl.split(tl.reshape(x_hi, (CHUNK_N // 4, 2)))
-                        y_hi = tl.reshape(tl.join(_exp2_ftz(h_a * LOG2E - shift2, PHASE),
-                                                  _exp2_poly_deg(h_b * LOG2E - shift2, {deg})), (CHUNK_N // 2,))""")
+                    y_hi = tl.reshape(tl.join(_exp2_ftz(h_a * LOG2E - shift2, PHASE),
+                                              _exp2_poly_deg(h_b * LOG2E - shift2, {deg})), (CHUNK_N // 2,))""")
 POLY_VARIANTS = {"A3": ((POLY_POST,), 3), "A4": ((POLY_POST,), 4), "B3": ((POLY_PRE, POLY_PRE_SPLIT), 3),
                  "C3": ((POLY_POST, POLY_PRE, POLY_PRE_SPLIT), 3), "Q3": ((POLY_QUARTER,), 3),
                  "Q4": ((POLY_QUARTER,), 4)}

@@ -66,11 +66,11 @@ import triton
 import triton.language as tl
 
 LOG2E = tl.constexpr(1.4426950408889634)  # log2(e): exp(v) = 2 ** (v * LOG2E)
-# The packed cooperative forward (PACK): its one-op forms after the wait, x - (m + log(s)) and
-# 2 ** (x * log2(e) - (m * log2(e) + log2(s))), are exact to float32 for rows whose max m lies below
-# COOP_FAST_MAX in magnitude (m + log(s) rounds by 2 ** -16 at most; at 1e8 by 4, which loses log(s));
-# other rows take `_coop_fwd_exact`. Its sum before the wait takes log2(e) * 2 ** 15 / |m| for l in
-# place of log2(e) in chunks whose max reaches COOP_SCALED_L_MIN in magnitude (bfloat16 alone).
+# The packed cooperative forward (PACK) writes y after its wait in one op a value, x - (m + log(s)) and
+# 2 ** (x * log2(e) - (m * log2(e) + log2(s))): right for rows whose max m lies below COOP_FAST_MAX in
+# magnitude, where each rounding of those sums is 2 ** -16 at most (at m = 1e8 it is 4: log(s) is lost).
+# Other rows take `_coop_fwd_exact`. Its sum before the wait takes l = log2(e) * 2 ** 15 / |m| in place
+# of log2(e) in chunks whose max reaches COOP_SCALED_L_MIN in magnitude (bfloat16 alone).
 COOP_FAST_MAX = tl.constexpr(256.0)
 COOP_SCALED_L_MIN = tl.constexpr(16777216.0)
 
