@@ -777,13 +777,13 @@ HUGE_ROWS = {"bfloat16": (300.0, 1e8, (-2.5e38, -3.0e38)), "float16": (2000.0, 6
 def test_family_huge_16bit(forced_family, torch_device, monkeypatch, fam, dtype, log):
     """Row maxima far from 0 must give torch's result in every family. The packed cooperative
     forward (PACK) forms exp(x - m) as 2 ** (x * l - m * l) in one FMA: its sum takes out the
-    rounding of m * l (up to 2 ** 19 at a bfloat16 max of 1e8, overflow past 2 ** 127), and a row
-    max of kernels.softmax.COOP_FAST_MAX or more is written as torch does ((x - max) - log(sum)),
-    not as x - (max + log(sum)), which loses log(sum) at 1e8. Rows: uniform rows of finfo.min
-    and finfo.max, a large max with a spread exp resolves (bfloat16 300 + 3 * randn: values 2
-    apart), values far apart (bfloat16 1e8 + 3 * randn), a chunk of finfo.min beside ordinary values,
-    a one-hot finfo.max, a mix of large values, ordinary values after finfo.min, and -250 + 3 * randn
-    (below COOP_FAST_MAX)."""
+    rounding of m * l (up to 8 at a bfloat16 max of 1e8, a factor of 2 ** 8; overflow past
+    2 ** 127), and a row max of kernels.softmax.COOP_FAST_MAX or more is written as torch does
+    ((x - max) - log(sum)), not as x - (max + log(sum)), which loses log(sum) at 1e8. Rows (HUGE_ROWS
+    per dtype): uniform rows of finfo.min and finfo.max, a large max with a spread exp resolves
+    (bfloat16 300 + 3 * randn: values 2 apart; float16 2000), values far apart (bfloat16 1e8 +
+    3 * randn; float16 6e4), a chunk of finfo.min beside ordinary values, a one-hot finfo.max, a mix
+    of large values, ordinary values after finfo.min, and -250 + 3 * randn (below COOP_FAST_MAX)."""
     forced_family(fam.split("_")[0], peel_min_n=1)
     monkeypatch.setattr(dispatch, "COOP_FWD_UNPACKED_PER_SM", 0 if fam == "coop" else 10 ** 6)
     big = torch.finfo(getattr(torch, dtype))
