@@ -1706,13 +1706,11 @@ def evict(sms, cases=EVICT_CASES):
               f"poly={kw['POLY']:d} | " + _compare(M, N, dtype, "fwd", log, variants, sms), flush=True)
 
 
-
 # The packed forward's large row maxima (kernels/softmax.py: COOP_FAST_MAX, COOP_SCALED_L_MIN,
 # `_coop_fwd_exact`), against F: the same kernel with the one-op forms alone, as before them (the
 # sum's rounding of m * log2(e) left in, every row written from the held words).
-EXACT_F = [("""        # l = log2(e) for |m| < 2 ** 24.""", """        l = LOG2E
-        # l = log2(e) for |m| < 2 ** 24."""),
-           ("""        l = tl.where(tl.abs(m_own) < COOP_SCALED_L_MIN, LOG2E, (LOG2E * 32768.0) / tl.abs(m_own))\n""", ""),
+EXACT_F = [("""        l = tl.where(tl.abs(m_own) < COOP_SCALED_L_MIN, LOG2E, (LOG2E * 32768.0) / tl.abs(m_own))\n""",
+            """        l = LOG2E\n"""),
            ("""        s_own = s_own * tl.exp2(-tl.fma(m_own, l, -m2))\n""", ""),
            ("            exact = tl.abs(m_safe) >= COOP_FAST_MAX\n", "            exact = False\n")]
 EXACT_SHAPES = [(2048, 65536), (512, 262144), (128, 1048576), (256, 256000), (1024, 128256), (2670, 50257),
