@@ -10,10 +10,20 @@ import multisoftmax.torch as mt
 import reference64 as ref
 from multisoftmax import dispatch
 
-# xdist_group: under `pytest -n 8 --dist loadgroup` (the GPU suite's command) this file's tests,
-# which hold tensors of several GB, run one after another on one worker; other files' tests spread.
-pytestmark = [pytest.mark.gpu, pytest.mark.xdist_group("test_gpu"),
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
+
+
+@pytest.fixture
+def gpu_to_itself(tmp_path_factory):
+    """Hold a lock file shared by pytest-xdist's workers (their base temp dirs share a parent; the
+    recipe of xdist's docs): tests that take tens of GB of GPU memory run one at a time, while
+    every other test of the suite spreads over the workers. An xdist_group mark on this file did
+    the same for all its tests, but serially they outgrew a device call, and pytest 9.2 drops such
+    marks under --dist loadgroup (pytest-xdist issue 1386), so a lock is what holds either way."""
+    from filelock import FileLock  # torch's own dependency
+
+    with FileLock(tmp_path_factory.getbasetemp().parent / "multisoftmax_gpu.lock"):
+        yield
 
 
 @pytest.fixture(autouse=True)
@@ -35,6 +45,7 @@ def _sms():
     (32_769, 65_536, "coop"),        # 2**31 + 65536 elements, a chunk of a row a program
     (8, 268_435_457, "split"),       # 2**31 + 8 elements, rows split across programs
 ])
+@pytest.mark.usefixtures("gpu_to_itself")
 def test_past_2_pow_31_elements(M, N, family):
     assert M * N > 2**31
     assert dispatch.family(M, N, 2, _sms(), True) == family
