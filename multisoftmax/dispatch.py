@@ -294,8 +294,9 @@ COOP_NARROW_MIN_SMS_PER_PROGRAM = 4
 # (67) gains no program; the cap spills the softmax backward (22 at 64: float32 64 x 1048576 284
 # -> 401 us) and the 16-bit ones lose (bf16 16 x 1048576 softmax 44.5 -> 48.2 at 56).
 # Unmeasured: 17 to 30 programs an SM on rows of at most 96 chunks (left uncapped).
-# jax_triton.triton_call (0.3.1) takes no maxnreg: the JAX adapter's plans keep the uncapped
-# kernel (plan_backward(register_cap=False)).
+# jax_triton.triton_call (0.3.1) takes no maxnreg: the JAX adapter passes it to the compiler
+# through a hook on jax-triton's compile (multisoftmax/jax.py, _REGISTER_CAPS); a launcher that
+# cannot plans with plan_backward(register_cap=False), the uncapped kernel.
 COOP_CAP32_REGS = 64
 COOP_CAP32_MIN_PER_SM = 3
 COOP_CAP32_TAG_MIN_PER_SM = 2
@@ -1013,8 +1014,8 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
                   force_peel: bool | None = None, counters_per_call: bool = False,
                   register_cap: bool = True) -> tuple[Launch, ...]:
     """Launches computing dx from y and dy over rows of an M x N view (see plan_forward).
-    `register_cap`: the launcher passes Triton's maxnreg option (COOP_CAP32_REGS; not
-    jax_triton.triton_call)."""
+    `register_cap`: the launcher can pass Triton's maxnreg option (COOP_CAP32_REGS): Triton's
+    own launcher, and the JAX adapter's through its hook on jax-triton."""
     itemsize = ITEMSIZE[dtype]
     acc = dict(LOG=log, ALIGN=alignment(N, stride_ym, stride_dym, stride_dxm), ACC_FP64=dtype == "float64")
     fam = force or family(M, N, itemsize, num_sms, acc["ALIGN"] * itemsize >= 16)

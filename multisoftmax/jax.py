@@ -71,7 +71,64 @@ def _jax_triton():
             os.environ["TRITON_CACHE_DIR"] = saved
         else:
             del os.environ["TRITON_CACHE_DIR"]
+    _hook_register_caps(jax_triton)
     return jax_triton
+
+
+# Register caps (Triton's maxnreg option; dispatch.COOP_CAP32_REGS). jax_triton.triton_call
+# (0.3.1) builds the compiler's options itself from num_warps, num_stages and num_ctas and passes
+# any other keyword to the kernel as a constexpr, so it has no way to ask for maxnreg. Its lowering
+# compiles through `triton_lib.get_or_create_triton_kernel(backend_init_func, platform, fn, ...)`,
+# looked up at each call; `_hook_register_caps` wraps that function so that, for a kernel in
+# `_REGISTER_CAPS`, the backend's parse_options adds maxnreg: the PTX then carries `.maxnreg`, as
+# under Triton's own launcher (the torch adapter). A capped kernel is a copy of the JITFunction
+# (`_capped_kernel`): jax-triton keys its compiled kernels by the function object, not by options.
+# Where the hook cannot be placed (another jax-triton), the plans are made uncapped (slower, the
+# same results).
+_REGISTER_CAPS: dict = {}
+
+
+def _hook_register_caps(jax_triton) -> None:
+    lib = getattr(jax_triton, "triton_lib", None)
+    original = getattr(lib, "get_or_create_triton_kernel", None)
+    if original is None or getattr(original, "_multisoftmax_caps", False):
+        return
+
+    @functools.wraps(original)
+    def get_or_create_triton_kernel(backend_init_func, platform, fn, *args, **kwargs):
+        maxnreg = _REGISTER_CAPS.get(fn)
+        if maxnreg is not None:
+            init = backend_init_func
+
+            def backend_init_func(device, compute_capability):
+                backend = init(device, compute_capability)
+                parse = backend.parse_options
+                backend.parse_options = lambda opts: parse({**opts, "maxnreg": maxnreg})
+                return backend
+
+        return original(backend_init_func, platform, fn, *args, **kwargs)
+
+    get_or_create_triton_kernel._multisoftmax_caps = True
+    lib.get_or_create_triton_kernel = get_or_create_triton_kernel
+
+
+def _register_caps_work() -> bool:
+    """Whether the JAX adapter's plans may ask for a register cap: through the hook on a GPU, and
+    in the interpreter (which has no registers to cap: the plan is only the same as on the GPU)."""
+    if jax.default_backend() != "gpu" or kernels.INTERPRETED:
+        return True
+    lib = _jax_triton().triton_lib
+    return getattr(lib.get_or_create_triton_kernel, "_multisoftmax_caps", False)
+
+
+@functools.cache
+def _capped_kernel(name: str, maxnreg: int):
+    """Kernel `name` as a JITFunction of its own, compiled under maxnreg (see _REGISTER_CAPS)."""
+    import triton
+
+    fn = triton.jit(kernels.get(name).fn)
+    _REGISTER_CAPS[fn] = maxnreg
+    return fn
 
 
 def _gpu_execute(launches, buffers: dict, io_dtype):
@@ -84,9 +141,11 @@ def _gpu_execute(launches, buffers: dict, io_dtype):
         assert not any(name in bufs for name, _, _ in l.outputs), "GPU plans make every buffer once"
         out_shape = [jax.ShapeDtypeStruct(shape, dtypes[kind]) for _, shape, kind in l.outputs]
         zeroed = tuple(i for i, (_, _, kind) in enumerate(l.outputs) if kind in ("zeros", "sync"))
-        assert "maxnreg" not in l.kwargs, "triton_call takes no maxnreg: plan with register_cap=False"
-        return jt.triton_call(*inputs, *l.scalars, kernel=kernels.get(l.kernel), out_shape=out_shape,
-                              grid=l.grid, zeroed_outputs=zeroed, **l.kwargs)
+        meta = dict(l.kwargs)
+        maxnreg = meta.pop("maxnreg", None)
+        kernel = _capped_kernel(l.kernel, maxnreg) if maxnreg else kernels.get(l.kernel)
+        return jt.triton_call(*inputs, *l.scalars, kernel=kernel, out_shape=out_shape,
+                              grid=l.grid, zeroed_outputs=zeroed, **meta)
 
     return launch.execute(launches, buffers, call)
 
@@ -161,7 +220,7 @@ def _bwd_call(log: bool):
     def call(y, dy):
         M, N = y.shape
         plan = dispatch.plan_backward(M, N, N, N, N, _DTYPE_NAMES[y.dtype], log, _num_sms(),
-                                      counters_per_call=True, register_cap=False)
+                                      counters_per_call=True, register_cap=_register_caps_work())
         return _execute(plan, {"y": y, "dy": dy}, y.dtype)
 
     @call.def_vmap

@@ -141,7 +141,8 @@ def test_few_long_rows_split_and_cooperative(dtype):
         assert dispatch.family(M, N, x.dtype.itemsize, sms, True) == "coop"
         for ours, _, log in OPS:
             fwd = dispatch.plan_forward(M, N, N, N, name, log, sms, counters_per_call=True)
-            bwd = dispatch.plan_backward(M, N, N, N, N, name, log, sms, counters_per_call=True, register_cap=False)
+            bwd = dispatch.plan_backward(M, N, N, N, N, name, log, sms, counters_per_call=True,
+                                         register_cap=mj._register_caps_work())
             assert ("split" in fwd[0].kernel) == (M == 1)
             assert ("split" in bwd[0].kernel) == (M == 1 and log and 3 <= sms / 2)
             y, pull = jax.vjp(lambda t: ours(t, -1), x)
@@ -183,6 +184,85 @@ def test_keyed_partials_forward(monkeypatch, dtype):
         monkeypatch.undo()
         dispatch.plan_forward.cache_clear()
         jax.clear_caches()
+
+
+def test_register_cap_backward():
+    """dispatch's COOP_CAP32_REGS plan (the float32 log_softmax backward deferring y, under Triton's
+    maxnreg) in the JAX adapter, at 15 programs an SM with TAG: dx matches float64, twice over,
+    with a row whose y is -inf in a chunk. On the GPU the cap reaches the compiler through the hook
+    on jax-triton (test_register_cap_reaches_the_ptx_subprocess)."""
+    from multisoftmax import dispatch
+
+    sms = mj._num_sms()
+    M, N = 5 * sms, 20000  # aligned: 3 chunks of 8192 a row
+    plan = dispatch.plan_backward(M, N, N, N, N, "float32", True, sms, counters_per_call=True,
+                                  register_cap=mj._register_caps_work())
+    assert plan[-1].kwargs["maxnreg"] == dispatch.COOP_CAP32_REGS and plan[-1].kwargs["DEFER_Y"], plan
+    x = np.array(randn(M, N, seed=31))
+    x[1, 8192:16384] = -np.inf
+    dy = randn(M, N, seed=32, scale=1.0)
+    for _ in range(2):
+        y, pull = jax.vjp(lambda t: mj.log_softmax(t, -1), jnp.asarray(x))
+        y64, dy64 = np.asarray(y, np.float64), np.asarray(dy, np.float64)
+        ref.assert_close(np.asarray(pull(dy)[0], np.float64), ref.softmax_backward(y64, dy64, -1, True), "float32",
+                         "capped bwd", scale_atol=True)
+
+
+def test_register_cap_hook():
+    """`_hook_register_caps` on a stand-in for jax_triton: a kernel from `_capped_kernel` compiles
+    with maxnreg among the backend's options, any other kernel without; the hook goes on once."""
+    import types
+
+    from multisoftmax import kernels
+
+    seen = []
+
+    class Backend:
+        def parse_options(self, opts):
+            seen.append(opts.get("maxnreg"))
+            return opts
+
+    def get_or_create_triton_kernel(backend_init_func, platform, fn, *args, **kwargs):
+        backend_init_func(0, 90).parse_options({"num_warps": 8, "num_stages": 1})
+        return fn
+
+    fake = types.SimpleNamespace(triton_lib=types.SimpleNamespace(get_or_create_triton_kernel=get_or_create_triton_kernel))
+    mj._hook_register_caps(fake)
+    hooked = fake.triton_lib.get_or_create_triton_kernel
+    mj._hook_register_caps(fake)
+    assert fake.triton_lib.get_or_create_triton_kernel is hooked and hooked is not get_or_create_triton_kernel
+    capped = mj._capped_kernel("softmax_bwd_coop", 64)
+    assert capped is mj._capped_kernel("softmax_bwd_coop", 64) and capped is not kernels.get("softmax_bwd_coop")
+    assert hooked(lambda d, c: Backend(), "cuda", capped, [], []) is capped
+    hooked(lambda d, c: Backend(), "cuda", kernels.get("softmax_bwd_coop"), [], [])
+    assert seen == [64, None]
+
+
+@pytest.mark.skipif(jax.default_backend() != "gpu", reason="jax-triton compiles on a GPU backend only")
+def test_register_cap_reaches_the_ptx_subprocess(tmp_path):
+    """The JAX adapter's capped backward compiles to PTX with `.maxnreg 64`, its other kernels
+    without: jax-triton's own dump (JAX_TRITON_DUMP_DIR, read when it is imported) in a child
+    process, float32 log_softmax backward at 16 x 1048576 (dispatch's capped plan) and the forward."""
+    import subprocess
+    import sys
+
+    code = ("import jax, jax.numpy as jnp, numpy as np\n"
+            "jax.config.update('jax_enable_x64', True)\n"
+            "import multisoftmax.jax as mj, reference64 as ref\n"
+            "x = jnp.asarray(np.random.default_rng(0).standard_normal((16, 1048576)), jnp.float32)\n"
+            "dy = jnp.asarray(np.random.default_rng(1).standard_normal((16, 1048576)), jnp.float32)\n"
+            "y, pull = jax.vjp(mj.log_softmax, x)\n"
+            "y64, dy64 = np.asarray(y, np.float64), np.asarray(dy, np.float64)\n"
+            "ref.assert_close(np.asarray(pull(dy)[0], np.float64), ref.softmax_backward(y64, dy64, -1, True),"
+            " 'float32', 'capped bwd', scale_atol=True)\n")
+    env = {**__import__("os").environ, "JAX_TRITON_DUMP_DIR": str(tmp_path), "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600,
+                         cwd=str(__import__("pathlib").Path(__file__).parent))
+    assert out.returncode == 0, out.stderr[-3000:]
+    ptx = {p.name: p.read_text() for p in tmp_path.glob("*/*.ptx")}
+    capped = [n for n, t in ptx.items() if ".maxnreg 64" in t]
+    assert len(capped) == 1 and capped[0].startswith("softmax_bwd_coop"), sorted(ptx)
+    assert any(n.startswith("softmax_fwd") for n in ptx), sorted(ptx)
 
 
 def test_kernels_run_not_the_native_op(monkeypatch):

@@ -668,7 +668,8 @@ def test_coop_cap32_rule():
     maxnreg=64 in grids of more than 3 programs an SM (TAG: 2) and up to 16, or on rows of more
     than 96 chunks of 8192; not in grids the GPU holds whole uncapped, not on rows of at most 96
     chunks at 31 programs an SM and more, not peeled; never the softmax, the forward, 16-bit or
-    float64 rows, nor the JAX adapter's plans (register_cap=False)."""
+    float64 rows, nor plans for a launcher that cannot cap (register_cap=False). The JAX adapter's
+    plans (counters zeroed on every call) take it too."""
     def bwd(M, N, dtype="float32", log=True, **k):
         return dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, log, 132, **k)
 
@@ -681,6 +682,7 @@ def test_coop_cap32_rule():
         k = plan.kwargs
         assert plan.kernel == "softmax_bwd_coop" and k["maxnreg"] == dispatch.COOP_CAP32_REGS, (M, N)
         assert k["DEFER_Y"] and not k["PACK"] and not k["BITS"] and not k["PEEL"], (M, N)
+        assert bwd(M, N, counters_per_call=True)[-1].kwargs["maxnreg"] == dispatch.COOP_CAP32_REGS, (M, N)
         for jax in (False, True):
             plan = bwd(M, N, counters_per_call=jax, register_cap=False)
             assert not capped(plan) and not any(l.kwargs.get("DEFER_Y") for l in plan), (M, N)
