@@ -243,6 +243,8 @@ def test_register_cap_reaches_the_ptx_subprocess(tmp_path):
     """The JAX adapter's capped backward compiles to PTX with `.maxnreg 64`, its other kernels
     without: jax-triton's own dump (JAX_TRITON_DUMP_DIR, read when it is imported) in a child
     process, float32 log_softmax backward at 16 x 1048576 (dispatch's capped plan) and the forward."""
+    import os
+    import pathlib
     import subprocess
     import sys
 
@@ -255,9 +257,9 @@ def test_register_cap_reaches_the_ptx_subprocess(tmp_path):
             "y64, dy64 = np.asarray(y, np.float64), np.asarray(dy, np.float64)\n"
             "ref.assert_close(np.asarray(pull(dy)[0], np.float64), ref.softmax_backward(y64, dy64, -1, True),"
             " 'float32', 'capped bwd', scale_atol=True)\n")
-    env = {**__import__("os").environ, "JAX_TRITON_DUMP_DIR": str(tmp_path), "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+    env = {**os.environ, "JAX_TRITON_DUMP_DIR": str(tmp_path), "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600,
-                         cwd=str(__import__("pathlib").Path(__file__).parent))
+                         cwd=pathlib.Path(__file__).parent)
     assert out.returncode == 0, out.stderr[-3000:]
     ptx = {p.name: p.read_text() for p in tmp_path.glob("*/*.ptx")}
     capped = [n for n, t in ptx.items() if ".maxnreg 64" in t]
