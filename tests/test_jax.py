@@ -239,27 +239,24 @@ def test_register_cap_hook():
 
 
 @pytest.mark.skipif(jax.default_backend() != "gpu", reason="jax-triton compiles on a GPU backend only")
-def test_register_cap_reaches_the_ptx_subprocess(tmp_path):
+def test_register_cap_reaches_the_ptx_subprocess(tmp_path, monkeypatch):
     """The JAX adapter's capped backward compiles to PTX with `.maxnreg 64`, its other kernels
     without: jax-triton's own dump (JAX_TRITON_DUMP_DIR, read when it is imported) in a child
     process, float32 log_softmax backward at 16 x 1048576 (dispatch's capped plan) and the forward."""
-    import os
-    import pathlib
-    import subprocess
-    import sys
+    from uninterpreted import run_uninterpreted
 
-    code = ("import jax, jax.numpy as jnp, numpy as np\n"
-            "jax.config.update('jax_enable_x64', True)\n"
-            "import multisoftmax.jax as mj, reference64 as ref\n"
-            "x = jnp.asarray(np.random.default_rng(0).standard_normal((16, 1048576)), jnp.float32)\n"
-            "dy = jnp.asarray(np.random.default_rng(1).standard_normal((16, 1048576)), jnp.float32)\n"
-            "y, pull = jax.vjp(mj.log_softmax, x)\n"
-            "y64, dy64 = np.asarray(y, np.float64), np.asarray(dy, np.float64)\n"
-            "ref.assert_close(np.asarray(pull(dy)[0], np.float64), ref.softmax_backward(y64, dy64, -1, True),"
-            " 'float32', 'capped bwd', scale_atol=True)\n")
-    env = {**os.environ, "JAX_TRITON_DUMP_DIR": str(tmp_path), "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600,
-                         cwd=pathlib.Path(__file__).parent)
+    monkeypatch.setenv("JAX_TRITON_DUMP_DIR", str(tmp_path))
+    out = run_uninterpreted(
+        "import sys; sys.path.insert(0, 'tests')\n"
+        "import jax, jax.numpy as jnp, numpy as np\n"
+        "jax.config.update('jax_enable_x64', True)\n"
+        "import multisoftmax.jax as mj, reference64 as ref\n"
+        "x = jnp.asarray(np.random.default_rng(0).standard_normal((16, 1048576)), jnp.float32)\n"
+        "dy = jnp.asarray(np.random.default_rng(1).standard_normal((16, 1048576)), jnp.float32)\n"
+        "y, pull = jax.vjp(mj.log_softmax, x)\n"
+        "y64, dy64 = np.asarray(y, np.float64), np.asarray(dy, np.float64)\n"
+        "ref.assert_close(np.asarray(pull(dy)[0], np.float64), ref.softmax_backward(y64, dy64, -1, True),"
+        " 'float32', 'capped bwd', scale_atol=True)\n", timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     ptx = {p.name: p.read_text() for p in tmp_path.glob("*/*.ptx")}
     capped = [n for n, t in ptx.items() if ".maxnreg 64" in t]
