@@ -208,34 +208,89 @@ def test_register_cap_backward():
                          "capped bwd", scale_atol=True)
 
 
-def test_register_cap_hook():
-    """`_hook_register_caps` on a stand-in for jax_triton: a kernel from `_capped_kernel` compiles
-    with maxnreg among the backend's options, any other kernel without; the hook goes on once."""
+class _StandInBackend:
+    """A stand-in for Triton's CUDA backend as jax-triton's compile drives it (test_compile_hook)."""
+
+    def __init__(self, seen):
+        self.seen = seen
+
+    def parse_options(self, opts):
+        self.seen.append(("maxnreg", opts.get("maxnreg")))
+        return opts
+
+    def make_llir(self, src, metadata, options, capability):
+        import triton
+
+        self.seen.append(("line info off", triton.knobs.compilation.disable_line_info))
+        return src
+
+    def make_ptx(self, src, metadata, options, capability):
+        metadata.update(name="kernel_0d1d", shared=64)
+        return ".version 8.0 // " + src
+
+
+def _stand_in_jax_triton(seen):
+    """A stand-in for jax_triton whose compile runs the backend's passes once a function (keyed by
+    the function, as jax-triton's cache) and returns (kernel, attrs)."""
     import types
+
+    cache = {}
+
+    def get_or_create_triton_kernel(backend_init_func, platform, fn, arg_dtypes, scalar_args, *, num_warps,
+                                    num_ctas, **kwargs):
+        if fn not in cache:
+            backend = backend_init_func(0, 90)
+            opts = backend.parse_options({"num_warps": num_warps, "num_stages": 1})
+            metadata = {}
+            ptx = backend.make_ptx(backend.make_llir("llir", metadata, opts, 90), metadata, opts, 90)
+            cache[fn] = ("fat", ptx, "tt.func @kernel")
+        return cache[fn], "attrs"
+
+    def kernel(*args):
+        seen.append(("TritonKernel", args))
+        return ("lean", *args)
+
+    return types.SimpleNamespace(triton_lib=types.SimpleNamespace(
+        get_or_create_triton_kernel=get_or_create_triton_kernel,
+        triton_kernel_call_lib=types.SimpleNamespace(TritonKernel=kernel)))
+
+
+def test_compile_hook():
+    """`_hook_compile` on a stand-in for jax_triton: a kernel from `_capped_kernel` compiles with
+    maxnreg among the backend's options, another of ours without; ours compile without line info
+    (Triton's knob on for their make_llir alone) and come back as a kernel of the same PTX and an
+    empty TTIR, the same object at every lowering; a kernel not ours passes through untouched. The
+    hook goes on once."""
+    import triton
 
     from multisoftmax import kernels
 
     seen = []
-
-    class Backend:
-        def parse_options(self, opts):
-            seen.append(opts.get("maxnreg"))
-            return opts
-
-    def get_or_create_triton_kernel(backend_init_func, platform, fn, *args, **kwargs):
-        backend_init_func(0, 90).parse_options({"num_warps": 8, "num_stages": 1})
-        return fn
-
-    fake = types.SimpleNamespace(triton_lib=types.SimpleNamespace(get_or_create_triton_kernel=get_or_create_triton_kernel))
-    mj._hook_register_caps(fake)
+    fake = _stand_in_jax_triton(seen)
+    plain = fake.triton_lib.get_or_create_triton_kernel
+    mj._hook_compile(fake)
     hooked = fake.triton_lib.get_or_create_triton_kernel
-    mj._hook_register_caps(fake)
-    assert fake.triton_lib.get_or_create_triton_kernel is hooked and hooked is not get_or_create_triton_kernel
+    mj._hook_compile(fake)
+    assert fake.triton_lib.get_or_create_triton_kernel is hooked and hooked is not plain
     capped = mj._capped_kernel("softmax_bwd_coop", 64)
     assert capped is mj._capped_kernel("softmax_bwd_coop", 64) and capped is not kernels.get("softmax_bwd_coop")
-    assert hooked(lambda d, c: Backend(), "cuda", capped, [], []) is capped
-    hooked(lambda d, c: Backend(), "cuda", kernels.get("softmax_bwd_coop"), [], [])
-    assert seen == [64, None]
+    init = lambda d, c: _StandInBackend(seen)  # noqa: E731
+
+    lean, attrs = hooked(init, "cuda", capped, [], [], num_warps=8, num_ctas=1, num_stages=1)
+    assert attrs == "attrs" and lean == ("lean", "kernel_0d1d", 8, 1, 64, ".version 8.0 // llir", "", 90)
+    assert seen == [("maxnreg", 64), ("line info off", True), ("TritonKernel", lean[1:])]
+    assert triton.knobs.compilation.disable_line_info is False  # put back after the compile
+    assert hooked(init, "cuda", capped, [], [], num_warps=8, num_ctas=1, num_stages=1)[0] is lean
+    assert len(seen) == 3  # jax-triton's cache hit: no compile, the same lean kernel
+
+    seen.clear()
+    hooked(init, "cuda", kernels.get("softmax_bwd_coop"), [], [], num_warps=4, num_ctas=1, num_stages=1)
+    assert seen[:2] == [("maxnreg", None), ("line info off", True)]
+
+    seen.clear()
+    foreign = type("JITFunction", (), {"fn": staticmethod(_stand_in_jax_triton)})()  # .fn from outside multisoftmax
+    other, _ = hooked(init, "cuda", foreign, [], [], num_warps=4, num_ctas=1, num_stages=1)
+    assert other[0] == "fat" and seen == [("maxnreg", None), ("line info off", False)]
 
 
 @pytest.mark.skipif(jax.default_backend() != "gpu", reason="jax-triton compiles on a GPU backend only")
@@ -262,6 +317,32 @@ def test_register_cap_reaches_the_ptx_subprocess(tmp_path, monkeypatch):
     capped = [n for n, t in ptx.items() if ".maxnreg 64" in t]
     assert len(capped) == 1 and capped[0].startswith("softmax_bwd_coop"), sorted(ptx)
     assert any(n.startswith("softmax_fwd") for n in ptx), sorted(ptx)
+    assert not [n for n, t in ptx.items() if ".loc" in t or ".debug_info" in t], "compiled with line info"
+
+
+@pytest.mark.skipif(jax.default_backend() != "gpu", reason="jax-triton compiles on a GPU backend only")
+def test_custom_call_payload_is_lean(monkeypatch):
+    """The custom calls' payloads (jaxlib hashes each on every call) hold the kernels' PTX without
+    line info and no TTIR, and the results are the kernels': a fresh lowering of the forward (the
+    split plan's two kernels) and of the backward, against float64."""
+    import types
+    import zlib
+
+    lib = mj._jax_triton().triton_lib
+    protos = []
+    monkeypatch.setattr(lib, "zlib", types.SimpleNamespace(compress=lambda b: protos.append(b) or zlib.compress(b)))
+    x = randn(3, 98304 + 37, seed=41)  # a shape of its own: lowered here
+    dy = randn(3, 98304 + 37, seed=42, scale=1.0)
+    y, pull = jax.vjp(jax.jit(lambda t: mj.softmax(t, -1)), x)
+    dx = pull(dy)[0]
+    assert len(protos) >= 2, len(protos)
+    for proto in protos:
+        assert b".version" in proto and b".entry" in proto, proto[:200]
+        assert b".loc" not in proto and b"tt.func" not in proto and b"loc(" not in proto, len(proto)
+    y64 = np.asarray(y, np.float64)
+    ref.assert_close(np.asarray(y), ref.softmax(np.asarray(x, np.float64)), "float32")
+    ref.assert_close(np.asarray(dx, np.float64), ref.softmax_backward(y64, np.asarray(dy, np.float64), -1, False),
+                     "float32", "bwd", scale_atol=True)
 
 
 def test_kernels_run_not_the_native_op(monkeypatch):

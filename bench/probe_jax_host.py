@@ -1,0 +1,145 @@
+"""Probe: does the size of jax-triton's custom-call payload cost host time a call?
+
+jaxlib looks every triton_kernel_call up by its whole opaque payload (a zlib-compressed proto
+holding the kernel's PTX and its TTIR) in a hash map, so each call hashes and compares the
+payload. This times, in interleaved rounds (timing.host_rounds), jitted calls of
+jax.nn.softmax, `2 * x`, the JAX adapter, and the adapter's plan on "lean" copies of the
+kernels: compiled without line info and sent without the TTIR (jaxlib's CUDA path reads only the
+PTX), and prints the payload sizes and, per round, the ratios to jax.nn.softmax.
+
+    python bench/probe_jax_host.py [--calls 2000] [--rounds 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import statistics
+import sys
+import types
+import zlib
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import triton  # noqa: E402
+
+import multisoftmax.jax as mj  # noqa: E402
+import timing  # noqa: E402
+from multisoftmax import dispatch, kernels, launch  # noqa: E402
+
+SIZES = []  # compressed payload lengths, in lowering order
+
+
+def install():
+    jt = mj._jax_triton()
+    lib = jt.triton_lib
+    lib.zlib = types.SimpleNamespace(compress=lambda b: SIZES.append(len(zlib.compress(b))) or zlib.compress(b))
+    original = lib.get_or_create_triton_kernel
+    lean_of = {}
+
+    def get_or_create_triton_kernel(backend_init_func, platform, fn, *args, **kw):
+        if fn not in LEAN:
+            return original(backend_init_func, platform, fn, *args, **kw)
+        got = {}
+        init = backend_init_func
+
+        def backend_init_func(device, cc):
+            b = init(device, cc)
+            llir, ptx = b.make_llir, b.make_ptx
+
+            def make_llir(*a):
+                old = os.environ.get("TRITON_DISABLE_LINE_INFO")
+                os.environ["TRITON_DISABLE_LINE_INFO"] = "1"
+                try:
+                    return llir(*a)
+                finally:
+                    if old is None:
+                        del os.environ["TRITON_DISABLE_LINE_INFO"]
+                    else:
+                        os.environ["TRITON_DISABLE_LINE_INFO"] = old
+
+            def make_ptx(src, metadata, opt, c):
+                out = ptx(src, metadata, opt, c)
+                got.update(ptx=out, name=metadata["name"], shared=metadata["shared"], cc=c)
+                return out
+
+            b.make_llir, b.make_ptx = make_llir, make_ptx
+            return b
+
+        kernel, attrs = original(backend_init_func, platform, fn, *args, **kw)
+        if id(kernel) not in lean_of:
+            assert got, "compiled kernel came from jax-triton's cache without a lean twin"
+            lean = lib.triton_kernel_call_lib.TritonKernel(got["name"], kw["num_warps"], kw["num_ctas"],
+                                                           got["shared"], got["ptx"], "", got["cc"])
+            lean_of[id(kernel)] = (kernel, lean)
+            print(f"#   lean {got['name'][:40]}: PTX {len(got['ptx'])} chars, .loc lines {got['ptx'].count('.loc')}")
+        return lean_of[id(kernel)][1], attrs
+
+    lib.get_or_create_triton_kernel = get_or_create_triton_kernel
+    return jt
+
+
+LEAN = set()
+
+
+@functools.cache
+def lean_kernel(name):
+    fn = triton.jit(kernels.get(name).fn)
+    LEAN.add(fn)
+    return fn
+
+
+def lean_execute(launches, buffers, io_dtype):
+    jt = mj._jax_triton()
+    dtypes = {"io": io_dtype, "acc": jnp.float32, "zeros": jnp.int32, "sync": jnp.int32}
+
+    def call(l, inputs, bufs):
+        out_shape = [jax.ShapeDtypeStruct(shape, dtypes[kind]) for _, shape, kind in l.outputs]
+        zeroed = tuple(i for i, (_, _, kind) in enumerate(l.outputs) if kind in ("zeros", "sync"))
+        meta = dict(l.kwargs)
+        meta.pop("maxnreg", None)
+        return jt.triton_call(*inputs, *l.scalars, kernel=lean_kernel(l.kernel), out_shape=out_shape,
+                              grid=l.grid, zeroed_outputs=zeroed, **meta)
+
+    return launch.execute(launches, buffers, call)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--calls", type=int, default=2000)
+    p.add_argument("--rounds", type=int, default=15)
+    args = p.parse_args()
+    install()
+    sms = jax.devices()[0].core_count
+    print(f"# {jax.devices()[0].device_kind}, jax {jax.__version__}, triton {triton.__version__}")
+    for (M, N, dtype) in [(32, 1024, "float32"), (64, 128256, "bfloat16"), (8, 128256, "bfloat16")]:
+        x = jnp.asarray(np.random.default_rng(0).standard_normal((M, N), np.float32)).astype(dtype)
+        plan = dispatch.plan_forward(M, N, N, N, dtype, False, mj._num_sms(), counters_per_call=True)
+        fns = {"jax.nn.softmax": jax.jit(jax.nn.softmax), "2 * x": jax.jit(lambda a: 2 * a),
+               "adapter": jax.jit(mj.softmax),
+               "plan, lean kernels": jax.jit(lambda a: lean_execute(plan, {"x": a}, a.dtype))}
+        entries = {}
+        for name, f in fns.items():
+            n0 = len(SIZES)
+            r = f(x)
+            r.block_until_ready()
+            if name == "plan, lean kernels":
+                err = float(jnp.max(jnp.abs(r.astype(jnp.float32) - fns["adapter"](x).astype(jnp.float32))))
+                print(f"#   lean vs adapter max |diff| {err:.1e}")
+            print(f"# {M}x{N} {dtype} {name}: payloads {SIZES[n0:]} bytes")
+            entries[name] = (functools.partial(f, x), jax.block_until_ready)
+        rounds = timing.host_rounds(entries, args.calls, args.rounds)
+        base = rounds["jax.nn.softmax"]
+        print(f"{M}x{N} {dtype}: plan " + " + ".join(f"{l.kernel}{list(l.grid)}" for l in plan) + f" (SMs {sms})")
+        for name, us in rounds.items():
+            ratios = [a / b for a, b in zip(us, base)]
+            print(f"  {name:20s} best {min(us):6.1f} us  median {statistics.median(us):6.1f}  "
+                  f"per-round ratio to jax.nn.softmax: median {statistics.median(ratios):.3f}  "
+                  + " ".join(f"{u:.1f}" for u in us))
+
+
+if __name__ == "__main__":
+    main()
