@@ -2,10 +2,13 @@
 
 jaxlib looks every triton_kernel_call up by its whole opaque payload (a zlib-compressed proto
 holding the kernel's PTX and its TTIR) in a hash map, so each call hashes and compares the
-payload. This times, in interleaved rounds (timing.host_rounds), jitted calls of
-jax.nn.softmax, `2 * x`, the JAX adapter, and the adapter's plan on "lean" copies of the
-kernels: compiled without line info and sent without the TTIR (jaxlib's CUDA path reads only the
-PTX), and prints the payload sizes and, per round, the ratios to jax.nn.softmax.
+payload. The JAX adapter sends a lean one (`multisoftmax/jax.py`, `_hook_compile`: PTX without
+line info, no TTIR; jaxlib's CUDA path reads only the PTX). This times, in interleaved rounds
+(timing.host_rounds), jitted calls of jax.nn.softmax, `2 * x`, the JAX adapter, and the
+adapter's plan on copies of its kernels compiled as jax-triton does alone (full payload, the
+adapter before 5c5babf), and prints the payload sizes and, per round, the ratios to
+jax.nn.softmax. (The logs in results/h100/ came from the probe at 5c5babf, which built the
+lean copies itself beside the adapter's full payload.)
 
     python bench/probe_jax_host.py [--calls 2000] [--rounds 15]
 """
@@ -31,68 +34,28 @@ import timing  # noqa: E402
 from multisoftmax import dispatch, kernels, launch  # noqa: E402
 
 SIZES = []  # compressed payload lengths, in lowering order
+FULL = set()  # kernel copies compiled as jax-triton does alone
 
 
 def install():
-    jt = mj._jax_triton()
-    lib = jt.triton_lib
+    """Record the payloads' sizes; send FULL's kernels past the adapter's hook (`_hook_compile`)."""
+    lib = mj._jax_triton().triton_lib
     lib.zlib = types.SimpleNamespace(compress=lambda b: SIZES.append(len(zlib.compress(b))) or zlib.compress(b))
-    original = lib.get_or_create_triton_kernel
-    lean_of = {}
-
-    def get_or_create_triton_kernel(backend_init_func, platform, fn, *args, **kw):
-        if fn not in LEAN:
-            return original(backend_init_func, platform, fn, *args, **kw)
-        got = {}
-        init = backend_init_func
-
-        def backend_init_func(device, cc):
-            b = init(device, cc)
-            llir, ptx = b.make_llir, b.make_ptx
-
-            def make_llir(*a):
-                old = os.environ.get("TRITON_DISABLE_LINE_INFO")
-                os.environ["TRITON_DISABLE_LINE_INFO"] = "1"
-                try:
-                    return llir(*a)
-                finally:
-                    if old is None:
-                        del os.environ["TRITON_DISABLE_LINE_INFO"]
-                    else:
-                        os.environ["TRITON_DISABLE_LINE_INFO"] = old
-
-            def make_ptx(src, metadata, opt, c):
-                out = ptx(src, metadata, opt, c)
-                got.update(ptx=out, name=metadata["name"], shared=metadata["shared"], cc=c)
-                return out
-
-            b.make_llir, b.make_ptx = make_llir, make_ptx
-            return b
-
-        kernel, attrs = original(backend_init_func, platform, fn, *args, **kw)
-        if id(kernel) not in lean_of:
-            assert got, "compiled kernel came from jax-triton's cache without a lean twin"
-            lean = lib.triton_kernel_call_lib.TritonKernel(got["name"], kw["num_warps"], kw["num_ctas"],
-                                                           got["shared"], got["ptx"], "", got["cc"])
-            lean_of[id(kernel)] = (kernel, lean)
-            print(f"#   lean {got['name'][:40]}: PTX {len(got['ptx'])} chars, .loc lines {got['ptx'].count('.loc')}")
-        return lean_of[id(kernel)][1], attrs
-
-    lib.get_or_create_triton_kernel = get_or_create_triton_kernel
-    return jt
-
-
-LEAN = set()
+    hooked = lib.get_or_create_triton_kernel
+    plain = hooked.__wrapped__
+    lib.get_or_create_triton_kernel = lambda init, platform, fn, *a, **k: (plain if fn in FULL else hooked)(
+        init, platform, fn, *a, **k)
 
 
 @functools.cache
-def lean_kernel(name):
+def full_kernel(name):
     fn = triton.jit(kernels.get(name).fn)
-    LEAN.add(fn)
+    FULL.add(fn)
     return fn
 
 
-def lean_execute(launches, buffers, io_dtype):
+def full_execute(launches, buffers, io_dtype):
+    """The plan as `multisoftmax.jax._gpu_execute` runs it, on FULL's copies of its kernels."""
     jt = mj._jax_triton()
     dtypes = {"io": io_dtype, "acc": jnp.float32, "zeros": jnp.int32, "sync": jnp.int32}
 
@@ -101,7 +64,7 @@ def lean_execute(launches, buffers, io_dtype):
         zeroed = tuple(i for i, (_, _, kind) in enumerate(l.outputs) if kind in ("zeros", "sync"))
         meta = dict(l.kwargs)
         meta.pop("maxnreg", None)
-        return jt.triton_call(*inputs, *l.scalars, kernel=lean_kernel(l.kernel), out_shape=out_shape,
+        return jt.triton_call(*inputs, *l.scalars, kernel=full_kernel(l.kernel), out_shape=out_shape,
                               grid=l.grid, zeroed_outputs=zeroed, **meta)
 
     return launch.execute(launches, buffers, call)
@@ -120,15 +83,15 @@ def main():
         plan = dispatch.plan_forward(M, N, N, N, dtype, False, mj._num_sms(), counters_per_call=True)
         fns = {"jax.nn.softmax": jax.jit(jax.nn.softmax), "2 * x": jax.jit(lambda a: 2 * a),
                "adapter": jax.jit(mj.softmax),
-               "plan, lean kernels": jax.jit(lambda a: lean_execute(plan, {"x": a}, a.dtype))}
+               "plan, full payload": jax.jit(lambda a: full_execute(plan, {"x": a}, a.dtype))}
         entries = {}
         for name, f in fns.items():
             n0 = len(SIZES)
             r = f(x)
             r.block_until_ready()
-            if name == "plan, lean kernels":
+            if name == "plan, full payload":
                 err = float(jnp.max(jnp.abs(r.astype(jnp.float32) - fns["adapter"](x).astype(jnp.float32))))
-                print(f"#   lean vs adapter max |diff| {err:.1e}")
+                print(f"#   full payload vs adapter max |diff| {err:.1e}")
             print(f"# {M}x{N} {dtype} {name}: payloads {SIZES[n0:]} bytes")
             entries[name] = (functools.partial(f, x), jax.block_until_ready)
         rounds = timing.host_rounds(entries, args.calls, args.rounds)
