@@ -81,6 +81,17 @@ def test_peeled_rows(forced_family, torch_device, fam, dtype, log, M, N):
     ref.assert_close(dx.double().cpu(), expected_dx, dtype, f"{fam} bwd", scale_atol=True)
 
 
+def _assert_special_rows(x, fam):
+    """softmax and log_softmax of float32 `x` against torch's in float64, every element; rows 0 to 3
+    as the special-value tests make them: row 0 -inf up to column 70 and finite after, rows 1 to 3
+    all -inf, with an inf, with a NaN (NaN rows)."""
+    for log in (False, True):
+        y = torch.ops.multisoftmax.softmax_fwd(x, log)
+        expected = (torch.log_softmax if log else torch.softmax)(x.double().cpu(), -1)
+        ref.assert_close(y.cpu(), expected, "float32", f"{fam} log={log}")
+        assert torch.isfinite(y[0, 70:]).all() and torch.isnan(y[1:4]).all()
+
+
 @pytest.mark.parametrize("fam", ["rows", "coop"])
 def test_peeled_special_values(forced_family, torch_device, fam):
     """Special values in a PEEL row's head, body and tail."""
@@ -91,12 +102,7 @@ def test_peeled_special_values(forced_family, torch_device, fam):
     x[2, 1] = float("inf")   # head or body, by row offset
     x[3, 132] = float("nan")  # the tail
     x[4, :] *= 1e37
-    x = x.to(torch_device)
-    for log in (False, True):
-        y = torch.ops.multisoftmax.softmax_fwd(x, log)
-        expected = (torch.log_softmax if log else torch.softmax)(x.double().cpu(), -1)
-        ref.assert_close(y.cpu(), expected, "float32", f"{fam} log={log}")
-        assert torch.isfinite(y[0, 70:]).all() and torch.isnan(y[1:4]).all()
+    _assert_special_rows(x.to(torch_device), fam)
 
 
 def test_peel_rule():
@@ -822,12 +828,7 @@ def test_family_special_values(forced_family, torch_device, fam):
     x[2, 50] = float("inf")
     x[3, 99] = float("nan")
     x[4, :] *= 1e37
-    x = x.to(torch_device)
-    for log in (False, True):
-        y = torch.ops.multisoftmax.softmax_fwd(x, log)
-        expected = (torch.log_softmax if log else torch.softmax)(x.double().cpu(), -1)
-        ref.assert_close(y.cpu(), expected, "float32", f"{fam} log={log}")
-        assert torch.isfinite(y[0, 70:]).all() and torch.isnan(y[1:4]).all()
+    _assert_special_rows(x.to(torch_device), fam)
 
 
 def test_family_choice():
