@@ -94,14 +94,15 @@ def _jax_triton():
 #   compiles our kernels without line info (Triton's disable_line_info knob, for the compile
 #   alone) and hands back a kernel with an empty TTIR: 32 x 1024 float32's payload goes from 6.7
 #   to 2.1 kB, 64 x 128256 bf16's coop kernel from 19.7 to 6.5 kB, and a jitted call takes
-#   ~0.8 us less of host time, with the same PTX code and results
-#   (bench/results/h100/probe_jax_host.log). The torch adapter's kernels keep their line info:
-#   profile those for source lines.
+#   ~0.8 us less of host time, with the same results bit for bit and the same GPU times
+#   (bench/results/h100/probe_jax_host.log, the benchmark's run at 5c5babf). The torch adapter's
+#   kernels keep their line info: profile those for source lines.
 _REGISTER_CAPS: dict = {}
 _LEAN: dict = {}  # id(jax-triton's kernel) -> (that kernel, its lean twin)
 
 
 def _ours(fn) -> bool:
+    """Whether `fn` (a JITFunction) is one of multisoftmax.kernels' (or a copy of one)."""
     return getattr(getattr(fn, "fn", None), "__module__", "").startswith("multisoftmax.kernels")
 
 
@@ -146,8 +147,8 @@ def _hook_compile(jax_triton) -> None:
         if id(kernel) not in _LEAN and built:
             try:
                 lean = lib.triton_kernel_call_lib.TritonKernel(
-                    built["name"], kwargs.get("num_warps") or 4, kwargs.get("num_ctas") or 1, built["shared"], built["ptx"], "",
-                    built["capability"])
+                    built["name"], kwargs.get("num_warps") or 4, kwargs.get("num_ctas") or 1, built["shared"],
+                    built["ptx"], "", built["capability"])
             except Exception:  # noqa: BLE001  (another jaxlib's constructor: keep jax-triton's kernel)
                 lean = kernel
             _LEAN[id(kernel)] = (kernel, lean)
