@@ -152,6 +152,13 @@ the 8192-value chunks of few long rows (--poly-few); (--tag-wide) rows of 33 to 
 values in TAG's wide packed chunks against counters with SENT, with and without POLY
 (COOP_TAG_FWD_MIN_PER_SM's note); (--poly-deg) the polynomial at degree 3 against 4.
 
+    python bench/probe_coop.py --poly-mix > bench/results/h100/probe_poly_mix.log
+
+dispatch's packed wide softmax forward (POLY on every high half after the wait) against POLY on
+1/8 to 1/2 of the values, in four parts of each program's words (G<k>; poly_mix's `ks` and `parts`
+add the forms that lost on registers: a branch by program, X<k>, and parts split with their
+offsets, H<k>).
+
     python bench/probe_coop.py --scan > bench/results/h100/probe_scan.log
     python bench/probe_coop.py --mid16 --mid16b ... --mid16e > bench/results/h100/probe_mid16.log
 
@@ -1464,6 +1471,111 @@ def poly(sms, shapes=POLY_SHAPES, dtypes=("bfloat16", "float16"), variants=POLY_
                   flush=True)
 
 
+# X<k>: the post-wait of the packed softmax (unpack, exps, pack, store) as it is, POLY's high halves
+# by the polynomial, in the programs whose chunk % 8 < k, and with MUFU alone in the others: a branch
+# at run time around the whole phase, so that only the held words live across it (a first try that
+# branched around the high halves' exps alone held both halves' float32 values: 127 registers).
+# POLY on k/16 of the values; the quarter (Q) had split the held layout and taken 71-73 registers.
+_POST = ("                x_lo, x_hi = _unpack(_fresh(wx, PHASE), io_ty, acc_ty, False)\n"
+         "                shift2 = m_safe * LOG2E + tl.log2(s)\n"
+         "                y_lo = _exp2_ftz(x_lo * LOG2E - shift2, PHASE)\n"
+         "                if POLY:  # the high halves on the FMA pipe\n"
+         "                    y_hi = _exp2_poly(x_hi * LOG2E - shift2)\n"
+         "                else:\n"
+         "                    y_hi = _exp2_ftz(x_hi * LOG2E - shift2, PHASE)\n"
+         "                tl.store(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, _pack(y_lo, y_hi, io_ty), mask=mask)\n")
+_BRANCH = ("                shift2 = m_safe * LOG2E + tl.log2(s)\n"
+           "                if chunk % 8 < {k}:\n"
+           "                    x_lo, x_hi = _unpack(_fresh(wx, PHASE), io_ty, acc_ty, False)\n"
+           "                    y_lo = _exp2_ftz(x_lo * LOG2E - shift2, PHASE)\n"
+           "                    y_hi = _exp2_poly(x_hi * LOG2E - shift2)\n"
+           "                    tl.store(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, _pack(y_lo, y_hi, io_ty), mask=mask)\n"
+           "                else:\n"
+           "                    x_lo, x_hi = _unpack(_fresh(wx, PHASE), io_ty, acc_ty, False)\n"
+           "                    y_lo = _exp2_ftz(x_lo * LOG2E - shift2, PHASE)\n"
+           "                    y_hi = _exp2_ftz(x_hi * LOG2E - shift2, PHASE)\n"
+           "                    tl.store(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, _pack(y_lo, y_hi, io_ty), mask=mask)\n")
+POLY_MIX = (_POST, _BRANCH)
+# H<k>: the post-wait in four parts of the held words, split by the two highest bits of their index
+# (register bits of the blocked layout: no data moved, each thread's 16-byte groups kept whole), each
+# unpacked, exponentiated, packed and stored on its own; POLY's polynomial on the high halves of the
+# first k parts (k/8 of the values), MUFU alone in the others.
+PART_HELPERS = """
+
+@triton.jit
+def _halves(t, W: tl.constexpr):
+    return tl.split(tl.permute(tl.reshape(t, (2, W // 2)), (1, 0)))
+
+
+@triton.jit
+def _post_part(y_ptr, w, offs, mask, shift2, io_ty: tl.constexpr, acc_ty: tl.constexpr, PHASE: tl.constexpr,
+               P: tl.constexpr):
+    x_lo, x_hi = _unpack(w, io_ty, acc_ty, False)
+    y_lo = _exp2_ftz(x_lo * LOG2E - shift2, PHASE)
+    if P:
+        y_hi = _exp2_poly(x_hi * LOG2E - shift2)
+    else:
+        y_hi = _exp2_ftz(x_hi * LOG2E - shift2, PHASE)
+    tl.store(y_ptr.to(tl.pointer_type(tl.int32)) + offs, _pack(y_lo, y_hi, io_ty), mask=mask)
+"""
+_PARTS = ("                shift2 = m_safe * LOG2E + tl.log2(s)\n"
+          "                W2: tl.constexpr = CHUNK_N // 2\n"
+          "                wa, wb = _halves(_fresh(wx, PHASE), W2)\n"
+          "                oa, ob = _halves(y_offs, W2)\n"
+          "                ma, mb = _halves(mask, W2)\n"
+          "                w0, w1 = _halves(wa, W2 // 2)\n"
+          "                o0, o1 = _halves(oa, W2 // 2)\n"
+          "                m0, m1 = _halves(ma, W2 // 2)\n"
+          "                w2, w3 = _halves(wb, W2 // 2)\n"
+          "                o2, o3 = _halves(ob, W2 // 2)\n"
+          "                m2_, m3 = _halves(mb, W2 // 2)\n"
+          "                _post_part(y_ptr, w0, o0, m0, shift2, io_ty, acc_ty, PHASE, {k} > 0)\n"
+          "                _post_part(y_ptr, w1, o1, m1, shift2, io_ty, acc_ty, PHASE, {k} > 1)\n"
+          "                _post_part(y_ptr, w2, o2, m2_, shift2, io_ty, acc_ty, PHASE, {k} > 2)\n"
+          "                _post_part(y_ptr, w3, o3, m3, shift2, io_ty, acc_ty, PHASE, {k} > 3)\n")
+# G<k>: H<k> with only the held words split; each part's offsets and mask computed anew for its
+# quarter of the chunk (`_words` over CHUNK_N // 8 words from lo_w + part * CHUNK_N // 8: the same
+# elements a thread holds after the split, if that split moves no data).
+_GPARTS = ("                shift2 = m_safe * LOG2E + tl.log2(s)\n"
+           "                W2: tl.constexpr = CHUNK_N // 2\n"
+           "                W4: tl.constexpr = CHUNK_N // 8\n"
+           "                wa, wb = _halves(_fresh(wx, PHASE), W2)\n"
+           "                w0, w1 = _halves(wa, W2 // 2)\n"
+           "                w2, w3 = _halves(wb, W2 // 2)\n"
+           "                o0, m0 = _words(ys, lo_w, N_w, sy_w, row, W4, PEEL, VEC, ALIGN)\n"
+           "                _post_part(y_ptr, w0, o0, m0, shift2, io_ty, acc_ty, PHASE, {k} > 0)\n"
+           "                o1, m1 = _words(ys, lo_w + W4, N_w, sy_w, row, W4, PEEL, VEC, ALIGN)\n"
+           "                _post_part(y_ptr, w1, o1, m1, shift2, io_ty, acc_ty, PHASE, {k} > 1)\n"
+           "                o2, m2_ = _words(ys, lo_w + 2 * W4, N_w, sy_w, row, W4, PEEL, VEC, ALIGN)\n"
+           "                _post_part(y_ptr, w2, o2, m2_, shift2, io_ty, acc_ty, PHASE, {k} > 2)\n"
+           "                o3, m3 = _words(ys, lo_w + 3 * W4, N_w, sy_w, row, W4, PEEL, VEC, ALIGN)\n"
+           "                _post_part(y_ptr, w3, o3, m3, shift2, io_ty, acc_ty, PHASE, {k} > 3)\n")
+POLY_MIX_SHAPES = [(128, 1048576), (64, 1048576), (96, 1048576)]
+
+
+def poly_mix(sms, shapes=POLY_MIX_SHAPES, dtypes=("bfloat16", "float16"), ks=(), parts=(), gparts=(1, 2, 3, 4)):
+    """The 16-bit packed wide softmax forward with POLY on a fraction of the programs (X<k>) or of
+    each program's values (H<k>, above) against dispatch's plan (POLY on every high half) and MUFU
+    alone (M), twice each, by the benchmark's clock."""
+    import dataclasses
+    for k in ks:
+        _function_variants(f"_X{k}", {"softmax_fwd_coop": [(POLY_MIX[0], POLY_MIX[1].format(k=k))]})
+    for k in parts:
+        _function_variants(f"_H{k}", {"softmax_fwd_coop": [(POLY_MIX[0], _PARTS.format(k=k))]}, PART_HELPERS)
+    for k in gparts:
+        _function_variants(f"_G{k}", {"softmax_fwd_coop": [(POLY_MIX[0], _GPARTS.format(k=k))]}, PART_HELPERS)
+    names = [f"X{k}" for k in ks] + [f"H{k}" for k in parts] + [f"G{k}" for k in gparts]
+    for dtype in dtypes:
+        for M, N in shapes:
+            plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, False)
+            if not plan[0].kwargs.get("POLY"):
+                continue
+            vs = [("dispatch", plan), ("M", tune.with_meta(plan, POLY=False))]
+            vs += [(n, (dataclasses.replace(plan[0], kernel=plan[0].kernel + "_" + n),)) for n in names]
+            print(_head(M, N, dtype, "fwd", False, plan, sms) + _compare(M, N, dtype, "fwd", False, vs, sms),
+                  flush=True)
+
+
 TAG_WIDE_SHAPES = [(256, 524288), (128, 524288), (66, 524288), (116, 300000), (160, 393216)]
 
 
@@ -1765,7 +1877,7 @@ def main():
              "--sent-wide-llm": lambda sms: sent_wide(sms, [(64, 256000), (64, 128256), (32, 256000)], logs=(False,)),
              "--sent-more-few": lambda sms: sent_more(sms, SENT_MORE_FEW, ()), "--split-tiny": split_tiny,
              "--jax-fresh": jax_fresh, "--narrow-llm": narrow_llm, "--reload-x": reload_x,
-             "--poly": poly, "--tag-wide": tag_wide, "--tag-poly": tag_poly, "--cap-bwd": cap_bwd, "--cap-log32": cap_log32, "--cap-fwd16": cap_fwd16, "--evict": evict, "--exact": exact, "--bwd16-4w": bwd16_4w,
+             "--poly": poly, "--poly-mix": poly_mix, "--tag-wide": tag_wide, "--tag-poly": tag_poly, "--cap-bwd": cap_bwd, "--cap-log32": cap_log32, "--cap-fwd16": cap_fwd16, "--evict": evict, "--exact": exact, "--bwd16-4w": bwd16_4w,
              "--cap-log32b": lambda sms: cap_log32(sms, [], CAP_LOG32_MORE), "--scan": scan, "--mid16": mid16,
              "--mid16b": lambda sms: mid16(sms, [(341, 393216), (256, 524288), (170, 786432)], names=("dispatch", "P4", "T4")),
              "--mid16c": lambda sms: (

@@ -461,7 +461,9 @@ COOP_SENT32_LOG_MIN_PER_SM = 10
 # 16 x 1048576 33.3 to 36.8 us, 64 x 128256 17.3 to 17.8). On a quarter of the values there it kept
 # 32 registers on rows of 1048576 and gained 1-2% (16 x 1048576: 33.4 to 32.8-33.2 us), but took 40
 # and lost at 64 x 128256 (probe_poly_few.log): not taken. In the tagged chunks of 4 warps (1024 x
-# 128256, 56 -> 64-70 registers) it moved by -1% to +1%: not taken.
+# 128256, 56 -> 64-70 registers) it moved by -1% to +1%: not taken. Nor a smaller share in the wide
+# chunks at the same 64 registers (probe_poly_mix.log: 1/8, 1/4 or 3/8 of the values, in four parts of
+# the words): 0-2% behind (bf16 128 x 1048576: 196.3-197.1 -> 198.5-200.3 us).
 COOP_POLY = True
 # COOP_SPLIT_SUM_MAX_CHUNKS, COOP_SPLIT_SUM_MIN_PER_SM: unpeeled 16-bit rows of more than
 # COOP_TAG_MAX_CHUNKS and at most COOP_SPLIT_SUM_MAX_CHUNKS chunks of 8192 values (262144 < N <=
