@@ -1576,6 +1576,108 @@ def poly_mix(sms, shapes=POLY_MIX_SHAPES, dtypes=("bfloat16", "float16"), ks=(),
                   flush=True)
 
 
+# P: the cooperative kernels with `_pack` (two float32 tensors rounded to 16-bit words) by one
+# cvt.rn.bf16x2.f32 / cvt.rn.f16x2.f32 a word, as Triton converts tensors itself (the rows kernels'
+# stores), where its two scalar cvt.rn.bf16.f32 and the byte permutes that pair them took three or
+# four instructions a word; the masked load's scalar `other` keeps the old form.
+PACK_X2 = ('''def _pack(lo, hi, dtype: tl.constexpr):
+    """Words of two 16-bit values: `lo` and `hi` rounded to dtype (the inverse of _unpack)."""
+    lo16 = lo.to(dtype).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF
+    hi16 = hi.to(dtype).to(tl.int16, bitcast=True).to(tl.int32)
+    return lo16 | (hi16 << 16)
+''', '''def _pack(lo, hi, dtype: tl.constexpr):
+    if dtype == tl.bfloat16:
+        w = tl.inline_asm_elementwise("cvt.rn.bf16x2.f32 $0, $2, $1;", "=r,f,f", [lo, hi], dtype=tl.int32,
+                                      is_pure=True, pack=1)
+    else:
+        w = tl.inline_asm_elementwise("cvt.rn.f16x2.f32 $0, $2, $1;", "=r,f,f", [lo, hi], dtype=tl.int32,
+                                      is_pure=True, pack=1)
+    return w
+
+
+@triton.jit
+def _pack_old(lo, hi, dtype: tl.constexpr):
+    lo16 = lo.to(dtype).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF
+    hi16 = hi.to(dtype).to(tl.int16, bitcast=True).to(tl.int32)
+    return lo16 | (hi16 << 16)
+''')
+PACK_X2_CASES = [("fwd", False, 128, 1048576), ("fwd", True, 128, 1048576), ("fwd", False, 256, 256000),
+                 ("fwd", True, 256, 256000), ("fwd", False, 16, 1048576), ("fwd", False, 64, 128256),
+                 ("fwd", False, 1024, 128256), ("fwd", False, 512, 262144), ("bwd", False, 128, 1048576),
+                 ("bwd", True, 128, 1048576), ("bwd", False, 512, 262144), ("bwd", False, 16, 1048576)]
+
+
+def pack_x2(sms, cases=PACK_X2_CASES, dtypes=("bfloat16", "float16")):
+    """dispatch's 16-bit cooperative plans against the same run by P's kernels (above), twice each,
+    by the benchmark's clock."""
+    import dataclasses
+    from multisoftmax.kernels import softmax as kernels_src
+    src = open(kernels_src.__file__).read()
+    assert src.count(PACK_X2[0]) == 1 and src.count("other=_pack(ninf, ninf, io_ty)") == 1
+    src = src.replace(PACK_X2[0], PACK_X2[1]).replace("other=_pack(ninf, ninf, io_ty)", "other=_pack_old(ninf, ninf, io_ty)")
+    mod = _module_from_source("variant_pack_x2", src)
+    for fn in ("softmax_fwd_coop", "softmax_bwd_coop"):
+        setattr(kernels_src, fn + "_P", getattr(mod, fn))
+    for dtype in dtypes:
+        for direction, log, M, N in cases:
+            plan, _ = _dispatch_plan(M, N, dtype, direction, sms, None, log)
+            if not plan[0].kernel.endswith("_coop") or not plan[0].kwargs.get("PACK"):
+                continue
+            p = tuple(dataclasses.replace(l, kernel=l.kernel + "_P") for l in plan)
+            kw = plan[0].kwargs
+            print(_head(M, N, dtype, direction, log, plan, sms) + f"tag={kw.get('TAG', 0):d},pack={kw.get('PACK', 0):d} | "
+                  + _compare(M, N, dtype, direction, log, [("dispatch", plan), ("P", p)], sms), flush=True)
+
+
+PACK_X2_FWD_SHAPES = [(16, 1048576), (64, 128256), (64, 256000), (8, 128256), (8, 256000), (128, 1048576),
+                      (256, 256000), (512, 151936), (512, 262144), (1024, 128256), (1024, 131072), (2048, 65536),
+                      (2670, 50257), (4096, 32000), (4096, 32768), (4096, 50257), (4559, 29440)]
+
+
+def pack_x2_fwd(sms, shapes=PACK_X2_FWD_SHAPES, dtypes=("bfloat16", "float16")):
+    """`pack_x2` on every packed cooperative forward plan of the benchmark's 16-bit shapes, softmax
+    and log_softmax."""
+    pack_x2(sms, [("fwd", log, M, N) for M, N in shapes for log in (False, True)], dtypes)
+
+
+def cvt_x2(sms, shapes=PACK_X2_FWD_SHAPES, dtypes=("bfloat16", "float16"), time=True):
+    """dispatch's packed cooperative softmax forward plans (COOP_CVT_X2) against the same with the
+    kernel's CVT_X2 flipped (and, for POLY's plans, CVT_X2 without POLY), twice each, by the
+    benchmark's clock; `bits`: whether CVT_X2 on and off wrote the same bits, on these inputs and on
+    rows of special values (NaN, +-inf, all -inf, huge and tiny magnitudes)."""
+    for dtype in dtypes:
+        T = getattr(torch, dtype)
+        for M, N in shapes:
+            plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, False)
+            kw = plan[0].kwargs
+            if plan[0].kernel != "softmax_fwd_coop" or not kw.get("PACK"):
+                continue
+            on, off = tune.with_meta(plan, CVT_X2=True), tune.with_meta(plan, CVT_X2=False)
+            variants = [("dispatch", plan), ("flipped", off if kw["CVT_X2"] else on)]
+            if kw["POLY"]:
+                variants.append(("x2-nopoly", tune.with_meta(plan, CVT_X2=True, POLY=False)))
+            x, _, _, out, bufs, _ = tune.make_inputs(M, N, T, "fwd", False)
+            special = x.clone()  # rows: a NaN, all -inf, an inf, huge magnitudes (the exact path), values
+            # ~85 below the max (subnormal or 0 results), a wide spread, tiny values
+            special[0, :1024] = float("nan")
+            special[1 % M] = -float("inf")
+            special[2 % M, :16] = float("inf")
+            special[3 % M, :4096], special[3 % M, 4096:8192] = 3e38, -3e38
+            special[4 % M, :4096] -= 85.0
+            special[5 % M] *= 30.0
+            special[6 % M, :4096] = 1e-30
+            differ = []  # elements whose bits differ (int16 views: NaN is compared by its bits)
+            for a in (x, special):
+                y_on, y_off = tune.run_plan(on, {"x": a}, out).clone(), tune.run_plan(off, {"x": a}, out).clone()
+                differ.append(int((y_on.view(torch.int16) != y_off.view(torch.int16)).sum()))
+            same = not any(differ)
+            del x, special, out, bufs
+            torch.cuda.empty_cache()
+            print(_head(M, N, dtype, "fwd", False, plan, sms) + f"tag={kw['TAG']:d},poly={kw['POLY']:d},"
+                  f"cvt_x2={kw['CVT_X2']:d} | bits {'same' if same else 'DIFFER in %d random, %d special' % tuple(differ)} | "
+                  + (_compare(M, N, dtype, "fwd", False, variants, sms) if time else ""), flush=True)
+
+
 TAG_WIDE_SHAPES = [(256, 524288), (128, 524288), (66, 524288), (116, 300000), (160, 393216)]
 
 
@@ -1877,7 +1979,7 @@ def main():
              "--sent-wide-llm": lambda sms: sent_wide(sms, [(64, 256000), (64, 128256), (32, 256000)], logs=(False,)),
              "--sent-more-few": lambda sms: sent_more(sms, SENT_MORE_FEW, ()), "--split-tiny": split_tiny,
              "--jax-fresh": jax_fresh, "--narrow-llm": narrow_llm, "--reload-x": reload_x,
-             "--poly": poly, "--poly-mix": poly_mix, "--tag-wide": tag_wide, "--tag-poly": tag_poly, "--cap-bwd": cap_bwd, "--cap-log32": cap_log32, "--cap-fwd16": cap_fwd16, "--evict": evict, "--exact": exact, "--bwd16-4w": bwd16_4w,
+             "--poly": poly, "--poly-mix": poly_mix, "--pack-x2": pack_x2, "--pack-x2-fwd": pack_x2_fwd, "--cvt-x2": cvt_x2, "--cvt-x2-bits": lambda sms: cvt_x2(sms, time=False), "--tag-wide": tag_wide, "--tag-poly": tag_poly, "--cap-bwd": cap_bwd, "--cap-log32": cap_log32, "--cap-fwd16": cap_fwd16, "--evict": evict, "--exact": exact, "--bwd16-4w": bwd16_4w,
              "--cap-log32b": lambda sms: cap_log32(sms, [], CAP_LOG32_MORE), "--scan": scan, "--mid16": mid16,
              "--mid16b": lambda sms: mid16(sms, [(341, 393216), (256, 524288), (170, 786432)], names=("dispatch", "P4", "T4")),
              "--mid16c": lambda sms: (

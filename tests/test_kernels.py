@@ -615,6 +615,28 @@ def test_coop_poly_rule():
     assert not kw(128, 1048576, "float32")["POLY"] and not kw(128, 1048576, "float64").get("POLY")
 
 
+def test_coop_cvt_x2_rule():
+    """CVT_X2 (y's words by one cvt.rn.bf16x2.f32 / cvt.rn.f16x2.f32 a word): the packed 16-bit
+    softmax forward, on counters or TAG, peeled or not, through either adapter's plans, but POLY's
+    (COOP_CVT_X2); never the log_softmax, unpacked rows, float32 or float64."""
+    def kw(M, N, dtype, log=False, jax=False):
+        return dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, 132, counters_per_call=jax)[0].kwargs
+
+    for dtype in ("bfloat16", "float16"):
+        for jax in (False, True):
+            for M, N in ((16, 1048576), (64, 128256), (256, 256000), (2048, 65536), (4096, 50257), (4559, 29440)):
+                k = kw(M, N, dtype, jax=jax)
+                assert k["CVT_X2"] and k["PACK"] and not k["POLY"], (M, N, dtype, jax)
+                assert not kw(M, N, dtype, True, jax)["CVT_X2"], (M, N, dtype, jax)
+            k = kw(128, 1048576, dtype, jax=jax)
+            assert k["POLY"] and not k["CVT_X2"]
+        k = kw(64, 256000, dtype)  # wide unpacked chunks
+        assert not k["PACK"] and not k["CVT_X2"]
+    for dtype in ("float32", "float64"):
+        for M, N in ((16, 1048576), (256, 256000), (2048, 65536)):
+            assert not kw(M, N, dtype).get("CVT_X2"), (M, N, dtype)  # float64 16 x 1048576: the split plan
+
+
 def test_coop_split_sum_rule():
     """COOP_SPLIT_SUM_MAX_CHUNKS: on counters, unpeeled 16-bit rows of 33 to 64 chunks of 8192 values
     in grids of at least COOP_SPLIT_SUM_MIN_PER_SM programs an SM (132 SMs: 528) take 8192-value
@@ -766,6 +788,7 @@ def test_coop_packed_forward(forced_family, torch_device, monkeypatch, dtype, lo
     x[M - 1, N // 2] = float("nan")
     kw = dispatch.plan_forward(M, N, x.stride(0), N, dtype, log, 132)[0].kwargs
     assert kw["PACK"] == (pad % 2 == 0)
+    assert kw["CVT_X2"] == (kw["PACK"] and not log)  # the softmax's words by _pack_x2
     x_before = x.clone()
     y = torch.ops.multisoftmax.softmax_fwd(x, log)
     assert torch.equal(x.isnan(), x_before.isnan()) and torch.equal(x.nan_to_num(), x_before.nan_to_num())
@@ -981,9 +1004,17 @@ def test_kernels_compile_for_sm90_subprocess():
         "                           dt)\n"
         "(k,) = c.compile_launches(dispatch.plan_backward(64, 2**20, 2**20, 2**20, 2**20, 'float32', True, 132),\n"
         "                          'float32')  # COOP_CAP32_REGS\n"
-        "print('compiled', [l for l in k.asm['ptx'].splitlines() if 'maxnreg' in l])\n", timeout=600)
+        "print('compiled', [l for l in k.asm['ptx'].splitlines() if 'maxnreg' in l])\n"
+        "for dt, cvt in [('bfloat16', 'cvt.rn.bf16x2.f32'), ('float16', 'cvt.rn.f16x2.f32')]:  # CVT_X2\n"
+        "    for M, N in [(4096, 65536), (16, 2**20)]:\n"
+        "        (k,) = c.compile_launches(dispatch.plan_forward(M, N, N, N, dt, False, 132), dt)\n"
+        "        print('x2', dt, M, N, k.asm['ptx'].count(cvt), k.asm['ptx'].count(cvt[:-6] + '.f32'))\n",
+        timeout=600)
     assert out.returncode == 0 and "compiled" in out.stdout, out.stderr[-3000:]
     assert f"'.maxnreg {dispatch.COOP_CAP32_REGS}'" in out.stdout, out.stdout
+    x2 = [line.split() for line in out.stdout.splitlines() if line.startswith("x2 ")]
+    # y's words by pairs (the exact path's too); no scalar conversion to 16 bits is left
+    assert len(x2) == 4 and all(int(r[4]) > 0 and r[5] == "0" for r in x2), out.stdout
 
 
 def test_keyed_partials_leave_after_every_warp_subprocess():

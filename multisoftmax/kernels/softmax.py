@@ -40,7 +40,8 @@ Four families, each for softmax (LOG=False) and log_softmax (LOG=True):
   forward of some long rows waits on the counter without a release fence (SENT: partials
   as keyed words that show whether they are written yet; see "Keyed partials" below). The
   softmax forward may compute half its exps after the wait by a polynomial on the FMA pipe,
-  beside the MUFU unit's ex2 (POLY, `_exp2_poly`).
+  beside the MUFU unit's ex2 (POLY, `_exp2_poly`), and round its packed y to 16-bit pairs by one
+  conversion instruction a word (CVT_X2, `_pack_x2`).
 
 Arithmetic: float16/bfloat16/float32 inputs are computed in float32, float64 in float64
 (ACC_FP64), and the result is stored in the output pointer's dtype.
@@ -173,6 +174,25 @@ def _pack(lo, hi, dtype: tl.constexpr):
     lo16 = lo.to(dtype).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF
     hi16 = hi.to(dtype).to(tl.int16, bitcast=True).to(tl.int32)
     return lo16 | (hi16 << 16)
+
+
+@triton.jit
+def _pack_x2(lo, hi, dtype: tl.constexpr, PHASE: tl.constexpr):
+    """`_pack` by one cvt.rn.bf16x2.f32 (float16: cvt.rn.f16x2.f32) a word on the GPU (PHASE 3),
+    as Triton itself converts float32 tensors to 16-bit ones, where `_pack`'s two scalar
+    conversions and the byte permutes that pair them take three to four instructions a word. The
+    same bits: both round to nearest even, NaN to the canonical NaN. The interpreter runs no asm:
+    there it is `_pack`. (CVT_X2 of softmax_fwd_coop.)"""
+    if PHASE == 3:
+        if dtype == tl.bfloat16:
+            w = tl.inline_asm_elementwise("cvt.rn.bf16x2.f32 $0, $2, $1;", "=r,f,f", [lo, hi], dtype=tl.int32,
+                                          is_pure=True, pack=1)
+        else:
+            w = tl.inline_asm_elementwise("cvt.rn.f16x2.f32 $0, $2, $1;", "=r,f,f", [lo, hi], dtype=tl.int32,
+                                          is_pure=True, pack=1)
+    else:
+        w = _pack(lo, hi, dtype)
+    return w
 
 
 @triton.jit
@@ -592,13 +612,14 @@ def _coop_edges(row_start, N, chunk, n_chunks, VEC: tl.constexpr):
 @triton.jit
 def _coop_fwd_exact(x_ptr, y_ptr, row, chunk, N, stride_xm, stride_ym, m, s, LOG: tl.constexpr,
                     io_ty: tl.constexpr, acc_ty: tl.constexpr, CHUNK_W: tl.constexpr, BLOCK_W: tl.constexpr,
-                    PEEL: tl.constexpr, VEC: tl.constexpr, ALIGN: tl.constexpr):
+                    PEEL: tl.constexpr, VEC: tl.constexpr, ALIGN: tl.constexpr, CVT_X2: tl.constexpr,
+                    PHASE: tl.constexpr):
     """The packed cooperative forward's y for chunk `chunk` (CHUNK_W words) of row `row` (N and the
     strides as the kernel takes them) where the row max `m` is COOP_FAST_MAX or more in magnitude, or
     not finite: as torch computes it, (x - m) - log(s) and exp(x - m) / s, from x read again in
     tiles of BLOCK_W words (few registers). The held words' one-op forms, x - (m + log(s)) and
     2 ** (x * log2(e) - (m * log2(e) + log2(s))), round m + log(s) to m's float32 ulp: at m = 1e8
-    that loses log(s) whole."""
+    that loses log(s) whole. CVT_X2: y's words by `_pack_x2`, as the kernel's."""
     log_s, inv_s = tl.log(s), 1.0 / s
     # From the row and chunk alone: what the kernel holds across its wait for this path stays small.
     xs, ys, lo_w = row * _aligned(stride_xm, ALIGN), row * _aligned(stride_ym, ALIGN), chunk * CHUNK_W
@@ -611,7 +632,11 @@ def _coop_fwd_exact(x_ptr, y_ptr, row, chunk, N, stride_xm, stride_ym, m, s, LOG
             y_lo, y_hi = (x_lo - m) - log_s, (x_hi - m) - log_s
         else:
             y_lo, y_hi = tl.exp(x_lo - m) * inv_s, tl.exp(x_hi - m) * inv_s
-        tl.store(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, _pack(y_lo, y_hi, io_ty), mask=mask)
+        if CVT_X2:
+            w = _pack_x2(y_lo, y_hi, io_ty, PHASE)
+        else:
+            w = _pack(y_lo, y_hi, io_ty)
+        tl.store(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, w, mask=mask)
 
 
 @triton.jit
@@ -621,7 +646,7 @@ def softmax_fwd_coop(
     PEEL: tl.constexpr,
     VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
     LATE_LEAVE: tl.constexpr, PACK: tl.constexpr, TAG: tl.constexpr, SPLIT_SUM: tl.constexpr,
-    SENT: tl.constexpr, POLY: tl.constexpr,
+    SENT: tl.constexpr, POLY: tl.constexpr, CVT_X2: tl.constexpr,
 ):
     """One item a program: chunk `item % n_chunks` of row `item // n_chunks`.
 
@@ -650,9 +675,12 @@ def softmax_fwd_coop(
     POLY (PACK, softmax): after the wait, the exps of the words' high halves are computed by
     `_exp2_poly` on the FMA pipe, the low halves' by MUFU.EX2, so that the two pipes share them
     (dispatch.COOP_POLY: where that pays).
+    CVT_X2 (PACK, softmax): y's words by `_pack_x2`, one conversion instruction a word
+    (dispatch.COOP_CVT_X2: where that pays).
     """
     tl.static_assert(not PACK or PEEL or ALIGN >= 2, "PACK needs whole words: PEEL, or ALIGN >= 2")
     tl.static_assert(not POLY or (PACK and not LOG), "POLY: the packed softmax only")
+    tl.static_assert(not CVT_X2 or (PACK and not LOG), "CVT_X2: the packed softmax only")
     tl.static_assert(not (TAG and ACC_FP64), "TAG: float32 partials only")
     tl.static_assert(not (TAG and LATE_LEAVE), "TAG has no second arrival: LATE_LEAVE must be off")
     tl.static_assert(not (SENT and (TAG or ACC_FP64)), "SENT: float32 partials on counters only")
@@ -774,7 +802,7 @@ def softmax_fwd_coop(
             if LOG:
                 if exact:
                     _coop_fwd_exact(x_ptr, y_ptr, row, chunk, N_w, sx_w, sy_w, m_safe, s, LOG, io_ty, acc_ty,
-                                    CHUNK_N // 2, (CHUNK_N + 63) // 64, PEEL, VEC, ALIGN)
+                                    CHUNK_N // 2, (CHUNK_N + 63) // 64, PEEL, VEC, ALIGN, CVT_X2, PHASE)
                 x_lo, x_hi = _unpack(_fresh(wx, PHASE), io_ty, acc_ty, False)
                 tl.store(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, _pack(x_lo - shift, x_hi - shift, io_ty),
                          mask=mask & (not exact))
@@ -786,10 +814,15 @@ def softmax_fwd_coop(
                     y_hi = _exp2_poly(x_hi * LOG2E - shift2)
                 else:
                     y_hi = _exp2_ftz(x_hi * LOG2E - shift2, PHASE)
-                tl.store(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, _pack(y_lo, y_hi, io_ty), mask=mask)
+                if CVT_X2:  # one conversion instruction a word
+                    w = _pack_x2(y_lo, y_hi, io_ty, PHASE)
+                else:
+                    w = _pack(y_lo, y_hi, io_ty)
+                tl.store(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, w, mask=mask)
             else:
                 _coop_fwd_exact(x_ptr, y_ptr, row, chunk, N_w, sx_w, sy_w, m_safe, s, LOG, io_ty, acc_ty,
-                                CHUNK_N // 2, CHUNK_N // 16 if POLY else (CHUNK_N + 63) // 64, PEEL, VEC, ALIGN)
+                                CHUNK_N // 2, CHUNK_N // 16 if POLY else (CHUNK_N + 63) // 64, PEEL, VEC, ALIGN,
+                                CVT_X2, PHASE)
         else:
             if LOG:
                 y = (x - m_safe) - log_s  # as torch: x - max first (exact), then log(s)
