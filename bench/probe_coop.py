@@ -1640,23 +1640,28 @@ def pack_x2_fwd(sms, shapes=PACK_X2_FWD_SHAPES, dtypes=("bfloat16", "float16")):
     pack_x2(sms, [("fwd", log, M, N) for M, N in shapes for log in (False, True)], dtypes)
 
 
-def cvt_x2(sms, shapes=PACK_X2_FWD_SHAPES, dtypes=("bfloat16", "float16"), time=True):
-    """dispatch's packed cooperative softmax forward plans (COOP_CVT_X2) against the same with the
-    kernel's CVT_X2 flipped (and, for POLY's plans, CVT_X2 without POLY), twice each, by the
-    benchmark's clock; `bits`: whether CVT_X2 on and off wrote the same bits, on these inputs and on
+CVT_X2_LOG_SHAPES = [(16, 1048576), (128, 1048576), (8, 1048576), (12, 1048576), (24, 1048576), (32, 1048576),
+                     (64, 1048576), (16, 524288), (40, 524288), (128, 524288), (256, 524288), (341, 393216),
+                     (447, 300000)]
+
+
+def cvt_x2(sms, shapes=PACK_X2_FWD_SHAPES, dtypes=("bfloat16", "float16"), time=True, log=False):
+    """dispatch's packed cooperative softmax forward plans (COOP_CVT_X2; `log`: the log_softmax's
+    on counters) against the same with the kernel's CVT_X2 flipped (and, for POLY's plans, CVT_X2
+    without POLY), twice each, by the benchmark's clock; `bits`: whether CVT_X2 on and off wrote the same bits, on these inputs and on
     rows of special values (NaN, +-inf, all -inf, huge and tiny magnitudes)."""
     for dtype in dtypes:
         T = getattr(torch, dtype)
         for M, N in shapes:
-            plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, False)
+            plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
             kw = plan[0].kwargs
-            if plan[0].kernel != "softmax_fwd_coop" or not kw.get("PACK"):
+            if plan[0].kernel != "softmax_fwd_coop" or not kw.get("PACK") or (log and kw["TAG"]):
                 continue
             on, off = tune.with_meta(plan, CVT_X2=True), tune.with_meta(plan, CVT_X2=False)
             variants = [("dispatch", plan), ("flipped", off if kw["CVT_X2"] else on)]
             if kw["POLY"]:
                 variants.append(("x2-nopoly", tune.with_meta(plan, CVT_X2=True, POLY=False)))
-            x, _, _, out, bufs, _ = tune.make_inputs(M, N, T, "fwd", False)
+            x, _, _, out, bufs, _ = tune.make_inputs(M, N, T, "fwd", log)
             special = x.clone()  # rows: a NaN, all -inf, an inf, huge magnitudes (the exact path), values
             # ~85 below the max (subnormal or 0 results), a wide spread, tiny values
             special[0, :1024] = float("nan")
@@ -1673,9 +1678,9 @@ def cvt_x2(sms, shapes=PACK_X2_FWD_SHAPES, dtypes=("bfloat16", "float16"), time=
             same = not any(differ)
             del x, special, out, bufs
             torch.cuda.empty_cache()
-            print(_head(M, N, dtype, "fwd", False, plan, sms) + f"tag={kw['TAG']:d},poly={kw['POLY']:d},"
+            print(_head(M, N, dtype, "fwd", log, plan, sms) + f"tag={kw['TAG']:d},poly={kw['POLY']:d},"
                   f"cvt_x2={kw['CVT_X2']:d} | bits {'same' if same else 'DIFFER in %d random, %d special' % tuple(differ)} | "
-                  + (_compare(M, N, dtype, "fwd", False, variants, sms) if time else ""), flush=True)
+                  + (_compare(M, N, dtype, "fwd", log, variants, sms) if time else ""), flush=True)
 
 
 TAG_WIDE_SHAPES = [(256, 524288), (128, 524288), (66, 524288), (116, 300000), (160, 393216)]
@@ -1979,7 +1984,8 @@ def main():
              "--sent-wide-llm": lambda sms: sent_wide(sms, [(64, 256000), (64, 128256), (32, 256000)], logs=(False,)),
              "--sent-more-few": lambda sms: sent_more(sms, SENT_MORE_FEW, ()), "--split-tiny": split_tiny,
              "--jax-fresh": jax_fresh, "--narrow-llm": narrow_llm, "--reload-x": reload_x,
-             "--poly": poly, "--poly-mix": poly_mix, "--pack-x2": pack_x2, "--pack-x2-fwd": pack_x2_fwd, "--cvt-x2": cvt_x2, "--cvt-x2-bits": lambda sms: cvt_x2(sms, time=False), "--tag-wide": tag_wide, "--tag-poly": tag_poly, "--cap-bwd": cap_bwd, "--cap-log32": cap_log32, "--cap-fwd16": cap_fwd16, "--evict": evict, "--exact": exact, "--bwd16-4w": bwd16_4w,
+             "--poly": poly, "--poly-mix": poly_mix, "--pack-x2": pack_x2, "--pack-x2-fwd": pack_x2_fwd, "--cvt-x2": cvt_x2, "--cvt-x2-bits": lambda sms: cvt_x2(sms, time=False),
+             "--cvt-x2-log": lambda sms: cvt_x2(sms, CVT_X2_LOG_SHAPES, log=True), "--tag-wide": tag_wide, "--tag-poly": tag_poly, "--cap-bwd": cap_bwd, "--cap-log32": cap_log32, "--cap-fwd16": cap_fwd16, "--evict": evict, "--exact": exact, "--bwd16-4w": bwd16_4w,
              "--cap-log32b": lambda sms: cap_log32(sms, [], CAP_LOG32_MORE), "--scan": scan, "--mid16": mid16,
              "--mid16b": lambda sms: mid16(sms, [(341, 393216), (256, 524288), (170, 786432)], names=("dispatch", "P4", "T4")),
              "--mid16c": lambda sms: (

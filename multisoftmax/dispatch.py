@@ -465,8 +465,8 @@ COOP_SENT32_LOG_MIN_PER_SM = 10
 # chunks at the same 64 registers (probe_poly_mix.log: 1/8, 1/4 or 3/8 of the values, in four parts of
 # the words): 0-2% behind (bf16 128 x 1048576: 196.3-197.1 -> 198.5-200.3 us).
 COOP_POLY = True
-# COOP_CVT_X2: the packed 16-bit softmax forward but POLY's writes y's words by one cvt.rn.bf16x2.f32
-# (cvt.rn.f16x2.f32) a word (the kernel's CVT_X2), as Triton converts tensors itself, not by two
+# COOP_CVT_X2: the packed 16-bit softmax forward but POLY's, and the packed log_softmax forward on
+# counters, write y's words by one cvt.rn.bf16x2.f32 (cvt.rn.f16x2.f32) a word (the kernel's CVT_X2), as Triton converts tensors itself, not by two
 # scalar conversions and the byte permutes that pair them; the same bits. On the H100 (bench/results/
 # h100/probe_pack_x2.log, probe_pack_x2_fwd.log, the benchmark's clock, two runs, every packed plan
 # of the benchmark's 16-bit shapes; registers a thread under Triton 3.6 before -> after) the softmax
@@ -476,10 +476,14 @@ COOP_POLY = True
 # 29440 to 262144 values (TAG's 4-warp chunks, though at 56 -> 64 registers 9 programs an SM to 8;
 # peeled 50257: 64 -> 72); the kernel's own CVT_X2, flipped, measured the same (probe_cvt_x2.log) and
 # wrote the same bits, NaN's included (probe_cvt_x2_bits.log). POLY's wide chunks lost (128 x
-# 1048576: 64 -> 78 registers, 197 to 215 us; without POLY 205), as did the log_softmax where its
-# registers grew (TAG's chunks: 256 x 256000 92.3 to 94.2 us, 56 -> 66; bf16 1024 x 128256 178 to
-# 184, 64 -> 67), gaining 1-3% only where they did not (16 x 1048576 30.8 to 30.1, 128 x 1048576 192
-# to 190, 8 x 128256 5.48 to 5.33): not taken there. The backward's packed dx (probe_pack_x2.log:
+# 1048576: 64 -> 78 registers, 197 to 215 us; without POLY 205), as did the log_softmax in TAG's
+# chunks, where its registers grew (256 x 256000 92.3 to 94.2 us, 56 -> 66; bf16 1024 x 128256 178 to
+# 184, 64 -> 67; 0-3% faster where they did not, 8 x 128256 5.48 to 5.33): not taken there. On
+# counters the log_softmax keeps its registers (56-58, 64) and gained 0-7% on every plan
+# (probe_cvt_x2_log.log: the kernel's CVT_X2 flipped on rows of 300000 to 1048576 values, 8 to 447
+# rows, the same bits; bf16 16 x 1048576 30.6 to 29.6-29.9 us, 24 x 1048576 42.4-43.5 to 40.6, 128 x
+# 1048576 190.1-191.8 to 188.1-188.4; float16 24 x 1048576 41.6-43.5 to 42.0-42.5, within the
+# spread): taken. The backward's packed dx (probe_pack_x2.log:
 # 128 x 1048576, 512 x 262144, 16 x 1048576) moved by -4% to +1% (its log_softmax 40 -> 48
 # registers): not taken.
 COOP_CVT_X2 = True
@@ -814,9 +818,10 @@ def _coop_poly(log: bool, packed_wide: bool) -> bool:
     return COOP_POLY and packed_wide and not log
 
 
-def _coop_cvt_x2(packed: bool, log: bool, poly: bool) -> bool:
-    """CVT_X2 of the cooperative forward (see COOP_CVT_X2): the packed softmax, but POLY's."""
-    return COOP_CVT_X2 and packed and not log and not poly
+def _coop_cvt_x2(packed: bool, log: bool, poly: bool, tag: bool) -> bool:
+    """CVT_X2 of the cooperative forward (see COOP_CVT_X2): the packed softmax, but POLY's, and the
+    packed log_softmax on counters (not TAG)."""
+    return COOP_CVT_X2 and packed and not poly and not (log and tag)
 
 
 def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: int, num_sms: int,
@@ -991,7 +996,7 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
             take = {k: v for k, v in tag.items() if k != "pack"}
             acc.update(PACK=words and tag.get("pack", True), LATE_LEAVE=False, TAG=True,
                        SPLIT_SUM=take.get("warps") == COOP_FWD16_WARPS, SENT=False, POLY=False)
-            acc["CVT_X2"] = _coop_cvt_x2(acc["PACK"], log, False)
+            acc["CVT_X2"] = _coop_cvt_x2(acc["PACK"], log, False, True)
             return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,
                                   num_sms, acc, 2, "y", **take)
         split = _coop_split_sum(N, itemsize, words, peeled, programs, num_sms)
@@ -1002,7 +1007,7 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         taken = M * _coop_chunks(N, itemsize, wide or packed_wide)[1]
         acc["SENT"] = _coop_sent(programs, itemsize, log, packed_wide or split, num_sms)
         acc["POLY"] = _coop_poly(log, packed_wide)
-        acc["CVT_X2"] = _coop_cvt_x2(acc["PACK"], log, acc["POLY"])
+        acc["CVT_X2"] = _coop_cvt_x2(acc["PACK"], log, acc["POLY"], False)
         acc["LATE_LEAVE"] = not wide and (_coop_late_leave(taken, log and not acc["PACK"], num_sms)
                                           or (acc["SENT"] and (log or itemsize == 2)))
         return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,

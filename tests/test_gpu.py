@@ -449,18 +449,20 @@ def test_packed_forward_large_maxima_at_real_sizes(dtype, M, N):
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-@pytest.mark.parametrize("M,N", [(16, 1048576), (64, 128256), (2048, 65536), (300, 50257)])
-def test_cvt_x2_writes_the_same_bits(dtype, M, N):
+@pytest.mark.parametrize("M,N,log", [(16, 1048576, False), (64, 128256, False), (2048, 65536, False),
+                                     (300, 50257, False), (16, 1048576, True), (128, 524288, True)])
+def test_cvt_x2_writes_the_same_bits(dtype, M, N, log):
     """CVT_X2 (y's words by one cvt.rn.bf16x2.f32 / cvt.rn.f16x2.f32 a word, dispatch.COOP_CVT_X2)
     writes the same bits as the kernel without it, NaN's bits included, in dispatch's packed softmax
-    plans (on counters, TAG's, peeled) at real sizes: random rows and rows of special values (a NaN,
-    all -inf, an inf, huge magnitudes: the exact path, values ~85 below the max: subnormal or zero
-    results, a wide spread, tiny values); and y is right against float64."""
+    plans (on counters, TAG's, peeled) and log_softmax plans on counters at real sizes: random rows
+    and rows of special values (a NaN, all -inf, an inf, huge magnitudes: the exact path, values ~85
+    below the max: subnormal or zero results, a wide spread, tiny values); and y is right against
+    float64."""
     import dataclasses
 
     from multisoftmax import launch
 
-    (plan,) = dispatch.plan_forward(M, N, N, N, dtype, False, _sms())
+    (plan,) = dispatch.plan_forward(M, N, N, N, dtype, log, _sms())
     assert plan.kernel == "softmax_fwd_coop" and plan.kwargs["CVT_X2"] and plan.kwargs["PACK"]
     off = dataclasses.replace(plan, meta=tuple((k, False if k == "CVT_X2" else v) for k, v in plan.meta))
     g = torch.Generator(device="cuda").manual_seed(M + N)
@@ -477,7 +479,7 @@ def test_cvt_x2_writes_the_same_bits(dtype, M, N):
         ys = [launch.execute((p,), {"x": a}, lambda l, ins, b: launch.torch_call(l, ins, b, a.dtype, a.device))
               for p in (plan, off)]
         assert torch.equal(ys[0].view(torch.int16), ys[1].view(torch.int16)), what
-        expected = torch.softmax(a.double(), -1)
+        expected = (torch.log_softmax if log else torch.softmax)(a.double(), -1)
         ref.assert_close(ys[0].double().cpu(), expected.cpu(), dtype, what)
 
 

@@ -617,8 +617,9 @@ def test_coop_poly_rule():
 
 def test_coop_cvt_x2_rule():
     """CVT_X2 (y's words by one cvt.rn.bf16x2.f32 / cvt.rn.f16x2.f32 a word): the packed 16-bit
-    softmax forward, on counters or TAG, peeled or not, through either adapter's plans, but POLY's
-    (COOP_CVT_X2); never the log_softmax, unpacked rows, float32 or float64."""
+    softmax forward, on counters or TAG, peeled or not, through either adapter's plans, but POLY's,
+    and the packed log_softmax forward on counters (COOP_CVT_X2); never the log_softmax with TAG,
+    unpacked rows, float32 or float64."""
     def kw(M, N, dtype, log=False, jax=False):
         return dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, 132, counters_per_call=jax)[0].kwargs
 
@@ -627,9 +628,15 @@ def test_coop_cvt_x2_rule():
             for M, N in ((16, 1048576), (64, 128256), (256, 256000), (2048, 65536), (4096, 50257), (4559, 29440)):
                 k = kw(M, N, dtype, jax=jax)
                 assert k["CVT_X2"] and k["PACK"] and not k["POLY"], (M, N, dtype, jax)
-                assert not kw(M, N, dtype, True, jax)["CVT_X2"], (M, N, dtype, jax)
+                k = kw(M, N, dtype, True, jax)
+                assert k["CVT_X2"] == (k["PACK"] and not k["TAG"]), (M, N, dtype, jax)
+            for M, N in ((16, 1048576), (128, 1048576), (256, 524288)):  # the log_softmax on counters
+                k = kw(M, N, dtype, True, jax)
+                assert k["CVT_X2"] and k["PACK"] and not k["TAG"], (M, N, dtype, jax)
             k = kw(128, 1048576, dtype, jax=jax)
             assert k["POLY"] and not k["CVT_X2"]
+            k = kw(256, 256000, dtype, True, jax)  # the log_softmax with TAG
+            assert k["TAG"] and k["PACK"] and not k["CVT_X2"]
         k = kw(64, 256000, dtype)  # wide unpacked chunks
         assert not k["PACK"] and not k["CVT_X2"]
     for dtype in ("float32", "float64"):
@@ -788,13 +795,34 @@ def test_coop_packed_forward(forced_family, torch_device, monkeypatch, dtype, lo
     x[M - 1, N // 2] = float("nan")
     kw = dispatch.plan_forward(M, N, x.stride(0), N, dtype, log, 132)[0].kwargs
     assert kw["PACK"] == (pad % 2 == 0)
-    assert kw["CVT_X2"] == (kw["PACK"] and not log)  # the softmax's words by _pack_x2
+    assert kw["CVT_X2"] == (kw["PACK"] and not (log and kw["TAG"]))  # y's words by _pack_x2
     x_before = x.clone()
     y = torch.ops.multisoftmax.softmax_fwd(x, log)
     assert torch.equal(x.isnan(), x_before.isnan()) and torch.equal(x.nan_to_num(), x_before.nan_to_num())
     expected = ref.softmax(x.double().cpu().numpy(), log=log)
     assert torch.isnan(y[M - 1]).all() and not torch.isnan(y[:M - 1]).any()
     ref.assert_close(y.double().cpu(), expected, dtype, "packed coop fwd")
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("M,N", [(3, 130), (5, 131)])
+def test_coop_packed_log_softmax_on_counters(forced_family, torch_device, monkeypatch, dtype, M, N):
+    """The packed cooperative log_softmax forward on counters, where it takes CVT_X2 (`_pack_x2`:
+    here, in the interpreter, `_pack`'s bits): even and peeled rows, a chunk of -inf, a NaN, a row
+    offset by 1000 (x read again past COOP_FAST_MAX), against float64."""
+    forced_family("coop", peel_min_n=1)
+    monkeypatch.setattr(dispatch, "COOP_FWD_UNPACKED_PER_SM", 0)
+    monkeypatch.setattr(dispatch, "_coop_tag_fwd", lambda *a: None)  # counters, as rows of 1M
+    x = _random((M, N), dtype, torch_device, seed=M * 41 + N)
+    x[0, :64] = -float("inf")
+    x[1] += 1000.0
+    x[M - 1, N // 2] = float("nan")
+    kw = dispatch.plan_forward(M, N, N, N, dtype, True, 132)[0].kwargs
+    assert kw["PACK"] and kw["CVT_X2"] and not kw["TAG"], kw
+    y = torch.ops.multisoftmax.softmax_fwd(x, True)
+    expected = ref.softmax(x.double().cpu().numpy(), log=True)
+    assert torch.isnan(y[M - 1]).all() and not torch.isnan(y[:M - 1]).any()
+    ref.assert_close(y.double().cpu(), expected, dtype, "packed coop log_softmax fwd on counters")
 
 
 # Per 16-bit dtype: (a large max with a spread of values exp resolves, one whose values lie far apart,

@@ -40,8 +40,8 @@ Four families, each for softmax (LOG=False) and log_softmax (LOG=True):
   forward of some long rows waits on the counter without a release fence (SENT: partials
   as keyed words that show whether they are written yet; see "Keyed partials" below). The
   softmax forward may compute half its exps after the wait by a polynomial on the FMA pipe,
-  beside the MUFU unit's ex2 (POLY, `_exp2_poly`), and round its packed y to 16-bit pairs by one
-  conversion instruction a word (CVT_X2, `_pack_x2`).
+  beside the MUFU unit's ex2 (POLY, `_exp2_poly`), and the forward may round its packed y to
+  16-bit pairs by one conversion instruction a word (CVT_X2, `_pack_x2`).
 
 Arithmetic: float16/bfloat16/float32 inputs are computed in float32, float64 in float64
 (ACC_FP64), and the result is stored in the output pointer's dtype.
@@ -675,12 +675,12 @@ def softmax_fwd_coop(
     POLY (PACK, softmax): after the wait, the exps of the words' high halves are computed by
     `_exp2_poly` on the FMA pipe, the low halves' by MUFU.EX2, so that the two pipes share them
     (dispatch.COOP_POLY: where that pays).
-    CVT_X2 (PACK, softmax): y's words by `_pack_x2`, one conversion instruction a word
+    CVT_X2 (PACK): y's words by `_pack_x2`, one conversion instruction a word
     (dispatch.COOP_CVT_X2: where that pays).
     """
     tl.static_assert(not PACK or PEEL or ALIGN >= 2, "PACK needs whole words: PEEL, or ALIGN >= 2")
     tl.static_assert(not POLY or (PACK and not LOG), "POLY: the packed softmax only")
-    tl.static_assert(not CVT_X2 or (PACK and not LOG), "CVT_X2: the packed softmax only")
+    tl.static_assert(not CVT_X2 or PACK, "CVT_X2: packed words only")
     tl.static_assert(not (TAG and ACC_FP64), "TAG: float32 partials only")
     tl.static_assert(not (TAG and LATE_LEAVE), "TAG has no second arrival: LATE_LEAVE must be off")
     tl.static_assert(not (SENT and (TAG or ACC_FP64)), "SENT: float32 partials on counters only")
@@ -804,8 +804,11 @@ def softmax_fwd_coop(
                     _coop_fwd_exact(x_ptr, y_ptr, row, chunk, N_w, sx_w, sy_w, m_safe, s, LOG, io_ty, acc_ty,
                                     CHUNK_N // 2, (CHUNK_N + 63) // 64, PEEL, VEC, ALIGN, CVT_X2, PHASE)
                 x_lo, x_hi = _unpack(_fresh(wx, PHASE), io_ty, acc_ty, False)
-                tl.store(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, _pack(x_lo - shift, x_hi - shift, io_ty),
-                         mask=mask & (not exact))
+                if CVT_X2:
+                    w = _pack_x2(x_lo - shift, x_hi - shift, io_ty, PHASE)
+                else:
+                    w = _pack(x_lo - shift, x_hi - shift, io_ty)
+                tl.store(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, w, mask=mask & (not exact))
             elif not exact:  # exp(x - m) / s = 2 ** (x * log2(e) - (m * log2(e) + log2(s))), computed anew
                 x_lo, x_hi = _unpack(_fresh(wx, PHASE), io_ty, acc_ty, False)
                 shift2 = m_safe * LOG2E + tl.log2(s)
