@@ -1588,7 +1588,7 @@ PACK_X2 = ('''def _pack(lo, hi, dtype: tl.constexpr):
     hi16 = hi.to(dtype).to(tl.int16, bitcast=True).to(tl.int32)
     return lo16 | (hi16 << 16)
 ''', '''def _pack(lo, hi, dtype: tl.constexpr):
-    return _pack_x2(lo, hi, dtype, 3)
+    return _pack_x2(lo, hi, dtype, True, 3)
 
 
 @triton.jit

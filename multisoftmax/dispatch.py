@@ -466,8 +466,9 @@ COOP_SENT32_LOG_MIN_PER_SM = 10
 # the words): 0-2% behind (bf16 128 x 1048576: 196.3-197.1 -> 198.5-200.3 us).
 COOP_POLY = True
 # COOP_CVT_X2: the packed 16-bit softmax forward but POLY's, and the packed log_softmax forward on
-# counters, write y's words by one cvt.rn.bf16x2.f32 (cvt.rn.f16x2.f32) a word (the kernel's CVT_X2), as Triton converts tensors itself, not by two
-# scalar conversions and the byte permutes that pair them; the same bits. On the H100 (bench/results/
+# counters, write y's words by one cvt.rn.bf16x2.f32 (cvt.rn.f16x2.f32) a word (the kernel's CVT_X2),
+# as Triton converts tensors itself, not by two scalar conversions and the byte permutes that pair
+# them; the same bits. On the H100 (bench/results/
 # h100/probe_pack_x2.log, probe_pack_x2_fwd.log, the benchmark's clock, two runs, every packed plan
 # of the benchmark's 16-bit shapes; registers a thread under Triton 3.6 before -> after) the softmax
 # went from 32.2-32.8 to 30.2-30.9 us at bf16 16 x 1048576 (float16 32.1-33.1 to 30.1-30.9; 64 ->
@@ -483,9 +484,8 @@ COOP_POLY = True
 # (probe_cvt_x2_log.log: the kernel's CVT_X2 flipped on rows of 300000 to 1048576 values, 8 to 447
 # rows, the same bits; bf16 16 x 1048576 30.6 to 29.6-29.9 us, 24 x 1048576 42.4-43.5 to 40.6, 128 x
 # 1048576 190.1-191.8 to 188.1-188.4; float16 24 x 1048576 41.6-43.5 to 42.0-42.5, within the
-# spread): taken. The backward's packed dx (probe_pack_x2.log:
-# 128 x 1048576, 512 x 262144, 16 x 1048576) moved by -4% to +1% (its log_softmax 40 -> 48
-# registers): not taken.
+# spread): taken. The backward's packed dx (probe_pack_x2.log: 128 x 1048576, 512 x 262144, 16 x
+# 1048576) moved by -4% to +1% (its log_softmax 40 -> 48 registers): not taken.
 COOP_CVT_X2 = True
 # COOP_SPLIT_SUM_MAX_CHUNKS, COOP_SPLIT_SUM_MIN_PER_SM: unpeeled 16-bit rows of more than
 # COOP_TAG_MAX_CHUNKS and at most COOP_SPLIT_SUM_MAX_CHUNKS chunks of 8192 values (262144 < N <=

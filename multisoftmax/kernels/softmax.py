@@ -177,13 +177,13 @@ def _pack(lo, hi, dtype: tl.constexpr):
 
 
 @triton.jit
-def _pack_x2(lo, hi, dtype: tl.constexpr, PHASE: tl.constexpr):
-    """`_pack` by one cvt.rn.bf16x2.f32 (float16: cvt.rn.f16x2.f32) a word on the GPU (PHASE 3),
-    as Triton itself converts float32 tensors to 16-bit ones, where `_pack`'s two scalar
-    conversions and the byte permutes that pair them take three to four instructions a word. The
-    same bits: both round to nearest even, NaN to the canonical NaN. The interpreter runs no asm:
-    there it is `_pack`. (CVT_X2 of softmax_fwd_coop.)"""
-    if PHASE == 3:
+def _pack_x2(lo, hi, dtype: tl.constexpr, X2: tl.constexpr, PHASE: tl.constexpr):
+    """`_pack`, with X2 (softmax_fwd_coop's CVT_X2) by one cvt.rn.bf16x2.f32 (float16:
+    cvt.rn.f16x2.f32) a word on the GPU (PHASE 3), as Triton itself converts float32 tensors to
+    16-bit ones, where `_pack`'s two scalar conversions and the byte permutes that pair them take
+    three to four instructions a word. The same bits: both round to nearest even (NaN's bits too:
+    tests/test_gpu.py compares them). The interpreter runs no asm: there it is `_pack`."""
+    if X2 and PHASE == 3:
         if dtype == tl.bfloat16:
             w = tl.inline_asm_elementwise("cvt.rn.bf16x2.f32 $0, $2, $1;", "=r,f,f", [lo, hi], dtype=tl.int32,
                                           is_pure=True, pack=1)
@@ -632,10 +632,7 @@ def _coop_fwd_exact(x_ptr, y_ptr, row, chunk, N, stride_xm, stride_ym, m, s, LOG
             y_lo, y_hi = (x_lo - m) - log_s, (x_hi - m) - log_s
         else:
             y_lo, y_hi = tl.exp(x_lo - m) * inv_s, tl.exp(x_hi - m) * inv_s
-        if CVT_X2:
-            w = _pack_x2(y_lo, y_hi, io_ty, PHASE)
-        else:
-            w = _pack(y_lo, y_hi, io_ty)
+        w = _pack_x2(y_lo, y_hi, io_ty, CVT_X2, PHASE)
         tl.store(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, w, mask=mask)
 
 
@@ -804,10 +801,7 @@ def softmax_fwd_coop(
                     _coop_fwd_exact(x_ptr, y_ptr, row, chunk, N_w, sx_w, sy_w, m_safe, s, LOG, io_ty, acc_ty,
                                     CHUNK_N // 2, (CHUNK_N + 63) // 64, PEEL, VEC, ALIGN, CVT_X2, PHASE)
                 x_lo, x_hi = _unpack(_fresh(wx, PHASE), io_ty, acc_ty, False)
-                if CVT_X2:
-                    w = _pack_x2(x_lo - shift, x_hi - shift, io_ty, PHASE)
-                else:
-                    w = _pack(x_lo - shift, x_hi - shift, io_ty)
+                w = _pack_x2(x_lo - shift, x_hi - shift, io_ty, CVT_X2, PHASE)
                 tl.store(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, w, mask=mask & (not exact))
             elif not exact:  # exp(x - m) / s = 2 ** (x * log2(e) - (m * log2(e) + log2(s))), computed anew
                 x_lo, x_hi = _unpack(_fresh(wx, PHASE), io_ty, acc_ty, False)
@@ -817,10 +811,7 @@ def softmax_fwd_coop(
                     y_hi = _exp2_poly(x_hi * LOG2E - shift2)
                 else:
                     y_hi = _exp2_ftz(x_hi * LOG2E - shift2, PHASE)
-                if CVT_X2:  # one conversion instruction a word
-                    w = _pack_x2(y_lo, y_hi, io_ty, PHASE)
-                else:
-                    w = _pack(y_lo, y_hi, io_ty)
+                w = _pack_x2(y_lo, y_hi, io_ty, CVT_X2, PHASE)  # one conversion instruction a word (CVT_X2)
                 tl.store(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, w, mask=mask)
             else:
                 _coop_fwd_exact(x_ptr, y_ptr, row, chunk, N_w, sx_w, sy_w, m_safe, s, LOG, io_ty, acc_ty,
