@@ -808,8 +808,8 @@ def test_coop_packed_forward(forced_family, torch_device, monkeypatch, dtype, lo
 @pytest.mark.parametrize("M,N", [(3, 130), (5, 131)])
 def test_coop_packed_log_softmax_on_counters(forced_family, torch_device, monkeypatch, dtype, M, N):
     """The packed cooperative log_softmax forward on counters, where it takes CVT_X2 (`_pack_x2`:
-    here, in the interpreter, `_pack`'s bits): even and peeled rows, a chunk of -inf, a NaN, a row
-    offset by 1000 (x read again past COOP_FAST_MAX), against float64."""
+    the paired conversion on the GPU, `_pack` itself in the interpreter): even and peeled rows, a
+    chunk of -inf, a NaN, a row offset by 1000 (x read again past COOP_FAST_MAX), against float64."""
     forced_family("coop", peel_min_n=1)
     monkeypatch.setattr(dispatch, "COOP_FWD_UNPACKED_PER_SM", 0)
     monkeypatch.setattr(dispatch, "_coop_tag_fwd", lambda *a: None)  # counters, as rows of 1M
