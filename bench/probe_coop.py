@@ -159,6 +159,11 @@ dispatch's packed wide softmax forward (POLY on every high half after the wait) 
 add the forms that lost on registers: a branch by program, X<k>, and parts split with their
 offsets, H<k>).
 
+    python bench/probe_coop.py --capped > bench/results/h100/probe_capped.log
+
+dispatch's packed 16-bit forward plans against the same with CVT_X2 and (softmax) POLY under
+Triton's maxnreg at the plan's own registers a thread (`capped`).
+
     python bench/probe_coop.py --scan > bench/results/h100/probe_scan.log
     python bench/probe_coop.py --mid16 --mid16b ... --mid16e > bench/results/h100/probe_mid16.log
 
@@ -1681,6 +1686,45 @@ def cvt_x2(sms, shapes=PACK_X2_FWD_SHAPES, dtypes=("bfloat16", "float16"), time=
                   + (_compare(M, N, dtype, "fwd", log, variants, sms) if time else ""), flush=True)
 
 
+CAPPED_SHAPES = [(128, 1048576), (32, 1048576), (16, 1048576), (8, 1048576), (64, 128256), (2048, 65536),
+                 (1024, 128256), (512, 262144), (512, 151936), (256, 256000), (4096, 32000), (4559, 29440),
+                 (2670, 50257)]
+
+
+def _regs(plan, bufs, out):
+    """The registers a thread of `plan`'s kernel as compiled here (Triton's launcher, sm_90)."""
+    launch._COMPILED.clear()
+    tune.run_plan(plan, bufs, out)
+    return max(c[1].n_regs for c in launch._COMPILED.values())
+
+
+def capped(sms, shapes=CAPPED_SHAPES, dtypes=("bfloat16", "float16"), logs=(False, True)):
+    """dispatch's packed 16-bit cooperative forward plans against the same with CVT_X2 and (softmax)
+    POLY on, compiled under Triton's maxnreg at the registers dispatch's plan takes (C), so that the
+    flags that lost on registers (COOP_POLY's and COOP_CVT_X2's notes) keep the plan's occupancy:
+    ptxas (Triton 3.6, sm_90) fits them there without spilling on every plan of CAPPED_SHAPES but
+    the log_softmax's 4-warp chunks (checked off the GPU: tests/compile_check.py and cuobjdump).
+    Twice each, by the benchmark's clock; plans where the flags are on already are skipped."""
+    for dtype in dtypes:
+        T = getattr(torch, dtype)
+        for log in logs:
+            for M, N in shapes:
+                plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
+                kw = plan[0].kwargs
+                flags = dict(CVT_X2=True) if log else dict(CVT_X2=True, POLY=True)
+                if plan[0].kernel != "softmax_fwd_coop" or not kw["PACK"] or all(kw[k] == v for k, v in flags.items()):
+                    continue
+                if log and kw["SPLIT_SUM"] and not kw["PEEL"]:  # these spill under the cap
+                    continue
+                x, _, _, out, bufs, _ = tune.make_inputs(M, N, T, "fwd", log)
+                r0 = _regs(plan, bufs, out)
+                del x, out, bufs
+                variants = [("dispatch", plan), ("C", tune.with_meta(plan, maxnreg=r0, **flags))]
+                print(_head(M, N, dtype, "fwd", log, plan, sms) + f"tag={kw['TAG']:d},sent={kw['SENT']:d},"
+                      f"poly={kw['POLY']:d},cvt_x2={kw['CVT_X2']:d} | " + _compare(M, N, dtype, "fwd", log, variants, sms),
+                      flush=True)
+
+
 TAG_WIDE_SHAPES = [(256, 524288), (128, 524288), (66, 524288), (116, 300000), (160, 393216)]
 
 
@@ -1983,7 +2027,7 @@ def main():
              "--sent-more-few": lambda sms: sent_more(sms, SENT_MORE_FEW, ()), "--split-tiny": split_tiny,
              "--jax-fresh": jax_fresh, "--narrow-llm": narrow_llm, "--reload-x": reload_x,
              "--poly": poly, "--poly-mix": poly_mix, "--pack-x2": pack_x2, "--pack-x2-fwd": pack_x2_fwd, "--cvt-x2": cvt_x2, "--cvt-x2-bits": lambda sms: cvt_x2(sms, time=False),
-             "--cvt-x2-log": lambda sms: cvt_x2(sms, CVT_X2_LOG_SHAPES, log=True), "--tag-wide": tag_wide, "--tag-poly": tag_poly, "--cap-bwd": cap_bwd, "--cap-log32": cap_log32, "--cap-fwd16": cap_fwd16, "--evict": evict, "--exact": exact, "--bwd16-4w": bwd16_4w,
+             "--cvt-x2-log": lambda sms: cvt_x2(sms, CVT_X2_LOG_SHAPES, log=True), "--tag-wide": tag_wide, "--capped": capped, "--tag-poly": tag_poly, "--cap-bwd": cap_bwd, "--cap-log32": cap_log32, "--cap-fwd16": cap_fwd16, "--evict": evict, "--exact": exact, "--bwd16-4w": bwd16_4w,
              "--cap-log32b": lambda sms: cap_log32(sms, [], CAP_LOG32_MORE), "--scan": scan, "--mid16": mid16,
              "--mid16b": lambda sms: mid16(sms, [(341, 393216), (256, 524288), (170, 786432)], names=("dispatch", "P4", "T4")),
              "--mid16c": lambda sms: (

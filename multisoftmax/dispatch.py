@@ -296,7 +296,8 @@ COOP_NARROW_MIN_SMS_PER_PROGRAM = 4
 # Unmeasured: 17 to 30 programs an SM on rows of at most 96 chunks (left uncapped).
 # jax_triton.triton_call (0.3.1) takes no maxnreg: the JAX adapter passes it to the compiler
 # through a hook on jax-triton's compile (multisoftmax/jax.py, _REGISTER_CAPS); a launcher that
-# cannot plans with plan_backward(register_cap=False), the uncapped kernel.
+# cannot plans with plan_backward(register_cap=False), the uncapped kernel (plan_forward alike:
+# COOP_X2_CAP_REGS).
 COOP_CAP32_REGS = 64
 COOP_CAP32_MIN_PER_SM = 3
 COOP_CAP32_TAG_MIN_PER_SM = 2
@@ -465,10 +466,9 @@ COOP_SENT32_LOG_MIN_PER_SM = 10
 # chunks at the same 64 registers (probe_poly_mix.log: 1/8, 1/4 or 3/8 of the values, in four parts of
 # the words): 0-2% behind (bf16 128 x 1048576: 196.3-197.1 -> 198.5-200.3 us).
 COOP_POLY = True
-# COOP_CVT_X2: the packed 16-bit softmax forward but POLY's, and the packed log_softmax forward on
-# counters, write y's words by one cvt.rn.bf16x2.f32 (cvt.rn.f16x2.f32) a word (the kernel's CVT_X2),
-# as Triton converts tensors itself, not by two scalar conversions and the byte permutes that pair
-# them; the same bits. On the H100 (bench/results/
+# COOP_CVT_X2: the packed 16-bit forward writes y's words by one cvt.rn.bf16x2.f32 (cvt.rn.f16x2.f32) a
+# word (the kernel's CVT_X2), as Triton converts tensors itself, not by two scalar conversions and the
+# byte permutes that pair them; the same bits. On the H100 (bench/results/
 # h100/probe_pack_x2.log, probe_pack_x2_fwd.log, the benchmark's clock, two runs, every packed plan
 # of the benchmark's 16-bit shapes; registers a thread under Triton 3.6 before -> after) the softmax
 # went from 32.2-32.8 to 30.2-30.9 us at bf16 16 x 1048576 (float16 32.1-33.1 to 30.1-30.9; 64 ->
@@ -476,17 +476,36 @@ COOP_POLY = True
 # at 256 x 256000, 110.2-111.0 to 108.0-108.8 at 512 x 151936 and 1-2% faster at the ~256 MB rows of
 # 29440 to 262144 values (TAG's 4-warp chunks, though at 56 -> 64 registers 9 programs an SM to 8;
 # peeled 50257: 64 -> 72); the kernel's own CVT_X2, flipped, measured the same (probe_cvt_x2.log) and
-# wrote the same bits, NaN's included (probe_cvt_x2_bits.log). POLY's wide chunks lost (128 x
-# 1048576: 64 -> 78 registers, 197 to 215 us; without POLY 205), as did the log_softmax in TAG's
-# chunks, where its registers grew (256 x 256000 92.3 to 94.2 us, 56 -> 66; bf16 1024 x 128256 178 to
-# 184, 64 -> 67; 0-3% faster where they did not, 8 x 128256 5.48 to 5.33): not taken there. On
-# counters the log_softmax keeps its registers (56-58, 64) and gained 0-7% on every plan
-# (probe_cvt_x2_log.log: the kernel's CVT_X2 flipped on rows of 300000 to 1048576 values, 8 to 447
-# rows, the same bits; bf16 16 x 1048576 30.6 to 29.6-29.9 us, 24 x 1048576 42.4-43.5 to 40.6, 128 x
-# 1048576 190.1-191.8 to 188.1-188.4; float16 24 x 1048576 41.6-43.5 to 42.0-42.5, within the
-# spread): taken. The backward's packed dx (probe_pack_x2.log: 128 x 1048576, 512 x 262144, 16 x
-# 1048576) moved by -4% to +1% (its log_softmax 40 -> 48 registers): not taken.
+# wrote the same bits, NaN's included (probe_cvt_x2_bits.log). On counters the log_softmax keeps its
+# registers (56-58, 64) and gained 0-7% on every plan (probe_cvt_x2_log.log: rows of 300000 to
+# 1048576 values, 8 to 447 rows; bf16 16 x 1048576 30.6 to 29.6-29.9 us, 24 x 1048576 42.4-43.5 to
+# 40.6, 128 x 1048576 190.1-191.8 to 188.1-188.4). Where it took registers past an occupancy step, it
+# is compiled under Triton's maxnreg at COOP_X2_CAP_REGS, the plan's registers without it, which
+# ptxas meets there without spilling (Triton 3.6, sm_90; checked off the GPU by tests/
+# compile_check.py and cuobjdump; under Triton 3.9 POLY's spills 8 bytes a thread there, where it took
+# 75 registers uncapped and without CVT_X2), and only where the launcher can pass the cap (else the
+# plan goes without CVT_X2, as before: plan_forward's register_cap): POLY's wide chunks (64 -> 78
+# registers uncapped: 197 to 215 us at 128 x 1048576) and the log_softmax in TAG's wide chunks (64 ->
+# 67-69: 181 to 185 us at 2048 x 65536).
+# On the H100 (bench/results/h100/probe_capped.log, the benchmark's clock, two runs) POLY's went
+# from 197.8-198.0 to 193.8-195.4 us at bf16 128 x 1048576 (float16 197.5-198.0 to 194.1-195.6) and
+# 56.4-58.3 to 55.1-56.7 at 32 x 1048576 (float16 55.5-56.7 to 54.4), the log_softmax's wide chunks by
+# 0-0.8% (bf16 512 x 262144 183.7-183.9 to 182.5-182.8 us, 1024 x 128256 178.1-178.4 to 177.8-178.0;
+# float16 2048 x 65536 even). The log_softmax in TAG's 4-warp chunks takes it where its registers stay
+# (peeled rows: 56, float16 63 -> 56; 2670 x 50257 185.1-185.7 to 184.3-184.5 us, float16 184.7-184.9 to
+# 183.4-183.7; 4096 x 50257 282.4 to 281.0-281.8, probe_pack_x2_fwd.log), not on unpeeled rows (56 ->
+# 66; capped at 56 it spills; 256 x 256000 92.3 to 94.2 us uncapped), and in the 8-warp chunks of few
+# rows (40 -> 42-44 registers: 6 programs an SM to 5) in grids of at most COOP_X2_FEW_MAX_PER_SM
+# programs an SM, which lose no residency so (probe_pack_x2_fwd.log: bf16 8 x 128256 5.47-5.48 to
+# 5.32-5.33 us, 8 x 256000 7.18-7.19 to 6.94-7.28; float16 alike; between 1.94 and 5 programs an SM
+# the rule rests on the register count). Not taken: the capped POLY in the other softmax plans
+# (probe_capped.log: 8192-value chunks, TAG's 4-warp ones, 8-warp ones of few rows; 60, 64 and 32
+# registers kept, but 0-13% slower: bf16 16 x 1048576 30.3-30.6 to 34.2 us, 2048 x 65536 181.9-182.3
+# to 183.1-184.0); the backward's packed dx (probe_pack_x2.log: 128 x 1048576, 512 x 262144, 16 x
+# 1048576) moved by -4% to +1% (its log_softmax 40 -> 48 registers).
 COOP_CVT_X2 = True
+COOP_X2_CAP_REGS = 64
+COOP_X2_FEW_MAX_PER_SM = 5
 # COOP_SPLIT_SUM_MAX_CHUNKS, COOP_SPLIT_SUM_MIN_PER_SM: unpeeled 16-bit rows of more than
 # COOP_TAG_MAX_CHUNKS and at most COOP_SPLIT_SUM_MAX_CHUNKS chunks of 8192 values (262144 < N <=
 # 524288), which wait on counters, are held packed in 8192-value chunks at COOP_FWD16_WARPS warps
@@ -818,10 +837,23 @@ def _coop_poly(log: bool, packed_wide: bool) -> bool:
     return COOP_POLY and packed_wide and not log
 
 
-def _coop_cvt_x2(packed: bool, log: bool, poly: bool, tag: bool) -> bool:
-    """CVT_X2 of the cooperative forward (see COOP_CVT_X2): the packed softmax, but POLY's, and the
-    packed log_softmax on counters (not TAG)."""
-    return COOP_CVT_X2 and packed and not poly and not (log and tag)
+def _coop_cvt_x2(packed: bool, log: bool, poly: bool, tag: dict | None, peeled: bool, programs: int,
+                 num_sms: int, register_cap: bool = True) -> tuple[bool, int | None]:
+    """CVT_X2 of the cooperative forward and the register cap it takes (Triton's maxnreg, or None; see
+    COOP_CVT_X2): the packed softmax (POLY's under COOP_X2_CAP_REGS) and the packed log_softmax, on
+    counters (`tag` None) or in TAG's chunks (`tag`: `_coop_tag_fwd`'s): wide ones under
+    COOP_X2_CAP_REGS, COOP_FWD16_WARPS's of peeled rows, and COOP_WARPS's in grids of at most
+    COOP_X2_FEW_MAX_PER_SM programs an SM; never COOP_FWD16_WARPS's of unpeeled rows. Where it needs
+    the cap and the launcher cannot pass it (`register_cap` False), not at all."""
+    if not (COOP_CVT_X2 and packed):
+        return False, None
+    if poly or (log and tag is not None and tag.get("wide")):
+        return register_cap, COOP_X2_CAP_REGS if register_cap else None
+    if not log or tag is None:
+        return True, None
+    if tag.get("warps") == COOP_FWD16_WARPS:
+        return peeled, None
+    return programs <= COOP_X2_FEW_MAX_PER_SM * num_sms, None
 
 
 def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: int, num_sms: int,
@@ -952,13 +984,15 @@ def family(M: int, N: int, itemsize: int, num_sms: int, aligned: bool) -> str:
 @functools.lru_cache(maxsize=4096)
 def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log: bool,
                  num_sms: int, force: str | None = None, force_peel: bool | None = None,
-                 counters_per_call: bool = False) -> tuple[Launch, ...]:
+                 counters_per_call: bool = False, register_cap: bool = True) -> tuple[Launch, ...]:
     """Launches computing y = softmax(x) (log_softmax if `log`) over rows of an M x N view.
 
     `force` picks a family ("rows", "coop", "online", "split") and `force_peel` the PEEL
     choice of the rows and coop families regardless of the heuristics: for tests and the
     benchmark. `counters_per_call`: the launcher zeroes "zeros" and "sync" outputs on every
-    call (the JAX adapter), not once (torch): see SPLIT_FRESH_FWD_MAX_PER_SM. M and N must be >= 1.
+    call (the JAX adapter), not once (torch): see SPLIT_FRESH_FWD_MAX_PER_SM. `register_cap`: the
+    launcher can pass Triton's maxnreg option (COOP_X2_CAP_REGS; see plan_backward). M and N must be
+    >= 1.
     """
     itemsize = ITEMSIZE[dtype]
     acc = dict(LOG=log, ALIGN=alignment(N, stride_xm, stride_ym), ACC_FP64=dtype == "float64")
@@ -996,9 +1030,10 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
             take = {k: v for k, v in tag.items() if k != "pack"}
             acc.update(PACK=words and tag.get("pack", True), LATE_LEAVE=False, TAG=True,
                        SPLIT_SUM=take.get("warps") == COOP_FWD16_WARPS, SENT=False, POLY=False)
-            acc["CVT_X2"] = _coop_cvt_x2(acc["PACK"], log, False, True)
+            acc["CVT_X2"], cap = _coop_cvt_x2(acc["PACK"], log, False, take, peeled, programs, num_sms,
+                                             register_cap)
             return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,
-                                  num_sms, acc, 2, "y", **take)
+                                  num_sms, acc, 2, "y", maxnreg=cap, **take)
         split = _coop_split_sum(N, itemsize, words, peeled, programs, num_sms)
         acc.update(TAG=False, SPLIT_SUM=split)
         wide = not split and _coop_wide(M, N, itemsize, log, peeled, num_sms)
@@ -1007,13 +1042,14 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         taken = M * _coop_chunks(N, itemsize, wide or packed_wide)[1]
         acc["SENT"] = _coop_sent(programs, itemsize, log, packed_wide or split, num_sms)
         acc["POLY"] = _coop_poly(log, packed_wide)
-        acc["CVT_X2"] = _coop_cvt_x2(acc["PACK"], log, acc["POLY"], False)
+        acc["CVT_X2"], cap = _coop_cvt_x2(acc["PACK"], log, acc["POLY"], None, peeled, programs, num_sms,
+                                         register_cap)
         acc["LATE_LEAVE"] = not wide and (_coop_late_leave(taken, log and not acc["PACK"], num_sms)
                                           or (acc["SENT"] and (log or itemsize == 2)))
         return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,
                               num_sms, acc, 2, "y", wide=wide or packed_wide,
                               narrow=not split and _coop_narrow(programs, itemsize, num_sms),
-                              warps=COOP_FWD16_WARPS if split else None)
+                              warps=COOP_FWD16_WARPS if split else None, maxnreg=cap)
     BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))
     num_warps = 8
     if fam == "online":

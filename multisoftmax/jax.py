@@ -249,7 +249,7 @@ def _fwd_call(log: bool):
     def call(x):
         M, N = x.shape
         plan = dispatch.plan_forward(M, N, N, N, _DTYPE_NAMES[x.dtype], log, _num_sms(),
-                                     counters_per_call=True)
+                                     counters_per_call=True, register_cap=_register_caps_work())
         return _execute(plan, {"x": x}, x.dtype)
 
     @call.def_vmap

@@ -450,11 +450,13 @@ def test_packed_forward_large_maxima_at_real_sizes(dtype, M, N):
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("M,N,log", [(16, 1048576, False), (64, 128256, False), (2048, 65536, False),
-                                     (300, 50257, False), (16, 1048576, True), (128, 524288, True)])
+                                     (300, 50257, False), (128, 1048576, False), (16, 1048576, True),
+                                     (128, 524288, True), (2048, 65536, True), (300, 50257, True), (8, 128256, True)])
 def test_cvt_x2_writes_the_same_bits(dtype, M, N, log):
     """CVT_X2 (y's words by one cvt.rn.bf16x2.f32 / cvt.rn.f16x2.f32 a word, dispatch.COOP_CVT_X2)
     writes the same bits as the kernel without it, NaN's bits included, in dispatch's packed softmax
-    plans (on counters, TAG's, peeled) and log_softmax plans on counters at real sizes: random rows
+    plans (on counters, TAG's, peeled, POLY's under its register cap) and log_softmax plans (on
+    counters, TAG's wide chunks under the cap, peeled, few rows) at real sizes: random rows
     and rows of special values (a NaN, all -inf, an inf, huge magnitudes: the exact path, values ~85
     below the max: subnormal or zero results, a wide spread, tiny values); and y is right against
     float64 rounded to the output dtype."""

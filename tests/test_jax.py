@@ -295,9 +295,10 @@ def test_compile_hook():
 
 @pytest.mark.skipif(jax.default_backend() != "gpu", reason="jax-triton compiles on a GPU backend only")
 def test_register_cap_reaches_the_ptx_subprocess(tmp_path, monkeypatch):
-    """The JAX adapter's capped backward compiles to PTX with `.maxnreg 64`, its other kernels
+    """The JAX adapter's capped kernels compile to PTX with `.maxnreg 64`, its other kernels
     without: jax-triton's own dump (JAX_TRITON_DUMP_DIR, read when it is imported) in a child
-    process, float32 log_softmax backward at 16 x 1048576 (dispatch's capped plan) and the forward."""
+    process, float32 log_softmax backward at 16 x 1048576 (dispatch's COOP_CAP32_REGS plan) and the
+    forward, and bfloat16 softmax forward at 128 x 1048576 (COOP_X2_CAP_REGS: POLY's with CVT_X2)."""
     from uninterpreted import run_uninterpreted
 
     monkeypatch.setenv("JAX_TRITON_DUMP_DIR", str(tmp_path))
@@ -311,11 +312,15 @@ def test_register_cap_reaches_the_ptx_subprocess(tmp_path, monkeypatch):
         "y, pull = jax.vjp(mj.log_softmax, x)\n"
         "y64, dy64 = np.asarray(y, np.float64), np.asarray(dy, np.float64)\n"
         "ref.assert_close(np.asarray(pull(dy)[0], np.float64), ref.softmax_backward(y64, dy64, -1, True),"
-        " 'float32', 'capped bwd', scale_atol=True)\n", timeout=600)
+        " 'float32', 'capped bwd', scale_atol=True)\n"
+        "xb = jnp.asarray(np.random.default_rng(2).standard_normal((128, 1048576)), jnp.bfloat16)\n"
+        "yb = np.asarray(mj.softmax(xb), np.float64)\n"
+        "ref.assert_close(yb, ref.softmax(np.asarray(xb, np.float64)), 'bfloat16', 'capped fwd')\n", timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     ptx = {p.name: p.read_text() for p in tmp_path.glob("*/*.ptx")}
-    capped = [n for n, t in ptx.items() if ".maxnreg 64" in t]
-    assert len(capped) == 1 and capped[0].startswith("softmax_bwd_coop"), sorted(ptx)
+    capped = sorted(n for n, t in ptx.items() if ".maxnreg 64" in t)
+    assert len(capped) == 2 and capped[0].startswith("softmax_bwd_coop"), sorted(ptx)
+    assert capped[1].startswith("softmax_fwd_coop") and "cvt.rn.bf16x2.f32" in ptx[capped[1]], sorted(ptx)
     assert any(n.startswith("softmax_fwd") for n in ptx), sorted(ptx)
     assert not [n for n, t in ptx.items() if ".loc" in t or ".debug_info" in t], "compiled with line info"
 

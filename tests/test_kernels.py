@@ -616,27 +616,43 @@ def test_coop_poly_rule():
 
 
 def test_coop_cvt_x2_rule():
-    """CVT_X2 (y's words by one cvt.rn.bf16x2.f32 / cvt.rn.f16x2.f32 a word): the packed 16-bit
-    softmax forward, on counters or TAG, peeled or not, through either adapter's plans, but POLY's,
-    and the packed log_softmax forward on counters (COOP_CVT_X2); never the log_softmax with TAG,
-    unpacked rows, float32 or float64."""
-    def kw(M, N, dtype, log=False, jax=False):
-        return dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, 132, counters_per_call=jax)[0].kwargs
+    """CVT_X2 (y's words by one cvt.rn.bf16x2.f32 / cvt.rn.f16x2.f32 a word; COOP_CVT_X2): the packed
+    16-bit softmax forward, on counters or TAG, peeled or not, through either adapter's plans, POLY's
+    under Triton's maxnreg at COOP_X2_CAP_REGS; the packed log_softmax forward on counters, in TAG's
+    wide chunks (under the cap), in TAG's 4-warp chunks of peeled rows, and in the 8-warp chunks of
+    few rows in grids of at most COOP_X2_FEW_MAX_PER_SM programs an SM; never the log_softmax in TAG's
+    4-warp chunks of unpeeled rows, unpacked rows, float32 or float64; where the launcher cannot pass a
+    cap (register_cap=False), none that needs one."""
+    def kw(M, N, dtype, log=False, jax=False, cap=True):
+        return dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, 132, counters_per_call=jax,
+                                                 register_cap=cap)[0].kwargs
 
     for dtype in ("bfloat16", "float16"):
         for jax in (False, True):
             for M, N in ((16, 1048576), (64, 128256), (256, 256000), (2048, 65536), (4096, 50257), (4559, 29440)):
                 k = kw(M, N, dtype, jax=jax)
-                assert k["CVT_X2"] and k["PACK"] and not k["POLY"], (M, N, dtype, jax)
-                k = kw(M, N, dtype, True, jax)
-                assert k["CVT_X2"] == (k["PACK"] and not k["TAG"]), (M, N, dtype, jax)
+                assert k["CVT_X2"] and k["PACK"] and not k["POLY"] and "maxnreg" not in k, (M, N, dtype, jax)
             for M, N in ((16, 1048576), (128, 1048576), (256, 524288)):  # the log_softmax on counters
                 k = kw(M, N, dtype, True, jax)
-                assert k["CVT_X2"] and k["PACK"] and not k["TAG"], (M, N, dtype, jax)
-            k = kw(128, 1048576, dtype, jax=jax)
-            assert k["POLY"] and not k["CVT_X2"]
-            k = kw(256, 256000, dtype, True, jax)  # the log_softmax with TAG
-            assert k["TAG"] and k["PACK"] and not k["CVT_X2"]
+                assert k["CVT_X2"] and k["PACK"] and not k["TAG"] and "maxnreg" not in k, (M, N, dtype, jax)
+            for cap in (True, False):
+                for M, N in ((128, 1048576), (32, 1048576)):  # POLY's
+                    k = kw(M, N, dtype, jax=jax, cap=cap)
+                    assert k["POLY"] and k["CVT_X2"] == cap and k.get("maxnreg") == (dispatch.COOP_X2_CAP_REGS
+                                                                                    if cap else None), (M, N)
+                for M, N in ((2048, 65536), (4559, 29440), (512, 262144)):  # the log_softmax in TAG's wide chunks
+                    k = kw(M, N, dtype, True, jax, cap)
+                    assert k["TAG"] and k["PACK"] and k["CHUNK_N"] == 16384, (M, N)
+                    assert k["CVT_X2"] == cap and k.get("maxnreg") == (dispatch.COOP_X2_CAP_REGS if cap else None)
+                k = kw(4096, 50257, dtype, True, jax, cap)  # TAG's 4-warp chunks, peeled: no cap
+                assert k["TAG"] and k["PEEL"] and k["num_warps"] == 4 and k["CVT_X2"] and "maxnreg" not in k
+            for M, N in ((256, 256000), (64, 128256), (512, 151936)):  # TAG's 4-warp chunks, unpeeled
+                k = kw(M, N, dtype, True, jax)
+                assert k["TAG"] and k["PACK"] and not k["PEEL"] and k["num_warps"] == 4 and not k["CVT_X2"], (M, N)
+        for M, N, x2 in ((8, 128256, True), (8, 256000, True), (41, 128256, True), (42, 128256, False)):
+            k = kw(M, N, dtype, True)  # few rows: 8-warp chunks of 8192, up to 5 programs an SM (660)
+            assert k["TAG"] and k["PACK"] and k["CHUNK_N"] == 8192 and k["num_warps"] == 8, (M, N)
+            assert k["CVT_X2"] == x2 and "maxnreg" not in k, (M, N)
         k = kw(64, 256000, dtype)  # wide unpacked chunks
         assert not k["PACK"] and not k["CVT_X2"]
     for dtype in ("float32", "float64"):
@@ -795,7 +811,8 @@ def test_coop_packed_forward(forced_family, torch_device, monkeypatch, dtype, lo
     x[M - 1, N // 2] = float("nan")
     kw = dispatch.plan_forward(M, N, x.stride(0), N, dtype, log, 132)[0].kwargs
     assert kw["PACK"] == (pad % 2 == 0)
-    assert kw["CVT_X2"] == (kw["PACK"] and not (log and kw["TAG"]))  # y's words by _pack_x2
+    # y's words by _pack_x2: every packed plan but the log_softmax's with TAG, which test_coop_cvt_x2_rule checks
+    assert kw["CVT_X2"] == kw["PACK"] or (log and kw["TAG"] and kw["PACK"])
     x_before = x.clone()
     y = torch.ops.multisoftmax.softmax_fwd(x, log)
     assert torch.equal(x.isnan(), x_before.isnan()) and torch.equal(x.nan_to_num(), x_before.nan_to_num())
@@ -1016,8 +1033,8 @@ def test_coop_refuses_more_than_one_chunk_per_sm():
 
 
 def test_kernels_compile_for_sm90_subprocess():
-    """Compile one plan of each family for sm_90 in a fresh interpreter-free process, and a plan
-    under a register cap (its PTX carries the .maxnreg directive)."""
+    """Compile one plan of each family for sm_90 in a fresh interpreter-free process, and plans
+    under a register cap (their PTX carries the .maxnreg directive)."""
     out = run_uninterpreted(
         "import sys; sys.path.insert(0, 'tests'); import compile_check as c; from multisoftmax import dispatch\n"
         "for M, N in [(4096, 128), (4096, 65536), (4, 262144), (4096, 4194304)]:\n"
@@ -1034,15 +1051,19 @@ def test_kernels_compile_for_sm90_subprocess():
         "                          'float32')  # COOP_CAP32_REGS\n"
         "print('compiled', [l for l in k.asm['ptx'].splitlines() if 'maxnreg' in l])\n"
         "for dt, cvt in [('bfloat16', 'cvt.rn.bf16x2.f32'), ('float16', 'cvt.rn.f16x2.f32')]:  # CVT_X2\n"
-        "    for M, N in [(4096, 65536), (16, 2**20)]:\n"
+        "    for M, N in [(4096, 65536), (16, 2**20), (128, 2**20)]:  # TAG's, counters', POLY's (capped)\n"
         "        (k,) = c.compile_launches(dispatch.plan_forward(M, N, N, N, dt, False, 132), dt)\n"
-        "        print('x2', dt, M, N, k.asm['ptx'].count(cvt), k.asm['ptx'].count(cvt[:-6] + '.f32'))\n",
+        "        print('x2', dt, M, N, k.asm['ptx'].count(cvt), k.asm['ptx'].count(cvt[:-6] + '.f32'),\n"
+        "              k.asm['ptx'].count('.maxnreg 64'))\n",
         timeout=600)
     assert out.returncode == 0 and "compiled" in out.stdout, out.stderr[-3000:]
     assert f"'.maxnreg {dispatch.COOP_CAP32_REGS}'" in out.stdout, out.stdout
     x2 = [line.split() for line in out.stdout.splitlines() if line.startswith("x2 ")]
-    # y's words by pairs (the exact path's too); no scalar conversion to 16 bits is left
-    assert len(x2) == 4 and all(int(r[4]) > 0 and r[5] == "0" for r in x2), out.stdout
+    # y's words by pairs (the exact path's too); no scalar conversion to 16 bits is left; POLY's plan
+    # under COOP_X2_CAP_REGS, the others uncapped
+    assert len(x2) == 6 and all(int(r[4]) > 0 and r[5] == "0" for r in x2), out.stdout
+    assert all(r[6] == ("1" if r[3] == str(2**20) and r[2] == "128" else "0") for r in x2), out.stdout
+    assert dispatch.COOP_X2_CAP_REGS == 64
 
 
 def test_keyed_partials_leave_after_every_warp_subprocess():
