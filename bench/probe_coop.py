@@ -164,6 +164,12 @@ offsets, H<k>).
 dispatch's packed 16-bit forward plans against the same with CVT_X2 and (softmax) POLY under
 Triton's maxnreg at the plan's own registers a thread (`capped`).
 
+    python bench/probe_coop.py --pack-mid > bench/results/h100/probe_pack_mid.log
+    python bench/probe_coop.py --pack-mid2 > bench/results/h100/probe_pack_mid2.log
+
+the 16-bit softmax backward on rows of 9 to 31 chunks with PACK flipped (`pack_mid`;
+dispatch.py's COOP_PACK_MIN_CHUNKS).
+
     python bench/probe_coop.py --scan > bench/results/h100/probe_scan.log
     python bench/probe_coop.py --mid16 --mid16b ... --mid16e > bench/results/h100/probe_mid16.log
 
@@ -1725,6 +1731,30 @@ def capped(sms, shapes=CAPPED_SHAPES, dtypes=("bfloat16", "float16"), logs=(Fals
                       flush=True)
 
 
+PACK_MID_SHAPES = [(32, 128256), (64, 128256), (1024, 128256), (1024, 131072), (512, 151936), (150, 196608),
+                   (2621, 100000)]
+# --pack-mid2: rows of at most 8 chunks (peeled ones too: PACK off means RELOAD there), and grids of at
+# most COOP_UNPACKED_PER_SM programs an SM
+PACK_MID2_SHAPES = [(2048, 65536), (4096, 32768), (4096, 32000), (4559, 29440), (2670, 50257), (4096, 50257),
+                    (16, 128256), (24, 128256), (8, 256000), (12, 256000)]
+
+
+def pack_mid(sms, shapes=PACK_MID_SHAPES, dtypes=("bfloat16", "float16")):
+    """dispatch's 16-bit cooperative softmax backward on rows of 9 to 31 chunks of 8192 values, which
+    COOP_PACK_MIN_CHUNKS leaves unpacked (80 registers a thread: 3 programs an SM; packed 60-63: 4),
+    against the same plan with PACK flipped, twice each, by the benchmark's clock."""
+    for dtype in dtypes:
+        for M, N in shapes:
+            plan, _ = _dispatch_plan(M, N, dtype, "bwd", sms)
+            kw = plan[0].kwargs
+            if plan[0].kernel != "softmax_bwd_coop":
+                continue
+            flip = dict(PACK=not kw["PACK"], RELOAD=kw["PEEL"] and kw["PACK"])  # peeled, unpacked: RELOAD
+            variants = [("dispatch", plan), ("flipped", tune.with_meta(plan, **flip))]
+            print(_head(M, N, dtype, "bwd", False, plan, sms) + f"tag={kw['TAG']:d} | "
+                  + _compare(M, N, dtype, "bwd", False, variants, sms), flush=True)
+
+
 TAG_WIDE_SHAPES = [(256, 524288), (128, 524288), (66, 524288), (116, 300000), (160, 393216)]
 
 
@@ -2027,7 +2057,7 @@ def main():
              "--sent-more-few": lambda sms: sent_more(sms, SENT_MORE_FEW, ()), "--split-tiny": split_tiny,
              "--jax-fresh": jax_fresh, "--narrow-llm": narrow_llm, "--reload-x": reload_x,
              "--poly": poly, "--poly-mix": poly_mix, "--pack-x2": pack_x2, "--pack-x2-fwd": pack_x2_fwd, "--cvt-x2": cvt_x2, "--cvt-x2-bits": lambda sms: cvt_x2(sms, time=False),
-             "--cvt-x2-log": lambda sms: cvt_x2(sms, CVT_X2_LOG_SHAPES, log=True), "--tag-wide": tag_wide, "--capped": capped, "--tag-poly": tag_poly, "--cap-bwd": cap_bwd, "--cap-log32": cap_log32, "--cap-fwd16": cap_fwd16, "--evict": evict, "--exact": exact, "--bwd16-4w": bwd16_4w,
+             "--cvt-x2-log": lambda sms: cvt_x2(sms, CVT_X2_LOG_SHAPES, log=True), "--tag-wide": tag_wide, "--capped": capped, "--pack-mid": pack_mid, "--pack-mid2": lambda sms: pack_mid(sms, PACK_MID2_SHAPES), "--tag-poly": tag_poly, "--cap-bwd": cap_bwd, "--cap-log32": cap_log32, "--cap-fwd16": cap_fwd16, "--evict": evict, "--exact": exact, "--bwd16-4w": bwd16_4w,
              "--cap-log32b": lambda sms: cap_log32(sms, [], CAP_LOG32_MORE), "--scan": scan, "--mid16": mid16,
              "--mid16b": lambda sms: mid16(sms, [(341, 393216), (256, 524288), (170, 786432)], names=("dispatch", "P4", "T4")),
              "--mid16c": lambda sms: (

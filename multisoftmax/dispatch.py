@@ -180,7 +180,20 @@ COOP_WIDE_MIN_PER_SM = 4
 # (RELOAD then), 2,590 to 2,556 (2,537 to 2,371). A forward PACK, which must compute exp again
 # after the wait, lost on every shape (probe_pack_fwd.log: bf16 8192 x 8, 2,468 to 2,254 at
 # N = 65536, 2,117 to 1,956 at 1048576) and was not kept.
-COOP_PACK_MIN_CHUNKS = 32
+# Since TAG (rows of at most COOP_TAG_MAX_CHUNKS chunks wait through tagged partials) the unpeeled
+# rows of fewer chunks gain too: on the H100 (bench/results/h100/probe_pack_mid.log and
+# probe_pack_mid2.log, the benchmark's clock, two runs, the softmax backward with PACK flipped) bf16
+# 1024 x 128256 went from 263.8 to 258.2-258.6 us, 2621 x 100000 from 524.7-526.0 to 513.1-513.5, 512 x
+# 151936 from 157.8-157.9 to 155.3-155.6, 150 x 196608 from 62.8-63.2 to 62.1-62.4, 32 x 128256 (3.88
+# programs an SM) from 12.7-12.9 to 11.9-12.0, 4559 x 29440 (4 chunks) from 267.2-267.7 to 263.0-263.5,
+# 2048 x 65536 from 265.3-265.4 to 263.5-263.6 (float16 alike), even at 64 x 128256 (20.6-20.9 against
+# 20.7-21.0), 4096 x 32768 and 4096 x 32000; peeled rows still lost (2670 x 50257: 271.2-271.4 against
+# 291.1-291.5 packed, RELOAD kept), as did grids of at most COOP_UNPACKED_PER_SM programs an SM (8 x
+# 256000 7.05-7.12 to 7.47-7.53, 24 x 128256 9.0-9.1 to 9.2-9.4). So COOP_PACK_MIN_CHUNKS holds for
+# unpeeled rows, COOP_PACK_PEELED_MIN_CHUNKS for peeled ones. Rows of 2 or 3 chunks rest on nothing
+# measured (unpacked).
+COOP_PACK_MIN_CHUNKS = 4
+COOP_PACK_PEELED_MIN_CHUNKS = 32
 # COOP_UNPACKED_PER_SM: and only where the grid has more programs an SM than the GPU holds at
 # once unpacked (70-80 registers a thread at 8 warps: 3 programs of 256 threads in an SM's
 # 65,536 registers; packed, 62-64: 4). A grid it holds whole gains no occupancy and pays for
@@ -758,10 +771,10 @@ def _whole_words(itemsize: int, peeled: bool, align: int) -> bool:
 
 def _coop_pack(programs: int, n_chunks: int, words: bool, peeled: bool, num_sms: int) -> bool:
     """PACK of the cooperative backward: rows of whole words (`words`, `_whole_words`) of at
-    least COOP_PACK_MIN_CHUNKS chunks; unpeeled ones only in a grid of more than
-    COOP_UNPACKED_PER_SM programs an SM."""
-    return (words and n_chunks >= COOP_PACK_MIN_CHUNKS
-            and (peeled or programs > COOP_UNPACKED_PER_SM * num_sms))
+    least COOP_PACK_MIN_CHUNKS chunks (peeled ones: COOP_PACK_PEELED_MIN_CHUNKS); unpeeled ones
+    only in a grid of more than COOP_UNPACKED_PER_SM programs an SM."""
+    least = COOP_PACK_PEELED_MIN_CHUNKS if peeled else COOP_PACK_MIN_CHUNKS
+    return words and n_chunks >= least and (peeled or programs > COOP_UNPACKED_PER_SM * num_sms)
 
 
 def _coop_pack_fwd(programs: int, words: bool, num_sms: int) -> bool:
@@ -1108,7 +1121,7 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
         return (Launch("softmax_bwd_rows", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm),
                        (("dx", (M, N), "io"),), grid, tuple(meta.items())),)
     if fam == "coop":
-        # See COOP_PACK_MIN_CHUNKS, COOP_UNPACKED_PER_SM, COOP_DEFER_Y (which packs whole words
+        # See COOP_PACK_MIN_CHUNKS (and _PEELED_), COOP_UNPACKED_PER_SM, COOP_DEFER_Y (which packs whole words
         # whatever the chunks, and unpacks unpeeled bfloat16 ones by bit operations: BITS),
         # COOP_RELOAD, COOP_LATE_LEAVE (not with TAG), COOP_NARROW_MIN_SMS_PER_PROGRAM,
         # COOP_TAG_MAX_CHUNKS and COOP_CAP32_REGS (float32 rows deferred under a register cap).

@@ -151,7 +151,8 @@ def test_peel_rule():
 
 def test_coop_pack_and_late_leave_rules():
     # The cooperative backward holds 16-bit y and dy packed from COOP_PACK_MIN_CHUNKS chunks a
-    # row on (then never RELOAD), when rows are whole words (peeled, or N and strides even).
+    # row on (peeled rows: COOP_PACK_PEELED_MIN_CHUNKS; then never RELOAD), when rows are whole
+    # words (peeled, or N and strides even).
     def bwd(M, N, dtype, log=False, strides=None):
         strides = strides or (N, N, N)
         return dispatch.plan_backward(M, N, *strides, dtype, log, 132)[0].kwargs
@@ -168,8 +169,11 @@ def test_coop_pack_and_late_leave_rules():
         assert kw["PEEL"] and kw["PACK"] and not kw["RELOAD"]
         kw = bwd(64, 256001, dtype, log=True)  # peeled and packed
         assert kw["PEEL"] and kw["PACK"] and not kw["RELOAD"]
-        assert not bwd(2048, 65536, dtype)["PACK"] and not bwd(2670, 50257, dtype)["PACK"]
-        assert bwd(2670, 50257, dtype)["RELOAD"]
+        for M, N in ((2048, 65536), (4559, 29440), (1024, 128256), (512, 151936), (64, 128256), (32, 128256)):
+            kw = bwd(M, N, dtype)  # unpeeled rows of 4 to 31 chunks in grids of more than 3 programs an SM
+            assert kw["PACK"] and not kw["RELOAD"] and not kw["PEEL"], (M, N)
+        assert not bwd(24, 128256, dtype)["PACK"]  # 384 programs <= 396
+        assert not bwd(2670, 50257, dtype)["PACK"] and bwd(2670, 50257, dtype)["RELOAD"]  # peeled, 7 chunks
         # Odd N with unequal strides: neither peeled nor whole words.
         assert not bwd(16, 256001, dtype, strides=(256001, 256003, 256001))["PACK"]
         assert bwd(16, 256002, dtype, strides=(256002, 256006, 256002))["PACK"]
@@ -204,6 +208,7 @@ def test_coop_packed_backward(forced_family, torch_device, monkeypatch, dtype, l
     its 16-byte cell) and, with an odd pad (strides unequal to dx's), unpacked rows."""
     forced_family("coop", peel_min_n=1)
     monkeypatch.setattr(dispatch, "COOP_PACK_MIN_CHUNKS", 2)
+    monkeypatch.setattr(dispatch, "COOP_PACK_PEELED_MIN_CHUNKS", 2)
     monkeypatch.setattr(dispatch, "COOP_UNPACKED_PER_SM", 0)
     x = _random((M, N), dtype, torch_device, seed=M * 31 + N)
     y = torch.ops.multisoftmax.softmax_fwd(x, log)

@@ -996,7 +996,7 @@ def softmax_bwd_coop(
     thread let more programs share an SM (dispatch.plan_backward: where that pays). PACK
     (16-bit types; PEEL, or N and the strides even): y and dy are loaded as 32-bit words of
     two values and held packed across the wait, half the registers of float32 values, and
-    unpacked again after it (RELOAD is then ignored; dispatch.COOP_PACK_MIN_CHUNKS and
+    unpacked again after it (RELOAD is then ignored; dispatch.COOP_PACK_MIN_CHUNKS (_PEELED_) and
     COOP_UNPACKED_PER_SM: where that pays); the log_softmax's exp(y) is then one FFMA and one
     ex2.approx.ftz a value (`_exp2_ftz`). LATE_LEAVE as in softmax_fwd_coop. DEFER_Y
     (log_softmax only, whose row sum is of dy alone): y is first loaded after the wait, so
