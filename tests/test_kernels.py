@@ -368,7 +368,7 @@ def test_coop_tag_rule():
     assert kw["TAG"] and kw["PEEL"] and kw["SPLIT_SUM"] and (kw["CHUNK_N"], kw["num_warps"]) == (8192, 4)
     for fwd in (True, False):
         kw = plan(2048, 65536, "bfloat16", fwd)  # the backward's PACK: test_coop_pack_and_late_leave_rules
-        assert kw["TAG"] and kw["CHUNK_N"] == 8192 and kw["num_warps"] == (4 if fwd else 8) and kw["PACK"] == fwd
+        assert kw["TAG"] and kw["CHUNK_N"] == 8192 and kw["num_warps"] == (4 if fwd else 8) and kw["PACK"]
         assert not plan(1024, 65536, "float64", fwd)["TAG"]
         # Odd N with unequal strides: not whole words, so unpacked 8192-value chunks.
         kw = plan(2048, 65535, "bfloat16", fwd, strides=(65535, 65537) if fwd else (65535, 65537, 65535))
