@@ -364,6 +364,8 @@ _softmax_3d = _differentiable(_fwd_cols_call, _bwd_cols_call, 1)  # axis 1 of (B
 # public API
 # --------------------------------------------------------------------------------------
 def _normalize_axes(axis, ndim: int, name: str) -> tuple[int, ...]:
+    if axis is None:  # as jax.nn: every axis
+        return tuple(range(ndim))
     axes = (axis,) if isinstance(axis, (int, np.integer)) and not isinstance(axis, bool) else axis
     try:
         axes = tuple(axes)
@@ -373,7 +375,7 @@ def _normalize_axes(axis, ndim: int, name: str) -> tuple[int, ...]:
     out = []
     for a in axes:
         if not isinstance(a, (int, np.integer)) or isinstance(a, bool):
-            raise TypeError(f"{name}: axis must be an int or a tuple of ints, got {axis!r}")
+            raise TypeError(f"{name}: axis must be an int, a tuple of ints or None, got {axis!r}")
         if not -rank <= a < rank:
             raise ValueError(f"{name}: axis {a} is out of range for an array of {ndim} dimensions "
                              f"(expected values in [{-rank}, {rank - 1}])")
@@ -383,7 +385,24 @@ def _normalize_axes(axis, ndim: int, name: str) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _softmax(x, axis, log: bool):
+def _check_where(where, shape: tuple, name: str):
+    """`where` as a boolean array that broadcasts to x's `shape`, or None."""
+    if where is None:
+        return None
+    where = jnp.asarray(where)
+    if where.dtype != jnp.bool_:
+        raise TypeError(f"{name}: where must be a boolean array (True: the element takes part), got dtype "
+                        f"{where.dtype}; pass a comparison or mask.astype(bool)")
+    try:
+        fits = jnp.broadcast_shapes(where.shape, shape) == tuple(shape)
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"{name}: where has shape {where.shape}, which does not broadcast to x's shape {shape}")
+    return where
+
+
+def _softmax(x, axis, log: bool, where=None):
     name = "log_softmax" if log else "softmax"
     x = jnp.asarray(x)
     if jnp.issubdtype(x.dtype, jnp.integer) or x.dtype == jnp.bool_:
@@ -392,8 +411,14 @@ def _softmax(x, axis, log: bool):
         raise TypeError(f"{name}: x has dtype {x.dtype}, which multisoftmax does not support "
                         f"(float16, bfloat16, float32, float64); cast x with x.astype(jnp.float32)")
     axes = _normalize_axes(axis, x.ndim, name)
+    where = _check_where(where, x.shape, name)
     if not _use_kernels() or x.size == 0:
-        return jax.nn.log_softmax(x, axis) if log else jax.nn.softmax(x, axis)
+        return jax.nn.log_softmax(x, axis, where=where) if log else jax.nn.softmax(x, axis, where=where)
+    if where is not None:
+        # jax.nn's masking, around the kernels: masked-out values take no part (-inf: exp gives 0, the
+        # max skips them), and their outputs are 0 (log_softmax: -inf), fully masked slices included.
+        y = _softmax(jnp.where(where, x, -jnp.inf), axes, log)
+        return jnp.where(where, y, -jnp.inf if log else 0)
     if len(axes) == 1 and axes[0] != x.ndim - 1 and x.shape[axes[0]] > 1 and math.prod(x.shape[axes[0] + 1:]) > 1:
         # One middle axis: the columns kernels read x where it lies, as (B, N, T) (row-major).
         a = axes[0]
@@ -406,23 +431,30 @@ def _softmax(x, axis, log: bool):
     return jnp.transpose(y, np.argsort(perm))
 
 
-def softmax(x, axis: int | tuple[int, ...] = -1):
+def softmax(x, axis: int | tuple[int, ...] | None = -1, where=None):
     """Softmax of `x` over `axis`, like `jax.nn.softmax`: exp(x - max) / sum(exp(x - max)).
 
     Args:
         x: an array (or array-like) of rank >= 1. float16, bfloat16, float32
             and float64 are computed as is (arithmetic in float32, float64 for float64);
             integer and bool inputs are promoted to the default float dtype as jax.nn does.
-        axis: an int or a tuple of ints (negative counts from the end); with a tuple the
-            softmax runs over all those axes together.
+        axis: an int, a tuple of ints (negative counts from the end) or None (every axis);
+            with a tuple the softmax runs over all those axes together.
+        where: None, or a boolean array that broadcasts to x's shape: the elements that take
+            part, as jax.nn.softmax's `where`. Masked-out elements take no part in the max
+            and the sum, and their outputs are 0 (log_softmax: -inf); a fully masked slice
+            gives 0 (-inf), and a zero gradient. It costs two elementwise XLA passes around
+            the kernels (x masked with -inf before, the output masked after).
     Returns:
         An array of x's shape and (promoted) dtype. Differentiable by jax.grad / jax.vjp
         (backward: the Triton backward kernel, from saved y), batchable by jax.vmap,
         jittable. A NaN or +inf in a slice makes it NaN; an all -inf slice is NaN, as in
         jax.nn.softmax.
     Raises:
-        TypeError: complex or other unsupported dtypes; axis not an int/tuple of ints.
-        ValueError: axis out of range (any axis of a 0-d array) or repeated.
+        TypeError: complex or other unsupported dtypes; axis not an int/tuple of ints/None;
+            `where` not boolean.
+        ValueError: axis out of range (an int axis of a 0-d array) or repeated; `where` that
+            does not broadcast to x's shape.
     Backends: GPU runs `jax_triton.triton_call` (jax-triton 0.3.1 must be installed). CPU
     runs jax.nn.softmax, unless MULTISOFTMAX_INTERPRET=1 was set before import, which runs
     the Triton kernels through Triton's interpreter in a `jax.pure_callback` (needs torch,
@@ -431,12 +463,13 @@ def softmax(x, axis: int | tuple[int, ...] = -1):
     programs, the online two-pass loop of Milakov & Gimelshein 2018 past ~1M values, split rows for
     few long rows; one middle axis: the columns kernels on x as (B, N, T), no transpose).
     """
-    return _softmax(x, axis, log=False)
+    return _softmax(x, axis, log=False, where=where)
 
 
-def log_softmax(x, axis: int | tuple[int, ...] = -1):
+def log_softmax(x, axis: int | tuple[int, ...] | None = -1, where=None):
     """log(softmax(x)) over `axis`, computed as x - max - log(sum(exp(x - max))).
 
-    Same arguments, dtypes, errors and backends as `softmax`; matches `jax.nn.log_softmax`.
+    Same arguments, dtypes, errors and backends as `softmax`; matches `jax.nn.log_softmax`
+    (masked-out elements of `where` give -inf).
     """
-    return _softmax(x, axis, log=True)
+    return _softmax(x, axis, log=True, where=where)

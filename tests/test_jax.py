@@ -64,10 +64,92 @@ def test_bad_arguments():
         mj.softmax(x, (1, -1))
     with pytest.raises(TypeError, match="axis must be an int"):
         mj.softmax(x, 1.5)
+    with pytest.raises(TypeError, match="where must be a boolean array"):
+        mj.softmax(x, where=jnp.ones((3, 4), jnp.int32))
+    with pytest.raises(ValueError, match=r"where has shape \(4, 3\), .* x's shape \(3, 4\)"):
+        mj.softmax(x, where=jnp.ones((4, 3), bool))
+    with pytest.raises(ValueError, match=r"where has shape \(2, 3, 4\)"):
+        mj.log_softmax(x, where=jnp.ones((2, 3, 4), bool))  # no broadcasting x up
     with pytest.raises(TypeError, match="complex64"):
         mj.softmax(x.astype(jnp.complex64))
     with pytest.raises(ValueError, match="0 dimensions"):
         mj.softmax(jnp.float32(1.0))
+
+
+@pytest.mark.parametrize("ops", OPS, ids=OP_IDS)
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16], ids=lambda d: jnp.dtype(d).name)
+def test_axis_none(ops, dtype):
+    """axis=None: every axis, as jax.nn; a 0-d array is one slice of one value."""
+    ours, theirs, log = ops
+    x = randn(3, 5, 7, dtype=dtype, seed=12)
+    ref.assert_close(np.asarray(ours(x, None), np.float64), ref.softmax(np.asarray(x, np.float64), None, log),
+                     jnp.dtype(dtype).name)
+    for v in (1.5, -2e30, np.nan, np.inf, -np.inf):
+        got, expected = ours(jnp.float32(v), None), theirs(jnp.float32(v), None)
+        assert got.shape == () and got.dtype == jnp.float32
+        np.testing.assert_array_equal(got, expected, err_msg=f"x={v}")
+
+
+def _masks(shape, seed):
+    """Boolean masks for an (M, N) x: random with a fully masked row and a single survivor,
+    and broadcast ones, (1, N) and (M, 1)."""
+    rng = np.random.default_rng(seed)
+    m = rng.random(shape) < 0.6
+    m[0] = False
+    m[1] = False
+    m[1, shape[1] // 2] = True
+    col = rng.random((1, shape[1])) < 0.5
+    row = np.ones((shape[0], 1), bool)
+    row[2] = False
+    return {"random": m, "(1, N)": col, "(M, 1)": row}
+
+
+@pytest.mark.parametrize("ops", OPS, ids=OP_IDS)
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16, jnp.float64], ids=lambda d: jnp.dtype(d).name)
+def test_where_matches_jax(ops, dtype):
+    """where=: masked-out values take no part, their outputs are 0 (log_softmax: -inf), a fully
+    masked slice gives 0 (-inf); every axis choice, against jax.nn in float64."""
+    ours, theirs, log = ops
+    x = randn(6, 40, dtype=dtype, seed=13)
+    x64 = jnp.asarray(x, jnp.float64)
+    x_before = np.array(x)
+    for name, m in _masks(x.shape, 14).items():
+        for axis in (-1, 0, None, (0, 1)):
+            got = ours(x, axis, where=m)
+            expected = theirs(x64, axis, where=m)
+            assert got.shape == x.shape and got.dtype == x.dtype
+            what = f"where {name} axis={axis}"
+            ref.assert_close(np.asarray(got, np.float64), expected, jnp.dtype(dtype).name, what)
+            masked = ~np.broadcast_to(m, x.shape)
+            assert np.all(np.asarray(got, np.float64)[masked] == (-np.inf if log else 0.0)), what
+    jitted = jax.jit(lambda t, mask: ours(t, -1, where=mask))
+    ref.assert_close(np.asarray(jitted(x, m), np.float64), theirs(x64, -1, where=m), jnp.dtype(dtype).name)
+    np.testing.assert_array_equal(np.array(x), x_before)
+
+
+@pytest.mark.parametrize("ops", OPS, ids=OP_IDS)
+def test_where_gradients(ops):
+    """Gradients with where=: zero at masked-out values and over fully masked slices (no NaN),
+    equal to jax.nn's, to second order; under vmap too."""
+    ours, theirs, _ = ops
+    x = randn(6, 30, dtype=jnp.float64, seed=15)
+    w = randn(6, 30, dtype=jnp.float64, seed=16)
+    for name, m in _masks(x.shape, 17).items():
+        def loss(f, t, mask=m):
+            return jnp.sum(jnp.where(mask, f(t, -1, where=mask), 0.0) * w)
+
+        g, g_ref = jax.grad(lambda t: loss(ours, t))(x), jax.grad(lambda t: loss(theirs, t))(x)
+        assert np.all(np.isfinite(g)), name
+        assert np.all(np.asarray(g)[~np.broadcast_to(m, x.shape)] == 0.0), name
+        ref.assert_close(g, g_ref, "float64", name)
+        hvp = jax.grad(lambda t: jnp.sum(jax.grad(lambda u: loss(ours, u))(t) ** 2))(x)
+        hvp_ref = jax.grad(lambda t: jnp.sum(jax.grad(lambda u: loss(theirs, u))(t) ** 2))(x)
+        assert np.all(np.isfinite(hvp)), name
+        ref.assert_close(hvp, hvp_ref, "float64", f"grad of grad, {name}")
+    m = _masks(x.shape, 17)["random"][2:]  # no fully masked row: finite differences are smooth
+    check_grads(lambda t: jnp.where(m, ours(t, -1, where=m), 0.0), (x[2:],), order=2, modes=["rev"])
+    batched = jax.vmap(lambda t, mask: ours(t, -1, where=mask))(x.reshape(2, 3, 30), m.reshape(2, 2, 30)[:, :1])
+    ref.assert_close(batched, theirs(x.reshape(2, 3, 30), -1, where=m.reshape(2, 2, 30)[:, :1]), "float64")
 
 
 @pytest.mark.parametrize("ops", OPS, ids=OP_IDS)
