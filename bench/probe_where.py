@@ -1,14 +1,19 @@
 """Probe: the JAX adapter's `where=` (masked softmax) against jax.nn.softmax's, by the benchmark's clock.
 
-multisoftmax.jax runs `where=` as two elementwise XLA passes around its kernels (x masked with -inf
-before, the output masked after); XLA fuses jax.nn.softmax's mask into its own reduction and
-elementwise kernels. This times, jitted (bench/timing.py: a chain of calls on rotating input copies,
-the kernels' GPU time summed): the forward and the backward (the vjp pullback, from a forward outside
-the timed function) of both, masked and unmasked, and checks the masked outputs against each other.
-GB/s count x and y (backward: y, dy, dx) alone, as the benchmark does: a broadcast mask is small.
+The kernels take no mask. `multisoftmax.jax.softmax(x, axis, where=m)` runs jax.nn's masked forward
+(XLA fuses the mask into its own kernels; 16-bit x computed in float32) and the Triton backward kernel
+from saved y. This times, jitted (bench/timing.py: a chain of calls on rotating input copies, the
+kernels' GPU time summed), the forward and the backward (the vjp pullback, from a forward outside the
+timed function) of:
+  * ms-jax where: multisoftmax.jax with where=;
+  * around: the kernels with the mask applied around them, jnp.where(m, f(jnp.where(m, x, -inf)), 0)
+    (log_softmax: -inf), two elementwise XLA passes (the JAX adapter's first where=, at 5ead106);
+  * xla where: jax.nn.softmax / log_softmax with where=, as is;
+and checks the first two against the third. GB/s count x and y (backward: y, dy, dx) alone, as the
+benchmark does: the masks here are broadcast over rows and small.
 
 Cases: a causal mask (S, S) over a batch of attention rows (B, S, S); a vocabulary mask (1, V) over
-logits (M, V); a mask as large as x, (M, N) random (its bytes are not counted).
+logits (M, V).
 
     python bench/probe_where.py [--dtypes bfloat16,float32]
 """
@@ -31,14 +36,20 @@ import timing  # noqa: E402
 L2_BYTES = 50 * 2**20  # H100
 
 
-def cases():
+def cases(dtype):
     rng = np.random.default_rng(0)
     causal = np.tril(np.ones((2048, 2048), bool))
     vocab = rng.random((1, 32000)) < 0.9
-    full = rng.random((4096, 4096)) < 0.5
-    return [("causal (2048, 2048)", (32, 2048, 2048), causal),
-            ("vocabulary (1, 32000)", (4096, 32000), vocab),
-            ("random (4096, 4096)", (4096, 4096), full)]
+    batch = 16 if dtype != "float32" else 8  # 128 MB of x
+    return [("causal (2048, 2048)", (batch, 2048, 2048), causal), ("vocabulary (1, 32000)", (4096, 32000), vocab)]
+
+
+def variants(log: bool):
+    ours, theirs = (mj.log_softmax, jax.nn.log_softmax) if log else (mj.softmax, jax.nn.softmax)
+    fill = -jnp.inf if log else 0.0
+    return {"ms-jax where": lambda a, m: ours(a, -1, where=m),
+            "around": lambda a, m: jnp.where(m, ours(jnp.where(m, a, -jnp.inf), -1), fill),
+            "xla where": lambda a, m: theirs(a, -1, where=m)}
 
 
 def main():
@@ -48,30 +59,32 @@ def main():
     copy = timing.copy_bandwidth(True) if _torch_cuda() else float("nan")
     print(f"{jax.devices()[0].device_kind}  copy {copy:.0f} GB/s  jax {jax.__version__}", flush=True)
     for dtype in args.dtypes.split(","):
-        for name, shape, mask in cases():
-            key = jax.random.PRNGKey(0)
-            x = (jax.random.normal(key, shape, jnp.float32) * 3).astype(dtype)
+        for name, shape, mask in cases(dtype):
+            x = (jax.random.normal(jax.random.PRNGKey(0), shape, jnp.float32) * 3).astype(dtype)
             dy = jax.random.normal(jax.random.PRNGKey(1), shape, jnp.float32).astype(dtype)
             m = jnp.asarray(mask)
             nb = 2 * x.size * x.dtype.itemsize
-            line = []
-            outs = {}
-            for impl, f in (("ms-jax", mj.softmax), ("xla", jax.nn.softmax)):
-                for masked in (True, False):
-                    fn = (lambda a, f=f: f(a, -1, where=m)) if masked else (lambda a, f=f: f(a, -1))
-                    o, us, _, _ = timing.jax_time(fn, (x,), nb, gpu=True, l2_bytes=L2_BYTES)
-                    _, pull = jax.vjp(fn, x)
+            for log in (False, True):
+                line, outs = [], {}
+                for impl, f in variants(log).items():
+                    o, us, _, _ = timing.jax_time(f, (x, m), nb, gpu=True, l2_bytes=L2_BYTES)
+                    _, pull = jax.vjp(lambda a, f=f: f(a, m), x)
                     do, us_b, _, _ = timing.jax_time(lambda d, pull=pull: pull(d)[0], (dy,), 1.5 * nb, gpu=True,
                                                      l2_bytes=L2_BYTES)
-                    if masked:
-                        outs[impl] = (o, do)
-                    tag = f"{impl}{' where' if masked else ''}"
-                    line.append(f"{tag} {us:7.1f} us {nb / us / 1e3:5.0f} GB/s, bwd {us_b:7.1f} us "
+                    outs[impl] = (o, do)
+                    line.append(f"{impl} {us:6.1f} us {nb / us / 1e3:5.0f} GB/s, bwd {us_b:6.1f} us "
                                 f"{1.5 * nb / us_b / 1e3:5.0f} GB/s")
-            diffs = [float(jnp.max(jnp.abs(a.astype(jnp.float32) - b.astype(jnp.float32))))
-                     for a, b in zip(outs["ms-jax"], outs["xla"])]
-            print(f"{dtype:8s} {'x'.join(map(str, shape)):14s} {name:22s} | " + " | ".join(line)
-                  + f" | max |ms-jax - xla| masked: y {diffs[0]:.2e} dx {diffs[1]:.2e}", flush=True)
+                diffs = []
+                for impl in ("ms-jax where", "around"):
+                    for a, b in zip(outs[impl], outs["xla where"]):
+                        a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+                        both = np.isfinite(a) & np.isfinite(b)
+                        same = np.array_equal(np.isfinite(a), np.isfinite(b))
+                        diffs.append(f"{np.max(np.abs(a[both] - b[both])):.1e}{'' if same else ' (!inf)'}")
+                op = "log_softmax" if log else "softmax"
+                print(f"{dtype:8s} {'x'.join(map(str, shape)):14s} {name:22s} {op:11s} | " + " | ".join(line)
+                      + f" | max |diff| vs xla where (y, dx): ms-jax {diffs[0]}, {diffs[1]}; around {diffs[2]}, "
+                      + f"{diffs[3]}", flush=True)
 
 
 def _torch_cuda() -> bool:

@@ -333,9 +333,9 @@ def _backward_derivatives(log, res, ddx, axis: int):
 
 
 def _differentiable(fwd_call, bwd_call, axis: int):
-    """softmax(x, log) through the kernel calls `fwd_call(log)` as a `jax.custom_vjp` whose
-    backward is `bwd_call(log)`'s kernel from saved y, itself a custom_vjp (closed-form
-    derivatives over `axis`), so that grad of grad works."""
+    """(softmax, backward): softmax(x, log) through the kernel calls `fwd_call(log)` as a
+    `jax.custom_vjp` whose backward is backward(y, dy, log), `bwd_call(log)`'s kernel from saved
+    y, itself a custom_vjp (closed-form derivatives over `axis`), so that grad of grad works."""
 
     @functools.partial(jax.custom_vjp, nondiff_argnums=(2,))
     def backward(y, dy, log):
@@ -353,11 +353,54 @@ def _differentiable(fwd_call, bwd_call, axis: int):
         return y, y
 
     softmax.defvjp(softmax_fwd, lambda log, y, dy: (backward(y, dy, log),))
-    return softmax
+    return softmax, backward
 
 
-_softmax_2d = _differentiable(_fwd_call, _bwd_call, -1)  # rows of (M, N) arrays
-_softmax_3d = _differentiable(_fwd_cols_call, _bwd_cols_call, 1)  # axis 1 of (B, N, T) arrays
+_softmax_2d, _backward_2d = _differentiable(_fwd_call, _bwd_call, -1)  # rows of (M, N) arrays
+_softmax_3d, _backward_3d = _differentiable(_fwd_cols_call, _bwd_cols_call, 1)  # axis 1 of (B, N, T) arrays
+
+
+def _on_views(op_2d, op_3d, axes: tuple, *arrays):
+    """op_3d(*views) on (B, N, T) views of `arrays` (all of one shape) where `axes` is one middle
+    axis (the columns kernels read it where it lies), else op_2d(*views) on (M, N) views with the
+    reduced axes moved last (a transpose; an identity permutation costs nothing); the result in
+    the arrays' shape."""
+    shape, ndim = arrays[0].shape, arrays[0].ndim
+    if len(axes) == 1 and axes[0] != ndim - 1 and shape[axes[0]] > 1 and math.prod(shape[axes[0] + 1:]) > 1:
+        a = axes[0]
+        B, N, T = math.prod(shape[:a]), shape[a], math.prod(shape[a + 1:])
+        return op_3d(*(t.reshape(B, N, T) for t in arrays)).reshape(shape)
+    perm = [a for a in range(ndim) if a not in axes] + list(axes)
+    moved = [jnp.transpose(t, perm) for t in arrays]
+    M = math.prod(moved[0].shape[: ndim - len(axes)])
+    out = op_2d(*(t.reshape(M, -1) for t in moved)).reshape(moved[0].shape)
+    return jnp.transpose(out, np.argsort(perm))
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(2, 3))
+def _masked(x, where, axes: tuple, log: bool):
+    """jax.nn's masked softmax (XLA fuses `where` into its own kernels) with the Triton backward
+    kernel from saved y: masked-out y is 0, so the softmax backward gives 0 there by itself; the
+    log_softmax's (y = -inf there) takes dy with its masked-out values zeroed first. 16-bit x is
+    computed in float32, as the kernels do (XLA fuses the conversions: no more bytes move)."""
+    acc = jnp.promote_types(x.dtype, jnp.float32)
+    f = jax.nn.log_softmax if log else jax.nn.softmax
+    return f(x.astype(acc), axes, where=where).astype(x.dtype)
+
+
+def _masked_fwd(x, where, axes, log):
+    y = _masked(x, where, axes, log)
+    return y, (y, where)
+
+
+def _masked_bwd(axes, log, res, dy):
+    y, where = res
+    if log:
+        dy = jnp.where(where, dy, jnp.zeros((), dy.dtype))
+    return _on_views(lambda a, b: _backward_2d(a, b, log), lambda a, b: _backward_3d(a, b, log), axes, y, dy), None
+
+
+_masked.defvjp(_masked_fwd, _masked_bwd)
 
 
 # --------------------------------------------------------------------------------------
@@ -415,20 +458,8 @@ def _softmax(x, axis, log: bool, where=None):
     if not _use_kernels() or x.size == 0:
         return jax.nn.log_softmax(x, axis, where=where) if log else jax.nn.softmax(x, axis, where=where)
     if where is not None:
-        # jax.nn's masking, around the kernels: masked-out values take no part (-inf: exp gives 0, the
-        # max skips them), and their outputs are 0 (log_softmax: -inf), fully masked slices included.
-        y = _softmax(jnp.where(where, x, -jnp.inf), axes, log)
-        return jnp.where(where, y, -jnp.inf if log else 0)
-    if len(axes) == 1 and axes[0] != x.ndim - 1 and x.shape[axes[0]] > 1 and math.prod(x.shape[axes[0] + 1:]) > 1:
-        # One middle axis: the columns kernels read x where it lies, as (B, N, T) (row-major).
-        a = axes[0]
-        B, N, T = math.prod(x.shape[:a]), x.shape[a], math.prod(x.shape[a + 1:])
-        return _softmax_3d(x.reshape(B, N, T), log).reshape(x.shape)
-    perm = [a for a in range(x.ndim) if a not in axes] + list(axes)  # reduced axes last
-    xt = jnp.transpose(x, perm)  # an identity permutation costs nothing
-    M = math.prod(xt.shape[: x.ndim - len(axes)])
-    y = _softmax_2d(xt.reshape(M, -1), log).reshape(xt.shape)
-    return jnp.transpose(y, np.argsort(perm))
+        return _masked(x, jnp.broadcast_to(where, x.shape), axes, log)
+    return _on_views(lambda t: _softmax_2d(t, log), lambda t: _softmax_3d(t, log), axes, x)
 
 
 def softmax(x, axis: int | tuple[int, ...] | None = -1, where=None):
@@ -443,8 +474,9 @@ def softmax(x, axis: int | tuple[int, ...] | None = -1, where=None):
         where: None, or a boolean array that broadcasts to x's shape: the elements that take
             part, as jax.nn.softmax's `where`. Masked-out elements take no part in the max
             and the sum, and their outputs are 0 (log_softmax: -inf); a fully masked slice
-            gives 0 (-inf), and a zero gradient. It costs two elementwise XLA passes around
-            the kernels (x masked with -inf before, the output masked after).
+            gives 0 (-inf), and a zero gradient. The kernels take no mask: the forward is
+            jax.nn.softmax's own (XLA fuses the mask into its kernels; masking x and y around
+            ours measured slower, bench/probe_where.py), the backward our kernel from saved y.
     Returns:
         An array of x's shape and (promoted) dtype. Differentiable by jax.grad / jax.vjp
         (backward: the Triton backward kernel, from saved y), batchable by jax.vmap,

@@ -16,6 +16,8 @@ Triton itself; whenever a launch hook is set (profilers) the ordinary path is ta
 
 from __future__ import annotations
 
+import threading
+
 from . import kernels
 
 # (id(launch), dtype, device index, pointer alignments) -> (launch, compiled kernel, constexprs)
@@ -26,6 +28,11 @@ _COUNTERS: dict = {}
 # The same for TAG's words ("sync" outputs), which the kernels leave fit for the next launch
 # (kernels/softmax.py, TAG) but not zero: a pool of their own.
 _SYNCS: dict = {}
+# Triton's interpreter patches triton.language's functions while a kernel runs and restores them
+# after, process-wide, so two kernels interpreted at once on two threads break each other ("Did you
+# forget to add @triton.jit ?"). XLA's CPU runtime runs the JAX adapter's pure_callbacks on threads
+# of its own, several at once; interpreted launches therefore take turns.
+_INTERPRETER_LOCK = threading.Lock()
 
 
 def execute(launches, buffers: dict, call):
@@ -68,7 +75,8 @@ def torch_call(launch, inputs, buffers, io_dtype, device, out=None):
     if cuda:
         launch_compiled(launch, inputs, outs, io_dtype, device.index)
     else:
-        kernels.get(launch.kernel)[launch.grid](*inputs, *launch.scalars, *outs, **launch.kwargs)
+        with _INTERPRETER_LOCK:
+            kernels.get(launch.kernel)[launch.grid](*inputs, *launch.scalars, *outs, **launch.kwargs)
     return outs
 
 

@@ -152,6 +152,29 @@ def test_where_gradients(ops):
     ref.assert_close(batched, theirs(x.reshape(2, 3, 30), -1, where=m.reshape(2, 2, 30)[:, :1]), "float64")
 
 
+def test_where_backward_runs_the_kernels(monkeypatch):
+    """With where=, the forward is jax.nn's masked softmax and the backward the Triton backward
+    kernels (rows, and the columns kernels for one middle axis), from saved y."""
+    seen = []
+    real = mj._execute
+
+    def recording(launches, buffers, io_dtype):
+        seen.extend(l.kernel for l in launches)
+        return real(launches, buffers, io_dtype)
+
+    monkeypatch.setattr(mj, "_execute", recording)
+    x = randn(4, 6, 9, dtype=jnp.float64, seed=18)
+    m = np.random.default_rng(19).random(x.shape) < 0.7
+    for ours, theirs, _ in OPS:
+        for axis in (-1, 1):
+            seen.clear()
+            g = jax.grad(lambda t: jnp.sum(jnp.where(m, ours(t, axis, where=m), 0.0) * x))(x)
+            g_ref = jax.grad(lambda t: jnp.sum(jnp.where(m, theirs(t, axis, where=m), 0.0) * x))(x)
+            assert seen and all("_bwd_" in k for k in seen), seen
+            assert any("cols" in k for k in seen) == (axis == 1), seen
+            ref.assert_close(g, g_ref, "float64", f"axis={axis}")
+
+
 @pytest.mark.parametrize("ops", OPS, ids=OP_IDS)
 def test_check_grads(ops):
     ours, _, _ = ops
@@ -447,6 +470,29 @@ def test_kernels_run_not_the_native_op(monkeypatch):
     monkeypatch.undo()
     ref.assert_close(y, expected, "float32")
     assert np.isfinite(np.asarray(g)).all()
+
+
+def test_concurrent_calls_in_one_program():
+    """Many calls in one jitted program, which XLA's CPU runtime runs on several threads at once
+    (through the interpreter: launch._INTERPRETER_LOCK), forward and backward, match jax.nn."""
+    xs = tuple(randn(2, 16, 16, seed=20 + i) for i in range(4))
+    _, pull = jax.vjp(mj.softmax, xs[0])
+    _, pull_ref = jax.vjp(jax.nn.softmax, xs[0])
+
+    def chain(f, sets):
+        outs, prev = [], None
+        for i in range(20):
+            a = sets[i % 4]
+            if prev is not None:  # as bench/timing.py's chains
+                prev, a = jax.lax.optimization_barrier((prev, a))
+            prev = f(a)
+            outs.append(prev)
+        return outs
+
+    for ours, theirs in ((mj.log_softmax, jax.nn.log_softmax), (lambda d: pull(d)[0], lambda d: pull_ref(d)[0])):
+        got = jax.jit(lambda s: chain(ours, s))(xs)
+        expected = chain(theirs, xs)
+        jax.tree.map(lambda a, b: ref.assert_close(a, b, "float32"), got, expected)
 
 
 def test_cpu_default_is_native(monkeypatch):
