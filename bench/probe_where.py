@@ -1,11 +1,11 @@
 """Probe: the JAX adapter's `where=` (masked softmax) against jax.nn.softmax's, by the benchmark's clock.
 
-The kernels take no mask. `multisoftmax.jax.softmax(x, axis, where=m)` runs jax.nn's masked forward
-(XLA fuses the mask into its own kernels; 16-bit x computed in float32) and the Triton backward kernel
-from saved y. This times, jitted (bench/timing.py: a chain of calls on rotating input copies, the
+The kernels take no mask. `multisoftmax.jax.softmax(x, axis, where=m)` runs its forward through XLA,
+jnp.where(m, jax.nn.softmax(jnp.where(m, x, -inf)), 0) in float32 (XLA fuses the masking into its own
+softmax kernels), and its backward through the Triton backward kernel from saved y. This times, jitted (bench/timing.py: a chain of calls on rotating input copies, the
 kernels' GPU time summed), the forward and the backward (the vjp pullback, from a forward outside the
 timed function) of:
-  * ms-jax where: multisoftmax.jax with where=;
+  * ms-jax where: multisoftmax.jax with where= (since ca45b03);
   * around: the kernels with the mask applied around them, jnp.where(m, f(jnp.where(m, x, -inf)), 0)
     (log_softmax: -inf), two elementwise XLA passes (the JAX adapter's first where=, at 5ead106);
   * xla where: jax.nn.softmax / log_softmax with where=, as is;
@@ -15,7 +15,7 @@ benchmark does: the masks here are broadcast over rows and small.
 Cases: a causal mask (S, S) over a batch of attention rows (B, S, S); a vocabulary mask (1, V) over
 logits (M, V).
 
-    python bench/probe_where.py [--dtypes bfloat16,float32]
+    python bench/probe_where.py [--dtypes bfloat16,float32] [--variants "ms-jax where,around,xla where"]
 """
 
 from __future__ import annotations
@@ -55,7 +55,9 @@ def variants(log: bool):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dtypes", default="bfloat16,float32")
+    ap.add_argument("--variants", default="ms-jax where,around,xla where")
     args = ap.parse_args()
+    chosen = args.variants.split(",")
     copy = timing.copy_bandwidth(True) if _torch_cuda() else float("nan")
     print(f"{jax.devices()[0].device_kind}  copy {copy:.0f} GB/s  jax {jax.__version__}", flush=True)
     for dtype in args.dtypes.split(","):
@@ -67,6 +69,8 @@ def main():
             for log in (False, True):
                 line, outs = [], {}
                 for impl, f in variants(log).items():
+                    if impl not in chosen:
+                        continue
                     o, us, _, _ = timing.jax_time(f, (x, m), nb, gpu=True, l2_bytes=L2_BYTES)
                     _, pull = jax.vjp(lambda a, f=f: f(a, m), x)
                     do, us_b, _, _ = timing.jax_time(lambda d, pull=pull: pull(d)[0], (dy,), 1.5 * nb, gpu=True,
@@ -76,8 +80,11 @@ def main():
                                 f"{1.5 * nb / us_b / 1e3:5.0f} GB/s")
                 diffs = []
                 for impl in ("ms-jax where", "around"):
-                    for a, b in zip(outs[impl], outs["xla where"]):
+                    for a, b in zip(outs.get(impl, (np.nan, np.nan)), outs.get("xla where", (np.nan, np.nan))):
                         a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+                        if a.shape != b.shape:  # a variant left out
+                            diffs.append("-")
+                            continue
                         both = np.isfinite(a) & np.isfinite(b)
                         same = np.array_equal(np.isfinite(a), np.isfinite(b))
                         diffs.append(f"{np.max(np.abs(a[both] - b[both])):.1e}{'' if same else ' (!inf)'}")

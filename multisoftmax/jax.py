@@ -379,13 +379,20 @@ def _on_views(op_2d, op_3d, axes: tuple, *arrays):
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(2, 3))
 def _masked(x, where, axes: tuple, log: bool):
-    """jax.nn's masked softmax (XLA fuses `where` into its own kernels) with the Triton backward
-    kernel from saved y: masked-out y is 0, so the softmax backward gives 0 there by itself; the
-    log_softmax's (y = -inf there) takes dy with its masked-out values zeroed first. 16-bit x is
-    computed in float32, as the kernels do (XLA fuses the conversions: no more bytes move)."""
+    """jax.nn's masked softmax, forward, with the Triton backward kernel from saved y.
+
+    The kernels take no mask, and XLA cannot fuse anything into a custom call, so masking x and y
+    around them costs two more passes over memory. The forward is therefore XLA's: x masked with
+    -inf, then jax.nn's unmasked softmax, then the output masked (0; log_softmax: -inf), which XLA
+    fuses into its own softmax kernels, in float32 for 16-bit x (as the kernels compute). That is
+    jax.nn's `where` exactly: masked-out values add exp(-inf) = 0 to the sum and never win the max,
+    and fully masked slices (NaN inside) come out 0. The backward is ours: masked-out y is 0, so the
+    softmax backward gives 0 there by itself; the log_softmax's (y = -inf there) takes dy with its
+    masked-out values zeroed first. bench/probe_where.py times the three ways."""
     acc = jnp.promote_types(x.dtype, jnp.float32)
     f = jax.nn.log_softmax if log else jax.nn.softmax
-    return f(x.astype(acc), axes, where=where).astype(x.dtype)
+    y = f(jnp.where(where, x.astype(acc), -jnp.inf), axes)
+    return jnp.where(where, y, -jnp.inf if log else 0.0).astype(x.dtype)
 
 
 def _masked_fwd(x, where, axes, log):
@@ -474,9 +481,10 @@ def softmax(x, axis: int | tuple[int, ...] | None = -1, where=None):
         where: None, or a boolean array that broadcasts to x's shape: the elements that take
             part, as jax.nn.softmax's `where`. Masked-out elements take no part in the max
             and the sum, and their outputs are 0 (log_softmax: -inf); a fully masked slice
-            gives 0 (-inf), and a zero gradient. The kernels take no mask: the forward is
-            jax.nn.softmax's own (XLA fuses the mask into its kernels; masking x and y around
-            ours measured slower, bench/probe_where.py), the backward our kernel from saved y.
+            gives 0 (-inf), and a zero gradient. The kernels take no mask: the forward is XLA's
+            softmax with the mask fused around it (float32 for 16-bit x; masking x and y around
+            our kernels measured slower, bench/probe_where.py), the backward our kernel from
+            saved y.
     Returns:
         An array of x's shape and (promoted) dtype. Differentiable by jax.grad / jax.vjp
         (backward: the Triton backward kernel, from saved y), batchable by jax.vmap,
