@@ -2,7 +2,8 @@
 
 The kernels take no mask. `multisoftmax.jax.softmax(x, axis, where=m)` runs its forward through XLA,
 jnp.where(m, jax.nn.softmax(jnp.where(m, x, -inf)), 0) in float32 (XLA fuses the masking into its own
-softmax kernels), and its backward through the Triton backward kernel from saved y. This times, jitted (bench/timing.py: a chain of calls on rotating input copies, the
+softmax kernels), and its backward through the Triton backward kernel from saved y (the log_softmax's
+through XLA, in float32, since f1ba5be). This times, jitted (bench/timing.py: a chain of calls on rotating input copies, the
 kernels' GPU time summed), the forward and the backward (the vjp pullback, from a forward outside the
 timed function) of:
   * ms-jax where: multisoftmax.jax with where= (since ca45b03);
@@ -16,6 +17,7 @@ Cases: a causal mask (S, S) over a batch of attention rows (B, S, S); a vocabula
 logits (M, V).
 
     python bench/probe_where.py [--dtypes bfloat16,float32] [--variants "ms-jax where,around,xla where"]
+                                [--ops softmax,log_softmax]
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dtypes", default="bfloat16,float32")
     ap.add_argument("--variants", default="ms-jax where,around,xla where")
+    ap.add_argument("--ops", default="softmax,log_softmax")
     args = ap.parse_args()
     chosen = args.variants.split(",")
     copy = timing.copy_bandwidth(True) if _torch_cuda() else float("nan")
@@ -66,7 +69,7 @@ def main():
             dy = jax.random.normal(jax.random.PRNGKey(1), shape, jnp.float32).astype(dtype)
             m = jnp.asarray(mask)
             nb = 2 * x.size * x.dtype.itemsize
-            for log in (False, True):
+            for log in [op == "log_softmax" for op in args.ops.split(",")]:
                 line, outs = [], {}
                 for impl, f in variants(log).items():
                     if impl not in chosen:

@@ -386,9 +386,10 @@ def _masked(x, where, axes: tuple, log: bool):
     -inf, then jax.nn's unmasked softmax, then the output masked (0; log_softmax: -inf), which XLA
     fuses into its own softmax kernels, in float32 for 16-bit x (as the kernels compute). That is
     jax.nn's `where` exactly: masked-out values add exp(-inf) = 0 to the sum and never win the max,
-    and fully masked slices (NaN inside) come out 0. The backward is ours: masked-out y is 0, so the
-    softmax backward gives 0 there by itself; the log_softmax's (y = -inf there) takes dy with its
-    masked-out values zeroed first. bench/probe_where.py times the three ways."""
+    and fully masked slices (NaN inside) come out 0. The softmax backward is ours: masked-out y is 0,
+    so it gives 0 there by itself. The log_softmax's (y = -inf there) needs dy's masked-out values
+    zeroed first, a pass of its own before our kernel, slower than XLA fusing the whole backward:
+    that one is XLA's, in float32. bench/probe_where.py times these choices (results/h100/)."""
     acc = jnp.promote_types(x.dtype, jnp.float32)
     f = jax.nn.log_softmax if log else jax.nn.softmax
     y = f(jnp.where(where, x.astype(acc), -jnp.inf), axes)
@@ -402,8 +403,11 @@ def _masked_fwd(x, where, axes, log):
 
 def _masked_bwd(axes, log, res, dy):
     y, where = res
-    if log:
-        dy = jnp.where(where, dy, jnp.zeros((), dy.dtype))
+    if log:  # XLA's, in float32: dy's masked-out values zeroed, then dy - exp(y) * sum(dy), fused
+        acc = jnp.promote_types(dy.dtype, jnp.float32)
+        dy = jnp.where(where, dy.astype(acc), 0.0)
+        dx = jnp.where(where, dy - jnp.exp(y.astype(acc)) * jnp.sum(dy, axes, keepdims=True), 0.0)
+        return dx.astype(y.dtype), None
     return _on_views(lambda a, b: _backward_2d(a, b, log), lambda a, b: _backward_3d(a, b, log), axes, y, dy), None
 
 
@@ -483,8 +487,8 @@ def softmax(x, axis: int | tuple[int, ...] | None = -1, where=None):
             and the sum, and their outputs are 0 (log_softmax: -inf); a fully masked slice
             gives 0 (-inf), and a zero gradient. The kernels take no mask: the forward is XLA's
             softmax with the mask fused around it (float32 for 16-bit x; masking x and y around
-            our kernels measured slower, bench/probe_where.py), the backward our kernel from
-            saved y.
+            our kernels measured slower, bench/probe_where.py); the backward is our kernel from
+            saved y (log_softmax: XLA's, in float32, which measured faster with a mask).
     Returns:
         An array of x's shape and (promoted) dtype. Differentiable by jax.grad / jax.vjp
         (backward: the Triton backward kernel, from saved y), batchable by jax.vmap,
