@@ -125,6 +125,14 @@ def test_where_matches_jax(ops, dtype):
     jitted = jax.jit(lambda t, mask: ours(t, -1, where=mask))
     ref.assert_close(np.asarray(jitted(x, m), np.float64), theirs(x64, -1, where=m), jnp.dtype(dtype).name)
     np.testing.assert_array_equal(np.array(x), x_before)
+    # the backward from saved y against float64 (log_softmax: dy's masked-out values take no part)
+    dy = randn(*x.shape, dtype=dtype, seed=15, scale=1.0)
+    y, pull = jax.vjp(lambda t: ours(t, -1, where=m), x)
+    y64, dy64 = np.asarray(y, np.float64), np.where(m, np.asarray(dy, np.float64), 0.0)
+    with np.errstate(invalid="ignore"):
+        expected = np.where(m, ref.softmax_backward(y64, dy64, -1, log), 0.0)
+    ref.assert_close(np.asarray(pull(dy)[0], np.float64), expected, jnp.dtype(dtype).name, "backward",
+                     scale_atol=ref.backward_scale(y64, dy64, -1, log))
 
 
 @pytest.mark.parametrize("ops", OPS, ids=OP_IDS)
