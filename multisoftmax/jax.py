@@ -379,7 +379,7 @@ def _on_views(op_2d, op_3d, axes: tuple, *arrays):
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(2, 3))
 def _masked(x, where, axes: tuple, log: bool):
-    """jax.nn's masked softmax, forward, with the Triton backward kernel from saved y.
+    """jax.nn's masked softmax: the forward through XLA, the softmax backward the Triton kernel.
 
     The kernels take no mask, and XLA cannot fuse anything into a custom call, so masking x and y
     around them costs two more passes over memory. The forward is therefore XLA's: x masked with

@@ -158,6 +158,14 @@ def test_where_gradients(ops):
     check_grads(lambda t: jnp.where(m, ours(t, -1, where=m), 0.0), (x[2:],), order=2, modes=["rev"])
     batched = jax.vmap(lambda t, mask: ours(t, -1, where=mask))(x.reshape(2, 3, 30), m.reshape(2, 2, 30)[:, :1])
     ref.assert_close(batched, theirs(x.reshape(2, 3, 30), -1, where=m.reshape(2, 2, 30)[:, :1]), "float64")
+    masks = np.random.default_rng(21).random((3, 6, 30)) < 0.6
+    masks[0, 0] = False  # a fully masked row in one batch element
+
+    def batched_grad(f):
+        return jax.jit(jax.vmap(jax.grad(lambda t, mask: jnp.sum(jnp.where(mask, f(t, -1, where=mask), 0.0) * t))))
+
+    xs = jnp.stack([x, 2 * x, -x])
+    ref.assert_close(batched_grad(ours)(xs, masks), batched_grad(theirs)(xs, masks), "float64", "jit(vmap(grad))")
 
 
 def test_where_backward_runs_the_kernels(monkeypatch):
