@@ -524,6 +524,9 @@ def test_cpu_default_is_native(monkeypatch):
     monkeypatch.setattr(jax.nn, "softmax", lambda *a, **k: calls.append(1) or native(*a, **k))
     mj.softmax(randn(3, 10))
     assert calls == [1]
+    x, m = randn(3, 10), np.arange(10) % 3 > 0  # where= passes through, broadcast
+    np.testing.assert_array_equal(mj.softmax(x, None, where=m), native(x, None, where=m))
+    assert calls == [1, 1]
 
 
 @pytest.mark.parametrize("ops", OPS, ids=OP_IDS)
