@@ -167,8 +167,8 @@ Triton's maxnreg at the plan's own registers a thread (`capped`).
     python bench/probe_coop.py --pack-mid > bench/results/h100/probe_pack_mid.log
     python bench/probe_coop.py --pack-mid2 > bench/results/h100/probe_pack_mid2.log
 
-the 16-bit softmax backward on rows of 9 to 31 chunks with PACK flipped (`pack_mid`;
-dispatch.py's COOP_PACK_MIN_CHUNKS).
+the 16-bit softmax backward on rows of 4 to 31 chunks (and, --pack-mid2, peeled rows and small
+grids) with PACK flipped (`pack_mid`; dispatch.py's COOP_PACK_MIN_CHUNKS, 32 when these ran).
 
     python bench/probe_coop.py --scan > bench/results/h100/probe_scan.log
     python bench/probe_coop.py --mid16 --mid16b ... --mid16e > bench/results/h100/probe_mid16.log
@@ -1740,9 +1740,10 @@ PACK_MID2_SHAPES = [(2048, 65536), (4096, 32768), (4096, 32000), (4559, 29440), 
 
 
 def pack_mid(sms, shapes=PACK_MID_SHAPES, dtypes=("bfloat16", "float16")):
-    """dispatch's 16-bit cooperative softmax backward on rows of 9 to 31 chunks of 8192 values, which
-    COOP_PACK_MIN_CHUNKS leaves unpacked (80 registers a thread: 3 programs an SM; packed 60-63: 4),
-    against the same plan with PACK flipped, twice each, by the benchmark's clock."""
+    """dispatch's 16-bit cooperative softmax backward on `shapes` against the same plan with PACK
+    flipped (unpacked: 80 registers a thread, 3 programs an SM; packed 60-63: 4), twice each, by
+    the benchmark's clock. The logs ran with COOP_PACK_MIN_CHUNKS at 32, dispatch's plan unpacked
+    on rows of fewer chunks; since 332263d (4) it packs the unpeeled ones, and the flip unpacks."""
     for dtype in dtypes:
         for M, N in shapes:
             plan, _ = _dispatch_plan(M, N, dtype, "bwd", sms)

@@ -126,6 +126,7 @@ def test_where_matches_jax(ops, dtype):
     ref.assert_close(np.asarray(jitted(x, m), np.float64), theirs(x64, -1, where=m), jnp.dtype(dtype).name)
     np.testing.assert_array_equal(np.array(x), x_before)
     # the backward from saved y against float64 (log_softmax: dy's masked-out values take no part)
+    m = _masks(x.shape, 14)["random"]  # a fully masked row, a row of one survivor
     dy = randn(*x.shape, dtype=dtype, seed=15, scale=1.0)
     y, pull = jax.vjp(lambda t: ours(t, -1, where=m), x)
     y64, dy64 = np.asarray(y, np.float64), np.where(m, np.asarray(dy, np.float64), 0.0)
