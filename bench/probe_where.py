@@ -1,23 +1,28 @@
 """Probe: the JAX adapter's `where=` (masked softmax) against jax.nn.softmax's, by the benchmark's clock.
 
-The kernels take no mask. `multisoftmax.jax.softmax(x, axis, where=m)` runs its forward through XLA,
-jnp.where(m, jax.nn.softmax(jnp.where(m, x, -inf)), 0) in float32 (XLA fuses the masking into its own
-softmax kernels), and its backward through the Triton backward kernel from saved y (the log_softmax's
-through XLA, in float32, since f1ba5be). This times, jitted (bench/timing.py: a chain of calls on rotating input copies, the
-kernels' GPU time summed), the forward and the backward (the vjp pullback, from a forward outside the
-timed function) of:
-  * ms-jax where: multisoftmax.jax with where= (since ca45b03);
-  * around: the kernels with the mask applied around them, jnp.where(m, f(jnp.where(m, x, -inf)), 0)
-    (log_softmax: -inf), two elementwise XLA passes (the JAX adapter's first where=, at 5ead106);
+`multisoftmax.jax.softmax(x, axis, where=m)` over the trailing axes runs the where kernels
+(kernels/where.py: the mask read beside x where it lies), the forward for rows of at most
+dispatch.WHERE_MAX_N values, the backward of at most WHERE_BWD_MAX_N; elsewhere its forward is XLA's,
+jnp.where(m, jax.nn.softmax(jnp.where(m, x, -inf)), 0) in float32, and its backward the unmasked
+Triton kernel from saved y (the log_softmax's XLA's, in float32). This times, jitted
+(bench/timing.py: a chain of calls on rotating input copies, the kernels' GPU time summed), the
+forward and the backward (the vjp pullback, from a forward outside the timed function) of:
+  * ms-jax where: multisoftmax.jax with where=, as dispatched (dispatch.WHERE_SKIP);
+  * ms-jax skip / ms-jax vec: the same with the where kernels' SKIP forced on / off (SKIP reads only
+    the kept values, one at a time; else whole rows in 16-byte vectors);
+  * xla path: multisoftmax.jax with the where kernels turned off (the XLA forward above; the adapter
+    from f1ba5be to 5239573);
+  * around: the unmasked kernels with the mask applied around them, jnp.where(m, f(jnp.where(m, x,
+    -inf)), 0) (log_softmax: -inf), two elementwise XLA passes (the JAX adapter's first where=, 5ead106);
   * xla where: jax.nn.softmax / log_softmax with where=, as is;
-and checks the first two against the third. GB/s count x and y (backward: y, dy, dx) alone, as the
+and checks the others against the last. GB/s count x and y (backward: y, dy, dx) alone, as the
 benchmark does: the masks here are broadcast over rows and small.
 
 Cases: a causal mask (S, S) over a batch of attention rows (B, S, S); a vocabulary mask (1, V) over
 logits (M, V).
 
-    python bench/probe_where.py [--dtypes bfloat16,float32] [--variants "ms-jax where,around,xla where"]
-                                [--ops softmax,log_softmax]
+    python bench/probe_where.py [--dtypes bfloat16,float32] [--cases causal,vocabulary]
+                                [--variants "ms-jax where,xla where"] [--ops softmax,log_softmax]
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import numpy as np  # noqa: E402
 
 import multisoftmax.jax as mj  # noqa: E402
 import timing  # noqa: E402
+from multisoftmax import dispatch  # noqa: E402
 
 L2_BYTES = 50 * 2**20  # H100
 
@@ -46,18 +52,34 @@ def cases(dtype):
     return [("causal (2048, 2048)", (batch, 2048, 2048), causal), ("vocabulary (1, 32000)", (4096, 32000), vocab)]
 
 
+def picked(name: str, wanted: str) -> bool:
+    return any(name.startswith(w) for w in wanted.split(","))
+
+
 def variants(log: bool):
     ours, theirs = (mj.log_softmax, jax.nn.log_softmax) if log else (mj.softmax, jax.nn.softmax)
     fill = -jnp.inf if log else 0.0
-    return {"ms-jax where": lambda a, m: ours(a, -1, where=m),
+    where = lambda a, m: ours(a, -1, where=m)  # noqa: E731
+    return {"ms-jax where": where, "ms-jax skip": where, "ms-jax vec": where, "xla path": where,
             "around": lambda a, m: jnp.where(m, ours(jnp.where(m, a, -jnp.inf), -1), fill),
             "xla where": lambda a, m: theirs(a, -1, where=m)}
+
+
+def setup(impl: str):
+    """Set the adapter up for variant `impl` (before its functions are traced)."""
+    dispatch.WHERE_SKIP = {"ms-jax skip": True, "ms-jax vec": False}.get(impl, SKIP_DISPATCHED)
+    dispatch.plan_where.cache_clear()
+    mj._where_kernels = (lambda *a, **k: False) if impl == "xla path" else WHERE_KERNELS
+
+
+SKIP_DISPATCHED, WHERE_KERNELS = dispatch.WHERE_SKIP, mj._where_kernels
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dtypes", default="bfloat16,float32")
-    ap.add_argument("--variants", default="ms-jax where,around,xla where")
+    ap.add_argument("--cases", default="causal,vocabulary")
+    ap.add_argument("--variants", default="ms-jax where,xla where")
     ap.add_argument("--ops", default="softmax,log_softmax")
     args = ap.parse_args()
     chosen = args.variants.split(",")
@@ -65,6 +87,8 @@ def main():
     print(f"{jax.devices()[0].device_kind}  copy {copy:.0f} GB/s  jax {jax.__version__}", flush=True)
     for dtype in args.dtypes.split(","):
         for name, shape, mask in cases(dtype):
+            if not picked(name, args.cases):
+                continue
             x = (jax.random.normal(jax.random.PRNGKey(0), shape, jnp.float32) * 3).astype(dtype)
             dy = jax.random.normal(jax.random.PRNGKey(1), shape, jnp.float32).astype(dtype)
             m = jnp.asarray(mask)
@@ -74,6 +98,7 @@ def main():
                 for impl, f in variants(log).items():
                     if impl not in chosen:
                         continue
+                    setup(impl)
                     o, us, _, _ = timing.jax_time(f, (x, m), nb, gpu=True, l2_bytes=L2_BYTES)
                     _, pull = jax.vjp(lambda a, f=f: f(a, m), x)
                     do, us_b, _, _ = timing.jax_time(lambda d, pull=pull: pull(d)[0], (dy,), 1.5 * nb, gpu=True,
@@ -82,19 +107,21 @@ def main():
                     line.append(f"{impl} {us:6.1f} us {nb / us / 1e3:5.0f} GB/s, bwd {us_b:6.1f} us "
                                 f"{1.5 * nb / us_b / 1e3:5.0f} GB/s")
                 diffs = []
-                for impl in ("ms-jax where", "around"):
-                    for a, b in zip(outs.get(impl, (np.nan, np.nan)), outs.get("xla where", (np.nan, np.nan))):
+                ref = outs.get("xla where")
+                for impl, pair in outs.items():
+                    if impl == "xla where" or ref is None:
+                        continue
+                    d = []
+                    for a, b in zip(pair, ref):
                         a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-                        if a.shape != b.shape:  # a variant left out
-                            diffs.append("-")
-                            continue
                         both = np.isfinite(a) & np.isfinite(b)
                         same = np.array_equal(np.isfinite(a), np.isfinite(b))
-                        diffs.append(f"{np.max(np.abs(a[both] - b[both])):.1e}{'' if same else ' (!inf)'}")
+                        d.append(f"{np.max(np.abs(a[both] - b[both])):.1e}{'' if same else ' (!inf)'}")
+                    diffs.append(f"{impl} {d[0]}, {d[1]}")
                 op = "log_softmax" if log else "softmax"
                 print(f"{dtype:8s} {'x'.join(map(str, shape)):14s} {name:22s} {op:11s} | " + " | ".join(line)
-                      + f" | max |diff| vs xla where (y, dx): ms-jax {diffs[0]}, {diffs[1]}; around {diffs[2]}, "
-                      + f"{diffs[3]}", flush=True)
+                      + " | max |diff| vs xla where (y, dx): " + "; ".join(diffs), flush=True)
+    setup("ms-jax where")
 
 
 def _torch_cuda() -> bool:

@@ -1160,6 +1160,47 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
 
 
 # --------------------------------------------------------------------------------------
+# jax.nn's where= (kernels/where.py): rows of at most WHERE_MAX_N values (MAX_ROWS_BLOCK_N: those
+# the rows family holds in registers), with the mask read beside them. Longer rows, and a mask over
+# axes that are not the trailing ones, are left to XLA by the JAX adapter (its `_masked`).
+# WHERE_SKIP: the kernels' SKIP (read only the kept values, one at a time) or not (whole rows in
+# 16-byte vectors), as measured by bench/probe_where.py.
+# --------------------------------------------------------------------------------------
+WHERE_MAX_N = 32768
+# ...but the backward holds y and dy: past this many lanes it spilled registers at 16 warps and at
+# 32 (Triton 3.6, sm_90: 56-176 bytes a thread at 32768 lanes, float32 and bfloat16), so the JAX
+# adapter takes its unmasked backward there.
+WHERE_BWD_MAX_N = 16384
+WHERE_SKIP = False
+
+
+@functools.lru_cache(maxsize=4096)
+def plan_where(M: int, N: int, dtype: str, log: bool, forward: bool, row_div: int, row_mod: int,
+               row_table: bool, w_cols: bool, skip: bool | None = None) -> tuple[Launch, ...] | None:
+    """The launch of a masked softmax (log_softmax if `log`) over a contiguous M x N view, forward
+    (inputs "x", "where", "where_rows"; output "y") or backward ("y", "dy", "where", "where_rows";
+    "dx"); None where rows are longer than WHERE_MAX_N (backward: WHERE_BWD_MAX_N; float64:
+    MAX_ROWS_BLOCK_N). Row m reads
+    mask row (m // row_div) % row_mod, or where_rows[m] if `row_table`; `w_cols`: the mask holds N
+    values a row, else one (kernels/where.py). One row in next_power_of_2(N) lanes, tiled as the
+    rows family (`_rows_tiling`) without its aligned-row rules, which were measured unmasked.
+    `skip`: the kernels' SKIP (WHERE_SKIP unless given: probes and tests)."""
+    itemsize = ITEMSIZE[dtype]
+    if N > min(WHERE_MAX_N if forward else WHERE_BWD_MAX_N, MAX_ROWS_BLOCK_N[itemsize]):
+        return None
+    BLOCK_M, BLOCK_N, _, num_warps, grid = _rows_tiling(M, triton.next_power_of_2(N), forward, log=log,
+                                                        itemsize=itemsize, aligned=False)
+    meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, LOG=log, ALIGN=alignment(N), ACC_FP64=dtype == "float64",
+                ROW_TABLE=row_table, W_COLS=w_cols, SKIP=WHERE_SKIP if skip is None else skip, num_warps=num_warps,
+                num_stages=1)
+    if forward:
+        return (Launch("softmax_fwd_rows_where", ("x", "where", "where_rows"), (M, N, N, N, row_div, row_mod),
+                       (("y", (M, N), "io"),), grid, tuple(meta.items())),)
+    return (Launch("softmax_bwd_rows_where", ("y", "dy", "where", "where_rows"), (M, N, N, N, N, row_div, row_mod),
+                   (("dx", (M, N), "io"),), grid, tuple(meta.items())),)
+
+
+# --------------------------------------------------------------------------------------
 # The softmax over a middle axis (kernels/columns.py): x as (B, N, T), reduced over N, T
 # contiguous. A program holds BLOCK_N x BLOCK_T values: BLOCK_T neighbouring columns, each
 # reduced position's BLOCK_T values read as one contiguous run.

@@ -311,12 +311,87 @@ def _bwd_cols_call(log: bool):
     return call
 
 
+def _where_view(shape: tuple, w, k: int):
+    """How the where kernels read mask `w` (bool, of x's rank, broadcastable to x's `shape`) for an
+    x reduced over its last `k` axes: (w2, where_rows, row_div, row_mod, row_table, w_cols), w2 the
+    mask as (Mw, N) (`w_cols`) or (Mw, 1) (broadcast along the reduced axes). Row m of x's (M, N)
+    view reads mask row (m // row_div) % row_mod where the leading axes the mask does not
+    broadcast over are one run (a causal (T, T) mask over (B, H, T, T): m % T; a (B, 1, 1, T)
+    padding mask: m // (H * T)), else where_rows[m] (int32, (M,), made by XLA). A mask that
+    broadcasts over some reduced axes but not all is broadcast over them here (its Mw x N)."""
+    ndim = len(shape)
+    lead, tail, w_lead, w_tail = shape[:ndim - k], shape[ndim - k:], w.shape[:ndim - k], w.shape[ndim - k:]
+    w_cols = any(t != 1 for t in w_tail)
+    if w_cols and tuple(w_tail) != tuple(tail):
+        w = jnp.broadcast_to(w, (*w_lead, *tail))
+    Mw = math.prod(w_lead)
+    big = [(n, wl == n) for n, wl in zip(lead, w_lead) if n > 1]  # x's leading axes of size > 1: does w follow?
+    follows = [f for _, f in big]
+    runs = sum(1 for i, f in enumerate(follows) if f and (i == 0 or not follows[i - 1]))
+    no_table = jnp.zeros((1,), jnp.int32)
+    if runs == 0:
+        return w.reshape(1, -1), no_table, 1, 1, False, w_cols
+    if runs == 1:
+        last = max(i for i, f in enumerate(follows) if f)
+        row_div = math.prod(n for n, _ in big[last + 1:])  # the axes inside the run, broadcast
+        return w.reshape(Mw, -1), no_table, row_div, Mw, False, w_cols
+    table = jnp.broadcast_to(jnp.arange(Mw, dtype=jnp.int32).reshape(w_lead), lead).reshape(-1)
+    return w.reshape(Mw, -1), table, 1, 1, True, w_cols
+
+
+def _where_plan(shape: tuple, dtype, k: int, log: bool, forward: bool, view=None):
+    """dispatch.plan_where for x of `shape` reduced over its last `k` axes (`view`: _where_view's
+    last four), or None where the where kernels do not take it (rows past dispatch.WHERE_MAX_N)."""
+    N = math.prod(shape[len(shape) - k:])
+    row_div, row_mod, row_table, w_cols = view or (1, 1, False, True)
+    return dispatch.plan_where(math.prod(shape) // N, N, _DTYPE_NAMES[jnp.dtype(dtype)], log, forward, row_div,
+                               row_mod, row_table, w_cols)
+
+
+@functools.cache
+def _where_fwd_call(log: bool, k: int):
+    """y = the masked softmax of x over its last `k` axes (kernels/where.py); `w`: the mask at x's
+    rank. Batched (custom_vmap) as more leading axes, of the mask too."""
+    @jax.custom_batching.custom_vmap
+    def call(x, w):
+        w2, rows, *view = _where_view(x.shape, w, k)
+        plan = _where_plan(x.shape, x.dtype, k, log, True, view)
+        N = math.prod(x.shape[x.ndim - k:])
+        return _execute(plan, {"x": x.reshape(-1, N), "where": w2, "where_rows": rows}, x.dtype).reshape(x.shape)
+
+    @call.def_vmap
+    def _(axis_size, in_batched, x, w):
+        x = x if in_batched[0] else jnp.broadcast_to(x, (axis_size, *x.shape))
+        return call(x, w if in_batched[1] else w[None]), True
+
+    return call
+
+
+@functools.cache
+def _where_bwd_call(log: bool, k: int):
+    """dx from y (`_where_fwd_call`'s) and dy, masked as there (kernels/where.py)."""
+    @jax.custom_batching.custom_vmap
+    def call(y, dy, w):
+        w2, rows, *view = _where_view(y.shape, w, k)
+        plan = _where_plan(y.shape, y.dtype, k, log, False, view)
+        N = math.prod(y.shape[y.ndim - k:])
+        return _execute(plan, {"y": y.reshape(-1, N), "dy": dy.reshape(-1, N), "where": w2, "where_rows": rows},
+                        y.dtype).reshape(y.shape)
+
+    @call.def_vmap
+    def _(axis_size, in_batched, y, dy, w):
+        y, dy = (a if b else jnp.broadcast_to(a, (axis_size, *a.shape)) for a, b in zip((y, dy), in_batched))
+        return call(y, dy, w if in_batched[2] else w[None]), True
+
+    return call
+
+
 # --------------------------------------------------------------------------------------
 # differentiation
 # --------------------------------------------------------------------------------------
-def _backward_derivatives(log, res, ddx, axis: int):
+def _backward_derivatives(log, res, ddx, axis):
     """Derivatives of dx(y, dy) (see multisoftmax.torch._bwd_backward for the formulas), the
-    sums over `axis` (-1: rows; 1: the columns of (B, N, T) arrays)."""
+    sums over `axis` (-1: rows; 1: the columns of (B, N, T) arrays; a tuple: where= over those axes)."""
     y, dy = res
     acc = jnp.promote_types(y.dtype, jnp.float32)
     y32, dy32, ddx32 = (a.astype(acc) for a in (y, dy, ddx))
@@ -377,19 +452,58 @@ def _on_views(op_2d, op_3d, axes: tuple, *arrays):
     return jnp.transpose(out, np.argsort(perm))
 
 
+def _padded(w, ndim: int):
+    """Mask `w` at rank `ndim` (leading axes of size 1, as broadcasting adds them)."""
+    return w.reshape((1,) * (ndim - w.ndim) + w.shape)
+
+
+def _where_kernels(x, axes: tuple, log: bool, forward: bool = True) -> bool:
+    """Whether the where kernels take x's masked softmax over `axes` (its backward if not
+    `forward`): the trailing axes, rows of at most dispatch.WHERE_MAX_N values (backward:
+    WHERE_BWD_MAX_N). Other axes would need x moved (XLA's fused softmax is one pass then),
+    longer rows a kernel family of their own."""
+    return axes == tuple(range(x.ndim - len(axes), x.ndim)) and _where_plan(x.shape, x.dtype, len(axes), log,
+                                                                             forward) is not None
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4))
+def _where_backward(y, dy, w, axes: tuple, log: bool):
+    """The where kernels' backward (`_where_bwd_call`), differentiable: the closed forms of
+    _backward_derivatives with dy and ddx zeroed where the mask is False, and zero there."""
+    return _where_bwd_call(log, len(axes))(y, dy, w)
+
+
+def _where_backward_fwd(y, dy, w, axes, log):
+    return _where_backward(y, dy, w, axes, log), (y, dy, w)
+
+
+def _where_backward_bwd(axes, log, res, ddx):
+    y, dy, w = res
+    dy, ddx = jnp.where(w, dy, 0), jnp.where(w, ddx, 0)
+    gy, gdy = _backward_derivatives(log, (y, dy), ddx, axes)
+    return jnp.where(w, gy, 0).astype(y.dtype), jnp.where(w, gdy, 0).astype(dy.dtype), None
+
+
+_where_backward.defvjp(_where_backward_fwd, _where_backward_bwd)
+
+
 @functools.partial(jax.custom_vjp, nondiff_argnums=(2, 3))
 def _masked(x, where, axes: tuple, log: bool):
-    """jax.nn's masked softmax: the forward through XLA, the softmax backward the Triton kernel.
+    """jax.nn's masked softmax, `where` as passed (broadcastable to x).
 
-    The kernels take no mask, and XLA cannot fuse anything into a custom call, so masking x and y
-    around them costs two more passes over memory. The forward is therefore XLA's: x masked with
+    Over the trailing axes, the where kernels (kernels/where.py), which read the mask beside x
+    where it lies: the forward for rows of at most dispatch.WHERE_MAX_N values, the backward of
+    at most WHERE_BWD_MAX_N (`_where_kernels`). Otherwise the forward is XLA's: x masked with
     -inf, then jax.nn's unmasked softmax, then the output masked (0; log_softmax: -inf), which XLA
-    fuses into its own softmax kernels, in float32 for 16-bit x (as the kernels compute). That is
-    jax.nn's `where` exactly: masked-out values add exp(-inf) = 0 to the sum and never win the max,
-    and fully masked slices (NaN inside) come out 0. The softmax backward is ours: masked-out y is 0,
-    so it gives 0 there by itself. The log_softmax's (y = -inf there) needs dy's masked-out values
-    zeroed first, a pass of its own before our kernel, slower than XLA fusing the whole backward:
-    that one is XLA's, in float32. bench/probe_where.py times these choices (results/h100/)."""
+    fuses into one pass, in float32 for 16-bit x (as the kernels compute): masking x and y around
+    the unmasked kernels would cost two more passes (bench/probe_where.py). That is jax.nn's
+    `where` exactly: masked-out values add exp(-inf) = 0 to the sum and never win the max, and
+    fully masked slices (NaN inside) come out 0. And the backward is the unmasked kernel from
+    saved y for the softmax (masked-out y is 0, so dx is 0 there by itself), XLA's in float32 for
+    the log_softmax (dy's masked-out values zeroed, then dy - exp(y) * sum(dy), fused: a pass of
+    its own to zero them before our kernel measured slower)."""
+    if _where_kernels(x, axes, log):
+        return _where_fwd_call(log, len(axes))(x, _padded(where, x.ndim))
     acc = jnp.promote_types(x.dtype, jnp.float32)
     f = jax.nn.log_softmax if log else jax.nn.softmax
     y = f(jnp.where(where, x.astype(acc), -jnp.inf), axes)
@@ -398,11 +512,13 @@ def _masked(x, where, axes: tuple, log: bool):
 
 def _masked_fwd(x, where, axes, log):
     y = _masked(x, where, axes, log)
-    return y, (y, where)
+    return y, (y, where)  # `where` as passed, not broadcast to x (test_where_is_not_broadcast_into_residuals)
 
 
 def _masked_bwd(axes, log, res, dy):
     y, where = res
+    if _where_kernels(y, axes, log, forward=False):
+        return _where_backward(y, dy, _padded(where, y.ndim), axes, log), None
     if log:  # XLA's, in float32: dy's masked-out values zeroed, then dy - exp(y) * sum(dy), fused
         acc = jnp.promote_types(dy.dtype, jnp.float32)
         dy = jnp.where(where, dy.astype(acc), 0.0)
@@ -469,7 +585,7 @@ def _softmax(x, axis, log: bool, where=None):
     if not _use_kernels() or x.size == 0:
         return jax.nn.log_softmax(x, axis, where=where) if log else jax.nn.softmax(x, axis, where=where)
     if where is not None:
-        return _masked(x, jnp.broadcast_to(where, x.shape), axes, log)
+        return _masked(x, where, axes, log)  # as passed: XLA broadcasts it inside its fusions
     return _on_views(lambda t: _softmax_2d(t, log), lambda t: _softmax_3d(t, log), axes, x)
 
 

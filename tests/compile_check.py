@@ -30,6 +30,7 @@ def compile_launches(launches, dtype: str, target=GPUTarget("cuda", 90, 32), spe
             opts["maxnreg"] = kw.pop("maxnreg")
         kinds = {"io": TRITON_TY[dtype], "acc": acc, "zeros": "i32", "sync": "i32"}
         buf_ty = {name: "*" + kinds[d] for name, _, d in (o for l in launches for o in l.outputs)}
+        buf_ty.update(where="*i1", where_rows="*i32")  # the where kernels' mask (bool) and row table
         sig, attrs, vals = {}, {}, list(launch.inputs) + list(launch.scalars) + [o[0] for o in launch.outputs]
         for i, (arg_name, v) in enumerate(zip(fn.arg_names, vals)):
             if isinstance(v, str):

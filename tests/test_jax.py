@@ -8,6 +8,7 @@ from jax.test_util import check_grads
 
 import multisoftmax.jax as mj
 import reference64 as ref
+from multisoftmax import dispatch
 
 DTYPES = [jnp.float32, jnp.bfloat16, jnp.float16, jnp.float64]
 OPS = [(mj.softmax, jax.nn.softmax, False), (mj.log_softmax, jax.nn.log_softmax, True)]
@@ -169,18 +170,27 @@ def test_where_gradients(ops):
     ref.assert_close(batched_grad(ours)(xs, masks), batched_grad(theirs)(xs, masks), "float64", "jit(vmap(grad))")
 
 
-def test_where_backward_runs_the_kernels(monkeypatch):
-    """With where=, the forward is XLA's and the softmax backward the Triton backward kernels
-    (rows, and the columns kernels for one middle axis) from saved y; the log_softmax backward is
-    XLA's (no kernel runs)."""
+def _record_kernels(monkeypatch, skips: list | None = None) -> list:
+    """The names of the kernels the JAX adapter launches from now on, appended as they run (and
+    the where kernels' SKIP to `skips`)."""
     seen = []
     real = mj._execute
 
     def recording(launches, buffers, io_dtype):
         seen.extend(l.kernel for l in launches)
+        if skips is not None:
+            skips.extend(l.kwargs["SKIP"] for l in launches if "SKIP" in l.kwargs)
         return real(launches, buffers, io_dtype)
 
     monkeypatch.setattr(mj, "_execute", recording)
+    return seen
+
+
+def test_where_backward_runs_the_kernels(monkeypatch):
+    """With where= over the trailing axis, the where kernels both ways (kernels/where.py). Over a
+    middle axis the forward is XLA's and the softmax backward the unmasked columns kernel from
+    saved y; the log_softmax backward there is XLA's (no kernel runs)."""
+    seen = _record_kernels(monkeypatch)
     x = randn(4, 6, 9, dtype=jnp.float64, seed=18)
     m = np.random.default_rng(19).random(x.shape) < 0.7
     for ours, theirs, log in OPS:
@@ -188,12 +198,144 @@ def test_where_backward_runs_the_kernels(monkeypatch):
             seen.clear()
             g = jax.grad(lambda t: jnp.sum(jnp.where(m, ours(t, axis, where=m), 0.0) * x))(x)
             g_ref = jax.grad(lambda t: jnp.sum(jnp.where(m, theirs(t, axis, where=m), 0.0) * x))(x)
-            if log:
+            if axis == -1:
+                assert seen == ["softmax_fwd_rows_where", "softmax_bwd_rows_where"], seen
+            elif log:
                 assert not seen, seen
             else:
-                assert seen and all("_bwd_" in k for k in seen), seen
-                assert any("cols" in k for k in seen) == (axis == 1), seen
+                assert seen and all(k.endswith("_cols") and "_bwd_" in k for k in seen), seen
             ref.assert_close(g, g_ref, "float64", f"axis={axis}")
+
+
+@pytest.mark.parametrize("ops", OPS, ids=OP_IDS)
+def test_where_is_not_broadcast_into_residuals(ops):
+    """A broadcast mask stays its own size in what the backward keeps: a causal (T, T) mask over
+    (B, T, T) must not become a (B, T, T) bool array (64 MB for 16 x 2048 x 2048). The backward
+    keeps y and the mask as passed."""
+    ours, _, log = ops
+    x = randn(3, 8, 8, dtype=jnp.float32, seed=22)
+    causal = np.tril(np.ones((8, 8), bool))
+    y, pull = jax.vjp(lambda t: ours(t, -1, where=causal), x)
+    kept = [a for a in jax.tree_util.tree_leaves(pull) if hasattr(a, "shape")]
+    bools = [a.shape for a in kept if a.dtype == jnp.bool_]
+    assert bools == [causal.shape], bools
+    assert sum(a.size for a in kept) <= x.size + causal.size, [(a.shape, a.dtype) for a in kept]
+
+# masks over x of shape (2, 3, 5, 6): how the where kernels read them over the last axis, as
+# _where_view's (row_div, row_mod, row_table): row m of the (30, 6) view reads mask row
+# (m // row_div) % row_mod, or a table's
+WHERE_MASKS = {
+    "causal (5, 6)": ((5, 6), (1, 5, False)),
+    "padding (2, 1, 1, 6)": ((2, 1, 1, 6), (15, 2, False)),
+    "full": ((2, 3, 5, 6), (1, 30, False)),
+    "per head (1, 3, 1, 6)": ((1, 3, 1, 6), (5, 3, False)),
+    "two runs (2, 1, 5, 6)": ((2, 1, 5, 6), (1, 1, True)),
+    "a value a row (2, 3, 5, 1)": ((2, 3, 5, 1), (1, 30, False)),
+    "columns (6,)": ((6,), (1, 1, False)),
+    "one value ()": ((), (1, 1, False)),
+}
+
+
+@pytest.mark.parametrize("skip", [False, True], ids=["vec", "skip"])
+@pytest.mark.parametrize("mask", list(WHERE_MASKS), ids=list(WHERE_MASKS))
+def test_where_kernels_read_the_mask_where_it_lies(monkeypatch, mask, skip):
+    """Masks broadcast over leading axes are read where they lie (no broadcast copy): by row
+    arithmetic where the axes they vary along are one run, else a table of rows; the mask's own
+    columns, or one value a row. Forward, gradient and second order against jax.nn in float64,
+    over the last axis and the last two, with the kernels' SKIP both ways (dispatch.WHERE_SKIP)."""
+    monkeypatch.setattr(dispatch, "WHERE_SKIP", skip)
+    dispatch.plan_where.cache_clear()
+    skips = []
+    seen = _record_kernels(monkeypatch, skips)
+    shape, expected_view = WHERE_MASKS[mask]
+    x = randn(2, 3, 5, 6, dtype=jnp.float64, seed=23)
+    w = randn(2, 3, 5, 6, dtype=jnp.float64, seed=24)
+    m = np.random.default_rng(25).random(shape) < 0.6
+    if m.ndim == 4:
+        m[0, 0, 0] = False  # a fully masked row
+    assert mj._where_view(x.shape, mj._padded(jnp.asarray(m), 4), 1)[2:5] == expected_view
+    try:
+        for ours, theirs, log in OPS:
+            for axis in (-1, (2, 3)):
+                got, expected = ours(x, axis, where=m), theirs(x, axis, where=m)
+                ref.assert_close(got, expected, "float64", f"{mask} axis={axis}")
+                np.testing.assert_array_equal(np.isinf(got), np.isinf(expected))
+                seen.clear()
+
+                def loss(f, t):
+                    return jnp.sum(jnp.where(m, f(t, axis, where=m), 0.0) * w)
+
+                g, g_ref = jax.grad(lambda t: loss(ours, t))(x), jax.grad(lambda t: loss(theirs, t))(x)
+                ref.assert_close(g, g_ref, "float64", f"grad {mask} axis={axis}")
+                assert seen == ["softmax_fwd_rows_where", "softmax_bwd_rows_where"], seen
+                sq = jax.grad(lambda t: jnp.sum(jax.grad(lambda u: loss(ours, u))(t) ** 2))(x)
+                sq_ref = jax.grad(lambda t: jnp.sum(jax.grad(lambda u: loss(theirs, u))(t) ** 2))(x)
+                ref.assert_close(sq, sq_ref, "float64", f"grad of grad {mask} axis={axis}")
+        assert skips and set(skips) == {skip}, skips
+    finally:
+        dispatch.plan_where.cache_clear()
+
+
+@pytest.mark.parametrize("ops", OPS, ids=OP_IDS)
+def test_where_kernels_special_values(ops):
+    """NaN, +inf and -inf kept or masked out, a row of one kept value, a fully masked row and one
+    whose kept values are all -inf: what jax.nn gives, NaN for NaN and inf for inf."""
+    ours, theirs, _ = ops
+    x = np.array(randn(8, 12, seed=26))
+    m = np.random.default_rng(27).random(x.shape) < 0.7
+    x[0, ~m[0]] = np.nan  # NaN masked out only: no effect
+    x[1, np.argmax(m[1])] = np.nan  # a kept NaN: the row's kept values NaN
+    x[2, np.argmax(m[2])] = np.inf
+    x[3, ~m[3]] = np.inf  # +inf masked out only
+    x[4] = -np.inf  # every kept value -inf: NaN, as unmasked
+    m[5] = False  # fully masked: 0 (log_softmax: -inf)
+    m[6] = False
+    m[6, 3] = True  # one kept value: 1 (0)
+    x[7, 5] = 1e30  # a huge kept value
+    m[7, 5] = True
+    got, expected = ours(jnp.asarray(x), -1, where=m), theirs(jnp.asarray(x), -1, where=m)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(expected))
+    finite = np.isfinite(expected)
+    np.testing.assert_allclose(np.asarray(got)[finite], np.asarray(expected)[finite], rtol=1e-6, atol=1e-6)
+
+
+def test_where_kernels_under_vmap():
+    """vmap over x with a batched mask, an unbatched one, and an unbatched x with a batched mask;
+    jit(vmap(grad)); against jax.nn."""
+    x = randn(4, 3, 7, dtype=jnp.float64, seed=28)
+    masks = np.random.default_rng(29).random((4, 3, 7)) < 0.6
+    for ours, theirs, _ in OPS:
+        for f_in, args in [((0, 0), (x, masks)), ((0, None), (x, masks[0])), ((None, 0), (x[0], masks))]:
+            got = jax.vmap(lambda t, mask: ours(t, -1, where=mask), f_in)(*args)
+            expected = jax.vmap(lambda t, mask: theirs(t, -1, where=mask), f_in)(*args)
+            ref.assert_close(got, expected, "float64", f"in_axes={f_in}")
+
+        def grads(f):
+            return jax.jit(jax.vmap(jax.grad(lambda t, mask: jnp.sum(jnp.where(mask, f(t, -1, where=mask), 0) * t))))
+
+        ref.assert_close(grads(ours)(x, masks), grads(theirs)(x, masks), "float64", "jit(vmap(grad))")
+
+
+def test_where_long_rows(monkeypatch):
+    """Rows past dispatch.WHERE_BWD_MAX_N (and up to WHERE_MAX_N): the where kernel forward, the
+    unmasked backward (the softmax: the rows kernel from saved y; the log_softmax: XLA's); past
+    WHERE_MAX_N, XLA's forward; a mask over a middle axis: XLA's forward. All against jax.nn."""
+    seen = _record_kernels(monkeypatch)
+    for N, fwd in [(dispatch.WHERE_BWD_MAX_N + 3, ["softmax_fwd_rows_where"]), (dispatch.WHERE_MAX_N + 5, [])]:
+        x = randn(2, N, dtype=jnp.float32, seed=30)
+        m = np.random.default_rng(31).random((1, N)) < 0.5
+        for ours, theirs, log in OPS:
+            seen.clear()
+            ref.assert_close(ours(x, -1, where=m), theirs(jnp.asarray(x, jnp.float64), -1, where=m), "float32")
+            assert seen == fwd, seen
+            seen.clear()
+            g = jax.grad(lambda t: jnp.sum(jnp.where(m, ours(t, -1, where=m), 0.0) * x))(x)
+            g_ref = jax.grad(lambda t: jnp.sum(jnp.where(m, theirs(t, -1, where=m), 0.0) * x))(
+                jnp.asarray(x, jnp.float64))
+            ref.assert_close(g, g_ref, "float32", f"N={N} log={log}", scale_atol=True)
+            assert not any(k.endswith("_where") for k in seen[len(fwd):]) and (log or seen[len(fwd):]), seen
+    assert not mj._where_kernels(x, (0,), False) and mj._where_kernels(x[:, :8], (1,), False)
 
 
 @pytest.mark.parametrize("ops", OPS, ids=OP_IDS)

@@ -952,6 +952,8 @@ def _all_plans():
     for B, N, T in [(16, 21, 4096), (8, 100, 4096), (2, 5000, 64)]:
         yield dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, "float32", False, 132)
         yield dispatch.plan_columns_backward(B, N, T, N * T, T, N * T, T, N * T, T, "float32", True, 132)
+    for (M, N), log, forward in itertools.product([(65536, 128), (3, 781), (4096, 16384)], [False, True], [True, False]):
+        yield dispatch.plan_where(M, N, "bfloat16", log, forward, 1, 2048, False, True)
 
 
 def test_launches_match_kernel_signatures():
@@ -1054,6 +1056,9 @@ def test_kernels_compile_for_sm90_subprocess():
         "                           dt)\n"
         "(k,) = c.compile_launches(dispatch.plan_backward(64, 2**20, 2**20, 2**20, 2**20, 'float32', True, 132),\n"
         "                          'float32')  # COOP_CAP32_REGS\n"
+        "for M, N, dt, table, cols in [(32768, 2048, 'bfloat16', False, True), (4096, 781, 'float64', True, False)]:\n"
+        "    for log, forward in [(False, True), (True, False)]:  # where=: the mask read as i1\n"
+        "        c.compile_launches(dispatch.plan_where(M, N, dt, log, forward, 1, 2048, table, cols), dt)\n"
         "print('compiled', [l for l in k.asm['ptx'].splitlines() if 'maxnreg' in l])\n"
         "for dt, cvt in [('bfloat16', 'cvt.rn.bf16x2.f32'), ('float16', 'cvt.rn.f16x2.f32')]:  # CVT_X2\n"
         "    for M, N in [(4096, 65536), (16, 2**20), (128, 2**20)]:  # TAG's, counters', POLY's (capped)\n"

@@ -1,4 +1,5 @@
-"""The Triton kernels (`multisoftmax.kernels.softmax`: rows; `.columns`: a middle axis) and how they are run.
+"""The Triton kernels (`multisoftmax.kernels.softmax`: rows; `.columns`: a middle axis; `.where`: jax.nn's
+where= mask) and how they are run.
 
 On CUDA tensors the kernels are compiled by Triton. With MULTISOFTMAX_INTERPRET=1 in the
 environment before multisoftmax (or triton) is imported, `multisoftmax/__init__.py` sets
@@ -11,9 +12,9 @@ import os
 
 import triton
 
-from . import columns, softmax
+from . import columns, softmax, where
 
-__all__ = ["softmax", "columns", "get", "interpret_requested", "INTERPRETED"]
+__all__ = ["softmax", "columns", "where", "get", "interpret_requested", "INTERPRETED"]
 
 # Whether the kernels were built for Triton's interpreter (fixed when triton was imported).
 INTERPRETED = bool(triton.knobs.runtime.interpret)
@@ -35,5 +36,6 @@ def interpret_requested() -> bool:
 
 def get(name: str):
     """The kernel `name` (e.g. "softmax_fwd_rows") from `multisoftmax.kernels.softmax`, or from
-    `multisoftmax.kernels.columns` (the softmax over a middle axis: "softmax_fwd_cols")."""
-    return getattr(columns if name.endswith("_cols") else softmax, name)
+    `multisoftmax.kernels.columns` (the softmax over a middle axis: "softmax_fwd_cols"), or from
+    `multisoftmax.kernels.where` (a mask: "softmax_fwd_rows_where")."""
+    return getattr(columns if name.endswith("_cols") else where if name.endswith("_where") else softmax, name)
