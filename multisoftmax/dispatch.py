@@ -1164,7 +1164,12 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
 # the rows family holds in registers), with the mask read beside them. Longer rows, and a mask over
 # axes that are not the trailing ones, are left to XLA by the JAX adapter (its `_masked`).
 # WHERE_SKIP: the kernels' SKIP (read only the kept values, one at a time) or not (whole rows in
-# 16-byte vectors), as measured by bench/probe_where.py.
+# 16-byte vectors, the mask applied after). On the H100 they tied (bench/results/h100/
+# probe_where_skip.log, a causal (2048, 2048) mask, the benchmark's clock, us, SKIP / vectors):
+# bfloat16 16 x 2048 x 2048 softmax 97.5 / 97.3 forward, 119.4 / 119.4 backward (log_softmax 97.2 /
+# 97.3, 124.4 / 124.1), float32 8 x 2048 x 2048 80.7 / 80.5, 106.6 / 107.0 (81.1 / 80.9, 107.5 /
+# 107.5), where jax.nn.softmax's where= took 163.9 and 262.3 (145.0 and 220.8; float32 143.1 and
+# 241.3, 137.3 and 200.4). Vectors: the fewer load instructions.
 # --------------------------------------------------------------------------------------
 WHERE_MAX_N = 32768
 # ...but the backward holds y and dy: past this many lanes it spilled registers at 16 warps and at

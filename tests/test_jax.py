@@ -199,7 +199,8 @@ def test_where_backward_runs_the_kernels(monkeypatch):
             g = jax.grad(lambda t: jnp.sum(jnp.where(m, ours(t, axis, where=m), 0.0) * x))(x)
             g_ref = jax.grad(lambda t: jnp.sum(jnp.where(m, theirs(t, axis, where=m), 0.0) * x))(x)
             if axis == -1:
-                assert seen == ["softmax_fwd_rows_where", "softmax_bwd_rows_where"], seen
+                # (JAX may reuse the forward's trace under grad: the kernels launched by either)
+                assert set(seen) == {"softmax_fwd_rows_where", "softmax_bwd_rows_where"}, seen
             elif log:
                 assert not seen, seen
             else:
@@ -257,17 +258,18 @@ def test_where_kernels_read_the_mask_where_it_lies(monkeypatch, mask, skip):
     try:
         for ours, theirs, log in OPS:
             for axis in (-1, (2, 3)):
+                seen.clear()
                 got, expected = ours(x, axis, where=m), theirs(x, axis, where=m)
                 ref.assert_close(got, expected, "float64", f"{mask} axis={axis}")
                 np.testing.assert_array_equal(np.isinf(got), np.isinf(expected))
-                seen.clear()
 
                 def loss(f, t):
                     return jnp.sum(jnp.where(m, f(t, axis, where=m), 0.0) * w)
 
                 g, g_ref = jax.grad(lambda t: loss(ours, t))(x), jax.grad(lambda t: loss(theirs, t))(x)
                 ref.assert_close(g, g_ref, "float64", f"grad {mask} axis={axis}")
-                assert seen == ["softmax_fwd_rows_where", "softmax_bwd_rows_where"], seen
+                # (JAX may reuse the forward's trace under grad: the kernels launched by either)
+                assert set(seen) == {"softmax_fwd_rows_where", "softmax_bwd_rows_where"}, seen
                 sq = jax.grad(lambda t: jnp.sum(jax.grad(lambda u: loss(ours, u))(t) ** 2))(x)
                 sq_ref = jax.grad(lambda t: jnp.sum(jax.grad(lambda u: loss(theirs, u))(t) ** 2))(x)
                 ref.assert_close(sq, sq_ref, "float64", f"grad of grad {mask} axis={axis}")
@@ -328,13 +330,15 @@ def test_where_long_rows(monkeypatch):
         for ours, theirs, log in OPS:
             seen.clear()
             ref.assert_close(ours(x, -1, where=m), theirs(jnp.asarray(x, jnp.float64), -1, where=m), "float32")
-            assert seen == fwd, seen
-            seen.clear()
             g = jax.grad(lambda t: jnp.sum(jnp.where(m, ours(t, -1, where=m), 0.0) * x))(x)
             g_ref = jax.grad(lambda t: jnp.sum(jnp.where(m, theirs(t, -1, where=m), 0.0) * x))(
                 jnp.asarray(x, jnp.float64))
             ref.assert_close(g, g_ref, "float32", f"N={N} log={log}", scale_atol=True)
-            assert not any(k.endswith("_where") for k in seen[len(fwd):]) and (log or seen[len(fwd):]), seen
+            # the forward's kernel (JAX may reuse its trace under grad), then the backward's: none for
+            # the log_softmax, the unmasked ones for the softmax
+            backward = [k for k in seen if k not in fwd]
+            assert set(fwd) <= set(seen) and not any(k.endswith("_where") for k in backward), seen
+            assert bool(backward) != log, seen
     assert not mj._where_kernels(x, (0,), False) and mj._where_kernels(x[:, :8], (1,), False)
 
 
