@@ -59,8 +59,10 @@ def picked(name: str, wanted: str) -> bool:
 def variants(log: bool):
     ours, theirs = (mj.log_softmax, jax.nn.log_softmax) if log else (mj.softmax, jax.nn.softmax)
     fill = -jnp.inf if log else 0.0
-    where = lambda a, m: ours(a, -1, where=m)  # noqa: E731
-    return {"ms-jax where": where, "ms-jax skip": where, "ms-jax vec": where, "xla path": where,
+    def where():  # a function of its own for each variant: jax.jit would reuse another's executable
+        return lambda a, m: ours(a, -1, where=m)
+
+    return {"ms-jax where": where(), "ms-jax skip": where(), "ms-jax vec": where(), "xla path": where(),
             "around": lambda a, m: jnp.where(m, ours(jnp.where(m, a, -jnp.inf), -1), fill),
             "xla where": lambda a, m: theirs(a, -1, where=m)}
 
@@ -69,6 +71,7 @@ def setup(impl: str):
     """Set the adapter up for variant `impl` (before its functions are traced)."""
     dispatch.WHERE_SKIP = {"ms-jax skip": True, "ms-jax vec": False}.get(impl, SKIP_DISPATCHED)
     dispatch.plan_where.cache_clear()
+    jax.clear_caches()  # no trace of the adapter's inner calls made for another variant
     mj._where_kernels = (lambda *a, **k: False) if impl == "xla path" else WHERE_KERNELS
 
 

@@ -556,6 +556,15 @@ def test_jax_where_at_real_sizes(monkeypatch, skip):
 
     monkeypatch.setattr(dispatch, "WHERE_SKIP", skip)
     dispatch.plan_where.cache_clear()
+    jax.clear_caches()  # no trace made under the other SKIP
+    skips = []
+    real = mj._execute
+
+    def recording(launches, buffers, io_dtype):
+        skips.extend(l.kwargs["SKIP"] for l in launches if "SKIP" in l.kwargs)
+        return real(launches, buffers, io_dtype)
+
+    monkeypatch.setattr(mj, "_execute", recording)
     rng = np.random.default_rng(0)
     cases = [((4, 2048, 2048), np.tril(np.ones((2048, 2048), bool)), "bfloat16"),
              ((64, 32000), rng.random((1, 32000)) < 0.9, "bfloat16"),
@@ -577,5 +586,7 @@ def test_jax_where_at_real_sizes(monkeypatch, skip):
                     expected = np.where(m, ref.softmax_backward(y64, dy64, -1, log), 0.0)
                 ref.assert_close(np.asarray(pull(dy)[0], np.float64), expected, dtype, f"bwd {shape} log={log}",
                                  scale_atol=ref.backward_scale(y64, dy64, -1, log))
+        assert skips and set(skips) == {skip}, skips
     finally:
         dispatch.plan_where.cache_clear()
+        jax.clear_caches()

@@ -246,6 +246,7 @@ def test_where_kernels_read_the_mask_where_it_lies(monkeypatch, mask, skip):
     over the last axis and the last two, with the kernels' SKIP both ways (dispatch.WHERE_SKIP)."""
     monkeypatch.setattr(dispatch, "WHERE_SKIP", skip)
     dispatch.plan_where.cache_clear()
+    jax.clear_caches()  # traces made under the other SKIP (on the GPU, JAX reused them across tests)
     skips = []
     seen = _record_kernels(monkeypatch, skips)
     shape, expected_view = WHERE_MASKS[mask]
@@ -276,6 +277,7 @@ def test_where_kernels_read_the_mask_where_it_lies(monkeypatch, mask, skip):
         assert skips and set(skips) == {skip}, skips
     finally:
         dispatch.plan_where.cache_clear()
+        jax.clear_caches()
 
 
 @pytest.mark.parametrize("ops", OPS, ids=OP_IDS)
