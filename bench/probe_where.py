@@ -7,7 +7,7 @@ jnp.where(m, jax.nn.softmax(jnp.where(m, x, -inf)), 0) in float32, and its backw
 Triton kernel from saved y (the log_softmax's XLA's, in float32). This times, jitted
 (bench/timing.py: a chain of calls on rotating input copies, the kernels' GPU time summed), the
 forward and the backward (the vjp pullback, from a forward outside the timed function) of:
-  * ms-jax where: multisoftmax.jax with where=, as dispatched (dispatch.WHERE_SKIP);
+  * ms-jax where: multisoftmax.jax with where=, as dispatched (dispatch.WHERE_SKIP_MAX_N);
   * ms-jax skip / ms-jax vec: the same with the where kernels' SKIP forced on / off (SKIP reads only
     the kept values, one at a time; else whole rows in 16-byte vectors);
   * xla path: multisoftmax.jax with the where kernels turned off (the XLA forward above; the adapter
@@ -18,11 +18,12 @@ forward and the backward (the vjp pullback, from a forward outside the timed fun
 and checks the others against the last. GB/s count x and y (backward: y, dy, dx) alone, as the
 benchmark does: the masks here are broadcast over rows and small.
 
-Cases: a causal mask (S, S) over a batch of attention rows (B, S, S); a vocabulary mask (1, V) over
-logits (M, V).
+Cases: a causal mask (S, S) over a batch of attention rows (B, S, S), half the values kept; a
+vocabulary mask (1, V) over logits (M, V) and a padding mask (1, 1, S) over (B, S, S), 90% kept.
 
     python bench/probe_where.py [--dtypes bfloat16,float32] [--cases causal,vocabulary]
                                 [--variants "ms-jax where,xla where"] [--ops softmax,log_softmax]
+    (--cases: names' beginnings, causal,vocabulary,padding; default causal,vocabulary)
 """
 
 from __future__ import annotations
@@ -49,7 +50,9 @@ def cases(dtype):
     causal = np.tril(np.ones((2048, 2048), bool))
     vocab = rng.random((1, 32000)) < 0.9
     batch = 16 if dtype != "float32" else 8  # 128 MB of x
-    return [("causal (2048, 2048)", (batch, 2048, 2048), causal), ("vocabulary (1, 32000)", (4096, 32000), vocab)]
+    padding = rng.random((1, 1, 2048)) < 0.9
+    return [("causal (2048, 2048)", (batch, 2048, 2048), causal), ("vocabulary (1, 32000)", (4096, 32000), vocab),
+            ("padding (1, 1, 2048)", (batch, 2048, 2048), padding)]
 
 
 def picked(name: str, wanted: str) -> bool:
@@ -69,13 +72,13 @@ def variants(log: bool):
 
 def setup(impl: str):
     """Set the adapter up for variant `impl` (before its functions are traced)."""
-    dispatch.WHERE_SKIP = {"ms-jax skip": True, "ms-jax vec": False}.get(impl, SKIP_DISPATCHED)
+    dispatch.WHERE_SKIP = {"ms-jax skip": True, "ms-jax vec": False}.get(impl)  # None: dispatch's rule
     dispatch.plan_where.cache_clear()
     jax.clear_caches()  # no trace of the adapter's inner calls made for another variant
     mj._where_kernels = (lambda *a, **k: False) if impl == "xla path" else WHERE_KERNELS
 
 
-SKIP_DISPATCHED, WHERE_KERNELS = dispatch.WHERE_SKIP, mj._where_kernels
+WHERE_KERNELS = mj._where_kernels
 
 
 def main():

@@ -1163,41 +1163,44 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
 # jax.nn's where= (kernels/where.py): rows of at most WHERE_MAX_N values (MAX_ROWS_BLOCK_N: those
 # the rows family holds in registers), with the mask read beside them. Longer rows, and a mask over
 # axes that are not the trailing ones, are left to XLA by the JAX adapter (its `_masked`).
-# WHERE_SKIP: the kernels' SKIP (read only the kept values, one at a time) or not (whole rows in
-# 16-byte vectors, the mask applied after). On the H100 they tied (bench/results/h100/
-# probe_where_skip.log, a causal (2048, 2048) mask, the benchmark's clock, us, SKIP / vectors):
-# bfloat16 16 x 2048 x 2048 softmax 97.5 / 97.3 forward, 119.4 / 119.4 backward (log_softmax 97.2 /
-# 97.3, 124.4 / 124.1), float32 8 x 2048 x 2048 80.7 / 80.5, 106.6 / 107.0 (81.1 / 80.9, 107.5 /
-# 107.5), where jax.nn.softmax's where= took 163.9 and 262.3 (145.0 and 220.8; float32 143.1 and
-# 241.3, 137.3 and 200.4). Vectors: the fewer load instructions.
 # --------------------------------------------------------------------------------------
 WHERE_MAX_N = 32768
 # ...but the backward holds y and dy: past this many lanes it spilled registers at 16 warps and at
 # 32 (Triton 3.6, sm_90: 56-176 bytes a thread at 32768 lanes, float32 and bfloat16), so the JAX
 # adapter takes its unmasked backward there.
 WHERE_BWD_MAX_N = 16384
-WHERE_SKIP = False
+# SKIP, the where kernels' reading only the kept values (one at a time), for rows of at most
+# WHERE_SKIP_MAX_N values; longer rows are read whole in 16-byte vectors, the mask applied after.
+# On the H100 (bench/results/h100/probe_where_skip*.log, the benchmark's clock, us, SKIP / vectors)
+# a causal (2048, 2048) mask (half the values kept) over bfloat16 16 x 2048 x 2048 took 97.5 / 95.8
+# forward and 119.5 / 143.5 backward (log_softmax 97.1 / 96.7, 124.2 / 143.6), over float32
+# 8 x 2048 x 2048 80.4 / 99.7 and 106.8 / 143.4 (80.9 / 99.8, 107.7 / 143.6), where jax.nn's where=
+# took 163.9 / 262.3 (145.0 / 220.8; float32 143.1 / 241.3, 137.3 / 200.4); a vocabulary mask
+# (1, 32000) keeping 90% over 4096 x 32000 forward: bfloat16 322.8 / 228.9 (313.3 / 227.6), float32
+# 486.6 / 356.8, jax.nn 413.4 (408.5). WHERE_SKIP: None by that rule, True or False forces it
+# (tests, bench/probe_where.py).
+WHERE_SKIP_MAX_N = 16384
+WHERE_SKIP = None
 
 
 @functools.lru_cache(maxsize=4096)
 def plan_where(M: int, N: int, dtype: str, log: bool, forward: bool, row_div: int, row_mod: int,
-               row_table: bool, w_cols: bool, skip: bool | None = None) -> tuple[Launch, ...] | None:
+               row_table: bool, w_cols: bool) -> tuple[Launch, ...] | None:
     """The launch of a masked softmax (log_softmax if `log`) over a contiguous M x N view, forward
     (inputs "x", "where", "where_rows"; output "y") or backward ("y", "dy", "where", "where_rows";
     "dx"); None where rows are longer than WHERE_MAX_N (backward: WHERE_BWD_MAX_N; float64:
-    MAX_ROWS_BLOCK_N). Row m reads
-    mask row (m // row_div) % row_mod, or where_rows[m] if `row_table`; `w_cols`: the mask holds N
-    values a row, else one (kernels/where.py). One row in next_power_of_2(N) lanes, tiled as the
+    MAX_ROWS_BLOCK_N). Row m reads mask row (m // row_div) % row_mod, or where_rows[m] if
+    `row_table`; `w_cols`: the mask holds N values a row, else one (kernels/where.py). One row in next_power_of_2(N) lanes, tiled as the
     rows family (`_rows_tiling`) without its aligned-row rules, which were measured unmasked.
-    `skip`: the kernels' SKIP (WHERE_SKIP unless given: probes and tests)."""
+    SKIP for rows of at most WHERE_SKIP_MAX_N values, unless WHERE_SKIP forces it."""
     itemsize = ITEMSIZE[dtype]
     if N > min(WHERE_MAX_N if forward else WHERE_BWD_MAX_N, MAX_ROWS_BLOCK_N[itemsize]):
         return None
     BLOCK_M, BLOCK_N, _, num_warps, grid = _rows_tiling(M, triton.next_power_of_2(N), forward, log=log,
                                                         itemsize=itemsize, aligned=False)
+    skip = N <= WHERE_SKIP_MAX_N if WHERE_SKIP is None else WHERE_SKIP
     meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, LOG=log, ALIGN=alignment(N), ACC_FP64=dtype == "float64",
-                ROW_TABLE=row_table, W_COLS=w_cols, SKIP=WHERE_SKIP if skip is None else skip, num_warps=num_warps,
-                num_stages=1)
+                ROW_TABLE=row_table, W_COLS=w_cols, SKIP=skip, num_warps=num_warps, num_stages=1)
     if forward:
         return (Launch("softmax_fwd_rows_where", ("x", "where", "where_rows"), (M, N, N, N, row_div, row_mod),
                        (("y", (M, N), "io"),), grid, tuple(meta.items())),)

@@ -1462,3 +1462,16 @@ def test_columns_tiling_rule():
     assert tiling(32, 1000, 196, 4, 132, forward=False) == tiling(32, 1000, 196, 4, 132)
     BLOCK_N, BLOCK_T, one, _ = tiling(1, 8192, 8192, 2, 132)
     assert not one and BLOCK_T == 16 and BLOCK_N == 256  # 512 programs: as many as 16-value runs allow
+
+
+def test_where_rule():
+    """plan_where: the where kernels for rows up to WHERE_MAX_N values forward, WHERE_BWD_MAX_N
+    backward (float64: MAX_ROWS_BLOCK_N), SKIP up to WHERE_SKIP_MAX_N (WHERE_SKIP forces it)."""
+    def plan(N, dtype="bfloat16", forward=True):
+        return dispatch.plan_where(64, N, dtype, False, forward, 1, 1, False, True)
+
+    assert plan(2048)[0].kwargs["SKIP"] and plan(dispatch.WHERE_SKIP_MAX_N)[0].kwargs["SKIP"]
+    assert not plan(32000)[0].kwargs["SKIP"] and plan(32000)[0].kwargs["num_warps"] == 32
+    assert plan(dispatch.WHERE_MAX_N + 1) is None and plan(8193, "float64") is None
+    assert plan(dispatch.WHERE_BWD_MAX_N, forward=False) and plan(dispatch.WHERE_BWD_MAX_N + 1, forward=False) is None
+    assert plan(1000)[0].kwargs["BLOCK_N"] == 1024 and plan(1000)[0].kwargs["ALIGN"] == 8
