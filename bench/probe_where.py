@@ -7,9 +7,7 @@ jnp.where(m, jax.nn.softmax(jnp.where(m, x, -inf)), 0) in float32, and its backw
 Triton kernel from saved y (the log_softmax's XLA's, in float32). This times, jitted
 (bench/timing.py: a chain of calls on rotating input copies, the kernels' GPU time summed), the
 forward and the backward (the vjp pullback, from a forward outside the timed function) of:
-  * ms-jax where: multisoftmax.jax with where=, as dispatched (dispatch.WHERE_SKIP_MAX_N);
-  * ms-jax skip / ms-jax vec: the same with the where kernels' SKIP forced on / off (SKIP reads only
-    the kept values, one at a time; else whole rows in 16-byte vectors);
+  * ms-jax where: multisoftmax.jax with where=;
   * xla path: multisoftmax.jax with the where kernels turned off (the XLA forward above; the adapter
     from f1ba5be to 5239573);
   * around: the unmasked kernels with the mask applied around them, jnp.where(m, f(jnp.where(m, x,
@@ -40,7 +38,6 @@ import numpy as np  # noqa: E402
 
 import multisoftmax.jax as mj  # noqa: E402
 import timing  # noqa: E402
-from multisoftmax import dispatch  # noqa: E402
 
 L2_BYTES = 50 * 2**20  # H100
 
@@ -62,18 +59,17 @@ def picked(name: str, wanted: str) -> bool:
 def variants(log: bool):
     ours, theirs = (mj.log_softmax, jax.nn.log_softmax) if log else (mj.softmax, jax.nn.softmax)
     fill = -jnp.inf if log else 0.0
+
     def where():  # a function of its own for each variant: jax.jit would reuse another's executable
         return lambda a, m: ours(a, -1, where=m)
 
-    return {"ms-jax where": where(), "ms-jax skip": where(), "ms-jax vec": where(), "xla path": where(),
+    return {"ms-jax where": where(), "xla path": where(),
             "around": lambda a, m: jnp.where(m, ours(jnp.where(m, a, -jnp.inf), -1), fill),
             "xla where": lambda a, m: theirs(a, -1, where=m)}
 
 
 def setup(impl: str):
     """Set the adapter up for variant `impl` (before its functions are traced)."""
-    dispatch.WHERE_SKIP = {"ms-jax skip": True, "ms-jax vec": False}.get(impl)  # None: dispatch's rule
-    dispatch.plan_where.cache_clear()
     jax.clear_caches()  # no trace of the adapter's inner calls made for another variant
     mj._where_kernels = (lambda *a, **k: False) if impl == "xla path" else WHERE_KERNELS
 

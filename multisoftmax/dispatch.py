@@ -1169,18 +1169,16 @@ WHERE_MAX_N = 32768
 # 32 (Triton 3.6, sm_90: 56-176 bytes a thread at 32768 lanes, float32 and bfloat16), so the JAX
 # adapter takes its unmasked backward there.
 WHERE_BWD_MAX_N = 16384
-# SKIP, the where kernels' reading only the kept values (one at a time), for rows of at most
-# WHERE_SKIP_MAX_N values; longer rows are read whole in 16-byte vectors, the mask applied after.
-# On the H100 (bench/results/h100/probe_where_skip*.log, the benchmark's clock, us, SKIP / vectors)
-# a causal (2048, 2048) mask (half the values kept) over bfloat16 16 x 2048 x 2048 took 97.5 / 95.8
-# forward and 119.5 / 143.5 backward (log_softmax 97.1 / 96.7, 124.2 / 143.6), over float32
-# 8 x 2048 x 2048 80.4 / 99.7 and 106.8 / 143.4 (80.9 / 99.8, 107.7 / 143.6), where jax.nn's where=
-# took 163.9 / 262.3 (145.0 / 220.8; float32 143.1 / 241.3, 137.3 / 200.4); a vocabulary mask
-# (1, 32000) keeping 90% over 4096 x 32000 forward: bfloat16 322.8 / 228.9 (313.3 / 227.6), float32
-# 486.6 / 356.8, jax.nn 413.4 (408.5). WHERE_SKIP: None by that rule, True or False forces it
-# (tests, bench/probe_where.py).
-WHERE_SKIP_MAX_N = 16384
-WHERE_SKIP = None
+# The kernels read x (y, dy) by 16-byte vectors, only those holding a kept value. Reading the
+# kept values alone, one load a value, and reading every vector were measured before that on the
+# H100 (bench/results/h100/probe_where_skip*.log, probe_where_padding.log, the benchmark's clock, us,
+# alone / every vector): a causal (2048, 2048) mask, half the values kept, over bfloat16 16 x 2048 x
+# 2048 took 97.5 / 95.8 forward and 119.5 / 143.5 backward (log_softmax 97.1 / 96.7, 124.2 / 143.6),
+# over float32 8 x 2048 x 2048 80.4 / 99.7 and 106.8 / 143.4 (80.9 / 99.8, 107.7 / 143.6); a padding
+# mask (1, 1, 2048) keeping 90% over the same arrays bfloat16 103.0 / 92.4 and 160.5 / 132.4, float32
+# 92.9 / 90.4 and 151.9 / 132.8; a vocabulary mask (1, 32000) keeping 90% over 4096 x 32000 forward:
+# bfloat16 322.8 / 228.9 (log_softmax 313.3 / 227.6), float32 486.6 / 356.8. jax.nn's where= took
+# 163.9 / 262.3 (causal bfloat16), 172.8 / 262.4 (padding), 413.4 (vocabulary forward).
 
 
 @functools.lru_cache(maxsize=4096)
@@ -1192,15 +1190,14 @@ def plan_where(M: int, N: int, dtype: str, log: bool, forward: bool, row_div: in
     MAX_ROWS_BLOCK_N). Row m reads mask row (m // row_div) % row_mod, or where_rows[m] if
     `row_table`; `w_cols`: the mask holds N values a row, else one (kernels/where.py). One row in next_power_of_2(N) lanes, tiled as the
     rows family (`_rows_tiling`) without its aligned-row rules, which were measured unmasked.
-    SKIP for rows of at most WHERE_SKIP_MAX_N values, unless WHERE_SKIP forces it."""
+    VEC: values a 16-byte vector (fewer for rows shorter than that)."""
     itemsize = ITEMSIZE[dtype]
     if N > min(WHERE_MAX_N if forward else WHERE_BWD_MAX_N, MAX_ROWS_BLOCK_N[itemsize]):
         return None
     BLOCK_M, BLOCK_N, _, num_warps, grid = _rows_tiling(M, triton.next_power_of_2(N), forward, log=log,
                                                         itemsize=itemsize, aligned=False)
-    skip = N <= WHERE_SKIP_MAX_N if WHERE_SKIP is None else WHERE_SKIP
-    meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, LOG=log, ALIGN=alignment(N), ACC_FP64=dtype == "float64",
-                ROW_TABLE=row_table, W_COLS=w_cols, SKIP=skip, num_warps=num_warps, num_stages=1)
+    meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, VEC=min(16 // itemsize, BLOCK_N), LOG=log, ALIGN=alignment(N),
+                ACC_FP64=dtype == "float64", ROW_TABLE=row_table, W_COLS=w_cols, num_warps=num_warps, num_stages=1)
     if forward:
         return (Launch("softmax_fwd_rows_where", ("x", "where", "where_rows"), (M, N, N, N, row_div, row_mod),
                        (("y", (M, N), "io"),), grid, tuple(meta.items())),)

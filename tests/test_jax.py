@@ -170,16 +170,13 @@ def test_where_gradients(ops):
     ref.assert_close(batched_grad(ours)(xs, masks), batched_grad(theirs)(xs, masks), "float64", "jit(vmap(grad))")
 
 
-def _record_kernels(monkeypatch, skips: list | None = None) -> list:
-    """The names of the kernels the JAX adapter launches from now on, appended as they run (and
-    the where kernels' SKIP to `skips`)."""
+def _record_kernels(monkeypatch) -> list:
+    """The names of the kernels the JAX adapter launches from now on, appended as they run."""
     seen = []
     real = mj._execute
 
     def recording(launches, buffers, io_dtype):
         seen.extend(l.kernel for l in launches)
-        if skips is not None:
-            skips.extend(l.kwargs["SKIP"] for l in launches if "SKIP" in l.kwargs)
         return real(launches, buffers, io_dtype)
 
     monkeypatch.setattr(mj, "_execute", recording)
@@ -237,18 +234,13 @@ WHERE_MASKS = {
 }
 
 
-@pytest.mark.parametrize("skip", [False, True], ids=["vec", "skip"])
 @pytest.mark.parametrize("mask", list(WHERE_MASKS), ids=list(WHERE_MASKS))
-def test_where_kernels_read_the_mask_where_it_lies(monkeypatch, mask, skip):
+def test_where_kernels_read_the_mask_where_it_lies(monkeypatch, mask):
     """Masks broadcast over leading axes are read where they lie (no broadcast copy): by row
     arithmetic where the axes they vary along are one run, else a table of rows; the mask's own
     columns, or one value a row. Forward, gradient and second order against jax.nn in float64,
-    over the last axis and the last two, with the kernels' SKIP both ways (dispatch.WHERE_SKIP)."""
-    monkeypatch.setattr(dispatch, "WHERE_SKIP", skip)
-    dispatch.plan_where.cache_clear()
-    jax.clear_caches()  # traces made under the other SKIP (on the GPU, JAX reused them across tests)
-    skips = []
-    seen = _record_kernels(monkeypatch, skips)
+    over the last axis and the last two."""
+    seen = _record_kernels(monkeypatch)
     shape, expected_view = WHERE_MASKS[mask]
     x = randn(2, 3, 5, 6, dtype=jnp.float64, seed=23)
     w = randn(2, 3, 5, 6, dtype=jnp.float64, seed=24)
@@ -256,28 +248,24 @@ def test_where_kernels_read_the_mask_where_it_lies(monkeypatch, mask, skip):
     if m.ndim == 4:
         m[0, 0, 0] = False  # a fully masked row
     assert mj._where_view(x.shape, mj._padded(jnp.asarray(m), 4), 1)[2:5] == expected_view
-    try:
-        for ours, theirs, log in OPS:
-            for axis in (-1, (2, 3)):
-                seen.clear()
-                got, expected = ours(x, axis, where=m), theirs(x, axis, where=m)
-                ref.assert_close(got, expected, "float64", f"{mask} axis={axis}")
-                np.testing.assert_array_equal(np.isinf(got), np.isinf(expected))
+    jax.clear_caches()  # the kernels launched here, not traces made by another test
+    for ours, theirs, log in OPS:
+        for axis in (-1, (2, 3)):
+            seen.clear()
+            got, expected = ours(x, axis, where=m), theirs(x, axis, where=m)
+            ref.assert_close(got, expected, "float64", f"{mask} axis={axis}")
+            np.testing.assert_array_equal(np.isinf(got), np.isinf(expected))
 
-                def loss(f, t):
-                    return jnp.sum(jnp.where(m, f(t, axis, where=m), 0.0) * w)
+            def loss(f, t):
+                return jnp.sum(jnp.where(m, f(t, axis, where=m), 0.0) * w)
 
-                g, g_ref = jax.grad(lambda t: loss(ours, t))(x), jax.grad(lambda t: loss(theirs, t))(x)
-                ref.assert_close(g, g_ref, "float64", f"grad {mask} axis={axis}")
-                # (JAX may reuse the forward's trace under grad: the kernels launched by either)
-                assert set(seen) == {"softmax_fwd_rows_where", "softmax_bwd_rows_where"}, seen
-                sq = jax.grad(lambda t: jnp.sum(jax.grad(lambda u: loss(ours, u))(t) ** 2))(x)
-                sq_ref = jax.grad(lambda t: jnp.sum(jax.grad(lambda u: loss(theirs, u))(t) ** 2))(x)
-                ref.assert_close(sq, sq_ref, "float64", f"grad of grad {mask} axis={axis}")
-        assert skips and set(skips) == {skip}, skips
-    finally:
-        dispatch.plan_where.cache_clear()
-        jax.clear_caches()
+            g, g_ref = jax.grad(lambda t: loss(ours, t))(x), jax.grad(lambda t: loss(theirs, t))(x)
+            ref.assert_close(g, g_ref, "float64", f"grad {mask} axis={axis}")
+            # (JAX may reuse the forward's trace under grad: the kernels launched by either)
+            assert set(seen) == {"softmax_fwd_rows_where", "softmax_bwd_rows_where"}, seen
+            sq = jax.grad(lambda t: jnp.sum(jax.grad(lambda u: loss(ours, u))(t) ** 2))(x)
+            sq_ref = jax.grad(lambda t: jnp.sum(jax.grad(lambda u: loss(theirs, u))(t) ** 2))(x)
+            ref.assert_close(sq, sq_ref, "float64", f"grad of grad {mask} axis={axis}")
 
 
 @pytest.mark.parametrize("ops", OPS, ids=OP_IDS)

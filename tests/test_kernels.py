@@ -1466,12 +1466,13 @@ def test_columns_tiling_rule():
 
 def test_where_rule():
     """plan_where: the where kernels for rows up to WHERE_MAX_N values forward, WHERE_BWD_MAX_N
-    backward (float64: MAX_ROWS_BLOCK_N), SKIP up to WHERE_SKIP_MAX_N (WHERE_SKIP forces it)."""
+    backward (float64: MAX_ROWS_BLOCK_N), in vectors of 16 bytes (fewer values for shorter rows)."""
     def plan(N, dtype="bfloat16", forward=True):
         return dispatch.plan_where(64, N, dtype, False, forward, 1, 1, False, True)
 
-    assert plan(2048)[0].kwargs["SKIP"] and plan(dispatch.WHERE_SKIP_MAX_N)[0].kwargs["SKIP"]
-    assert not plan(32000)[0].kwargs["SKIP"] and plan(32000)[0].kwargs["num_warps"] == 32
+    assert plan(2048)[0].kwargs["VEC"] == 8 and plan(2048, "float32")[0].kwargs["VEC"] == 4
+    assert plan(2, "float64")[0].kwargs["VEC"] == 2 and plan(1)[0].kwargs["VEC"] == 1
+    assert plan(32000)[0].kwargs["num_warps"] == 32
     assert plan(dispatch.WHERE_MAX_N + 1) is None and plan(8193, "float64") is None
     assert plan(dispatch.WHERE_BWD_MAX_N, forward=False) and plan(dispatch.WHERE_BWD_MAX_N + 1, forward=False) is None
     assert plan(1000)[0].kwargs["BLOCK_N"] == 1024 and plan(1000)[0].kwargs["ALIGN"] == 8
