@@ -1177,8 +1177,11 @@ WHERE_BWD_MAX_N = 16384
 # over float32 8 x 2048 x 2048 80.4 / 99.7 and 106.8 / 143.4 (80.9 / 99.8, 107.7 / 143.6); a padding
 # mask (1, 1, 2048) keeping 90% over the same arrays bfloat16 103.0 / 92.4 and 160.5 / 132.4, float32
 # 92.9 / 90.4 and 151.9 / 132.8; a vocabulary mask (1, 32000) keeping 90% over 4096 x 32000 forward:
-# bfloat16 322.8 / 228.9 (log_softmax 313.3 / 227.6), float32 486.6 / 356.8. jax.nn's where= took
-# 163.9 / 262.3 (causal bfloat16), 172.8 / 262.4 (padding), 413.4 (vocabulary forward).
+# bfloat16 322.8 / 228.9 (log_softmax 313.3 / 227.6), float32 486.6 / 356.8. Reading the vectors
+# that hold a kept value (probe_where.log, probe_where_2.log) took 88.2 and 101.9 (bfloat16 causal),
+# 82.4 and 104.4 (float32 causal), 91.3 and 132.5 (bfloat16 padding), 211.0 (bfloat16 vocabulary)
+# and 371.3 (float32), where jax.nn's where= took 163.8 / 262.1, 142.9 / 241.6, 172.3 / 262.2, 413.4
+# and 702.3.
 
 
 @functools.lru_cache(maxsize=4096)

@@ -601,10 +601,11 @@ def softmax(x, axis: int | tuple[int, ...] | None = -1, where=None):
         where: None, or a boolean array that broadcasts to x's shape: the elements that take
             part, as jax.nn.softmax's `where`. Masked-out elements take no part in the max
             and the sum, and their outputs are 0 (log_softmax: -inf); a fully masked slice
-            gives 0 (-inf), and a zero gradient. The kernels take no mask: the forward is XLA's
-            softmax with the mask fused around it (float32 for 16-bit x; masking x and y around
-            our kernels measured slower, bench/probe_where.py); the backward is our kernel from
-            saved y (log_softmax: XLA's, in float32, which measured faster with a mask).
+            gives 0 (-inf), and a zero gradient. Over the trailing axes the where kernels
+            (kernels/where.py) read the mask where it lies, never broadcast in memory, forward
+            for rows of up to 32768 values and backward up to 16384; longer rows and other axes
+            take XLA's softmax with the mask fused around it (float32 for 16-bit x) and our
+            unmasked backward from saved y (log_softmax: XLA's, in float32). bench/probe_where.py.
     Returns:
         An array of x's shape and (promoted) dtype. Differentiable by jax.grad / jax.vjp
         (backward: the Triton backward kernel, from saved y), batchable by jax.vmap,
@@ -621,7 +622,8 @@ def softmax(x, axis: int | tuple[int, ...] | None = -1, where=None):
     which the interpreter uses for buffers). The backend is `jax.default_backend()`.
     Algorithm: see multisoftmax/kernels/ (rows in registers, long rows in chunks of cooperating
     programs, the online two-pass loop of Milakov & Gimelshein 2018 past ~1M values, split rows for
-    few long rows; one middle axis: the columns kernels on x as (B, N, T), no transpose).
+    few long rows; one middle axis: the columns kernels on x as (B, N, T), no transpose; `where`:
+    jax.nn's masked softmax, jax/_src/nn/functions.py, in the rows family's layout).
     """
     return _softmax(x, axis, log=False, where=where)
 
