@@ -1191,8 +1191,9 @@ def plan_where(M: int, N: int, dtype: str, log: bool, forward: bool, row_div: in
     (inputs "x", "where", "where_rows"; output "y") or backward ("y", "dy", "where", "where_rows";
     "dx"); None where rows are longer than WHERE_MAX_N (backward: WHERE_BWD_MAX_N; float64:
     MAX_ROWS_BLOCK_N). Row m reads mask row (m // row_div) % row_mod, or where_rows[m] if
-    `row_table`; `w_cols`: the mask holds N values a row, else one (kernels/where.py). One row in next_power_of_2(N) lanes, tiled as the
-    rows family (`_rows_tiling`) without its aligned-row rules, which were measured unmasked.
+    `row_table`; `w_cols`: the mask holds N values a row, else one (kernels/where.py). One row in
+    next_power_of_2(N) lanes, tiled as the rows family (`_rows_tiling`) without its aligned-row
+    rules, which were measured unmasked.
     VEC: values a 16-byte vector (fewer for rows shorter than that)."""
     itemsize = ITEMSIZE[dtype]
     if N > min(WHERE_MAX_N if forward else WHERE_BWD_MAX_N, MAX_ROWS_BLOCK_N[itemsize]):

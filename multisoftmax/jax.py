@@ -348,16 +348,24 @@ def _where_plan(shape: tuple, dtype, k: int, log: bool, forward: bool, view=None
                                row_mod, row_table, w_cols)
 
 
+def _where_execute(arrays: dict, w, k: int, log: bool, forward: bool):
+    """Run the where kernel on `arrays` ("x", or "y" and "dy": one shape and dtype, reduced over
+    the last `k` axes) under mask `w` (at their rank): the output in their shape."""
+    first = next(iter(arrays.values()))
+    w2, rows, *view = _where_view(first.shape, w, k)
+    plan = _where_plan(first.shape, first.dtype, k, log, forward, view)
+    N = math.prod(first.shape[first.ndim - k:])
+    buffers = {name: a.reshape(-1, N) for name, a in arrays.items()}
+    return _execute(plan, {**buffers, "where": w2, "where_rows": rows}, first.dtype).reshape(first.shape)
+
+
 @functools.cache
 def _where_fwd_call(log: bool, k: int):
     """y = the masked softmax of x over its last `k` axes (kernels/where.py); `w`: the mask at x's
     rank. Batched (custom_vmap) as more leading axes, of the mask too."""
     @jax.custom_batching.custom_vmap
     def call(x, w):
-        w2, rows, *view = _where_view(x.shape, w, k)
-        plan = _where_plan(x.shape, x.dtype, k, log, True, view)
-        N = math.prod(x.shape[x.ndim - k:])
-        return _execute(plan, {"x": x.reshape(-1, N), "where": w2, "where_rows": rows}, x.dtype).reshape(x.shape)
+        return _where_execute({"x": x}, w, k, log, True)
 
     @call.def_vmap
     def _(axis_size, in_batched, x, w):
@@ -372,11 +380,7 @@ def _where_bwd_call(log: bool, k: int):
     """dx from y (`_where_fwd_call`'s) and dy, masked as there (kernels/where.py)."""
     @jax.custom_batching.custom_vmap
     def call(y, dy, w):
-        w2, rows, *view = _where_view(y.shape, w, k)
-        plan = _where_plan(y.shape, y.dtype, k, log, False, view)
-        N = math.prod(y.shape[y.ndim - k:])
-        return _execute(plan, {"y": y.reshape(-1, N), "dy": dy.reshape(-1, N), "where": w2, "where_rows": rows},
-                        y.dtype).reshape(y.shape)
+        return _where_execute({"y": y, "dy": dy}, w, k, log, False)
 
     @call.def_vmap
     def _(axis_size, in_batched, y, dy, w):
