@@ -1,15 +1,19 @@
 """Probe: the JAX adapter's `where=` (masked softmax) against jax.nn.softmax's, by the benchmark's clock.
 
 `multisoftmax.jax.softmax(x, axis, where=m)` over the trailing axes runs the where kernels
-(kernels/where.py: the mask read beside x where it lies), the forward for rows of at most
-dispatch.WHERE_MAX_N values, the backward of at most WHERE_BWD_MAX_N; elsewhere its forward is XLA's,
-jnp.where(m, jax.nn.softmax(jnp.where(m, x, -inf)), 0) in float32, and its backward the unmasked
-Triton kernel from saved y (the log_softmax's XLA's, in float32). This times, jitted
+(kernels/where.py: the mask read beside x where it lies): the rows kernels for rows of at most
+dispatch.WHERE_MAX_N values (backward: WHERE_BWD_MAX_N), the cooperative ones past that; elsewhere
+its forward is XLA's, jnp.where(m, jax.nn.softmax(jnp.where(m, x, -inf)), 0) in float32, and its
+backward the unmasked Triton kernel from saved y (the log_softmax's XLA's, in float32). This times, jitted
 (bench/timing.py: a chain of calls on rotating input copies, the kernels' GPU time summed), the
 forward and the backward (the vjp pullback, from a forward outside the timed function) of:
   * ms-jax where: multisoftmax.jax with where=;
   * xla path: multisoftmax.jax with the where kernels turned off (the XLA forward above; the adapter
     from f1ba5be to 5239573);
+  * coop CHUNKxWARPS (--coop): multisoftmax.jax with where=, the cooperative where kernels in chunks
+    of CHUNK values at WARPS warps (dispatch.WHERE_COOP_CHUNK_N, WHERE_COOP_WARPS; float64 keeps its
+    chunk); a trailing "s": reading only the vectors that hold a kept value (WHERE_COOP_SKIP), "c": on
+    arrival counters, not TAG (WHERE_COOP_TAG);
   * around: the unmasked kernels with the mask applied around them, jnp.where(m, f(jnp.where(m, x,
     -inf)), 0) (log_softmax: -inf), two elementwise XLA passes (the JAX adapter's first where=, 5ead106);
   * xla where: jax.nn.softmax / log_softmax with where=, as is;
@@ -17,11 +21,13 @@ and checks the others against the last. GB/s count x and y (backward: y, dy, dx)
 benchmark does: the masks here are broadcast over rows and small.
 
 Cases: a causal mask (S, S) over a batch of attention rows (B, S, S), half the values kept; a
-vocabulary mask (1, V) over logits (M, V) and a padding mask (1, 1, S) over (B, S, S), 90% kept.
+vocabulary mask (1, V) over logits (M, V) (V = 32000, and 128256 and 256000, whose rows the
+cooperative kernels take) and a padding mask (1, 1, S) over (B, S, S), 90% kept.
 
     python bench/probe_where.py [--dtypes bfloat16,float32] [--cases causal,vocabulary]
                                 [--variants "ms-jax where,xla where"] [--ops softmax,log_softmax]
-    (--cases: names' beginnings, causal,vocabulary,padding; default causal,vocabulary)
+                                [--coop 8192x8,4096x8]
+    (--cases: names' beginnings, causal,vocabulary,padding,long; default causal,vocabulary)
 """
 
 from __future__ import annotations
@@ -48,22 +54,26 @@ def cases(dtype):
     vocab = rng.random((1, 32000)) < 0.9
     batch = 16 if dtype != "float32" else 8  # 128 MB of x
     padding = rng.random((1, 1, 2048)) < 0.9
+    long_vocab = rng.random((1, 128256)) < 0.9
+    few = rng.random((1, 256000)) < 0.9
     return [("causal (2048, 2048)", (batch, 2048, 2048), causal), ("vocabulary (1, 32000)", (4096, 32000), vocab),
-            ("padding (1, 1, 2048)", (batch, 2048, 2048), padding)]
+            ("padding (1, 1, 2048)", (batch, 2048, 2048), padding),
+            ("long vocabulary (1, 128256)", (1024 if dtype != "float32" else 512, 128256), long_vocab),
+            ("long rows, few (1, 256000)", (64, 256000), few)]
 
 
 def picked(name: str, wanted: str) -> bool:
     return any(name.startswith(w) for w in wanted.split(","))
 
 
-def variants(log: bool):
+def variants(log: bool, coop: list[str]):
     ours, theirs = (mj.log_softmax, jax.nn.log_softmax) if log else (mj.softmax, jax.nn.softmax)
     fill = -jnp.inf if log else 0.0
 
     def where():  # a function of its own for each variant: jax.jit would reuse another's executable
         return lambda a, m: ours(a, -1, where=m)
 
-    return {"ms-jax where": where(), "xla path": where(),
+    return {"ms-jax where": where(), "xla path": where(), **{f"coop {c}": where() for c in coop},
             "around": lambda a, m: jnp.where(m, ours(jnp.where(m, a, -jnp.inf), -1), fill),
             "xla where": lambda a, m: theirs(a, -1, where=m)}
 
@@ -71,10 +81,20 @@ def variants(log: bool):
 def setup(impl: str):
     """Set the adapter up for variant `impl` (before its functions are traced)."""
     jax.clear_caches()  # no trace of the adapter's inner calls made for another variant
+    mj.dispatch.plan_where.cache_clear()
     mj._where_kernels = (lambda *a, **k: False) if impl == "xla path" else WHERE_KERNELS
+    spec = impl.split()[1] if impl.startswith("coop ") else ""
+    chunk, warps = map(int, spec.rstrip("sc").split("x")) if spec else (None, None)
+    flags = spec[len(spec.rstrip("sc")):]
+    mj.dispatch.WHERE_COOP_CHUNK_N = {**COOP_CHUNK_N, **({2: chunk, 4: chunk} if chunk else {})}
+    mj.dispatch.WHERE_COOP_WARPS = warps or COOP_WARPS
+    mj.dispatch.WHERE_COOP_SKIP = "s" in flags if spec else COOP_SKIP
+    mj.dispatch.WHERE_COOP_TAG = "c" not in flags if spec else COOP_TAG
 
 
 WHERE_KERNELS = mj._where_kernels
+COOP_CHUNK_N, COOP_WARPS, COOP_SKIP, COOP_TAG = (mj.dispatch.WHERE_COOP_CHUNK_N, mj.dispatch.WHERE_COOP_WARPS,
+                                                 mj.dispatch.WHERE_COOP_SKIP, mj.dispatch.WHERE_COOP_TAG)
 
 
 def main():
@@ -83,8 +103,10 @@ def main():
     ap.add_argument("--cases", default="causal,vocabulary")
     ap.add_argument("--variants", default="ms-jax where,xla where")
     ap.add_argument("--ops", default="softmax,log_softmax")
+    ap.add_argument("--coop", default="", help="cooperative tilings to time as variants, CHUNKxWARPS,...")
     args = ap.parse_args()
-    chosen = args.variants.split(",")
+    coop = [c for c in args.coop.split(",") if c]
+    chosen = args.variants.split(",") + [f"coop {c}" for c in coop]
     copy = timing.copy_bandwidth(True) if _torch_cuda() else float("nan")
     print(f"{jax.devices()[0].device_kind}  copy {copy:.0f} GB/s  jax {jax.__version__}", flush=True)
     for dtype in args.dtypes.split(","):
@@ -97,7 +119,7 @@ def main():
             nb = 2 * x.size * x.dtype.itemsize
             for log in [op == "log_softmax" for op in args.ops.split(",")]:
                 line, outs = [], {}
-                for impl, f in variants(log).items():
+                for impl, f in variants(log, coop).items():
                     if impl not in chosen:
                         continue
                     setup(impl)

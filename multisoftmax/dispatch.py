@@ -905,11 +905,11 @@ def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: in
 def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, itemsize: int, num_sms: int,
                    acc: dict, part_rows: int, out: str, wide: bool = False,
                    narrow: bool = False, warps: int | None = None,
-                   maxnreg: int | None = None) -> tuple[Launch, ...]:
+                   maxnreg: int | None = None, chunk: int | None = None) -> tuple[Launch, ...]:
     """The cooperative kernel: one program per chunk (grid M * n_chunks), n_chunks appended
     to `scalars`, `part_rows` partials a chunk, chunks as `_coop_chunks(N, itemsize, wide,
-    narrow)`, `warps` warps a program (default COOP_WARPS, read at the call), compiled under
-    Triton's `maxnreg` register cap where given.
+    narrow)` (or of `chunk` values where given), `warps` warps a program (default COOP_WARPS,
+    read at the call), compiled under Triton's `maxnreg` register cap where given.
     One launch (PHASE 3) or, under Triton's interpreter, where programs run one by one and
     could never wait for each other, two (PHASE 1 writes the partials, PHASE 2 combines them
     and writes `out`).
@@ -932,7 +932,7 @@ def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, i
     cannot start: cooperative launches on several streams at once (ours, or other libraries')
     are safe only while their waiting programs fit on the SMs beside each other.
     """
-    CHUNK_N, n_chunks = _coop_chunks(N, itemsize, wide, narrow)
+    CHUNK_N, n_chunks = (chunk, triton.cdiv(N, chunk)) if chunk else _coop_chunks(N, itemsize, wide, narrow)
     if n_chunks > num_sms:
         raise ValueError(f"N={N} needs {n_chunks} chunks of {CHUNK_N}, more than one per SM ({num_sms}): "
                          f"the cooperative kernel's wait needs at most one; use the 'online' or 'split' family")
@@ -959,7 +959,7 @@ def cooperative(launches: tuple[Launch, ...]) -> bool:
     """Whether a plan has a cooperative launch, whose programs wait for each other: the
     num_sms it was planned for must be no more than the SMs it will run on (the adapters ask
     multisoftmax.sms for the share of a green context or an MPS limit)."""
-    return any(one.kernel.endswith(("_coop", "_coop_cols")) for one in launches)
+    return any(one.kernel.endswith(("_coop", "_coop_cols", "_coop_where")) for one in launches)
 
 
 def alignment(*values: int) -> int:
@@ -1161,13 +1161,14 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
 
 # --------------------------------------------------------------------------------------
 # jax.nn's where= (kernels/where.py): rows of at most WHERE_MAX_N values (MAX_ROWS_BLOCK_N: those
-# the rows family holds in registers), with the mask read beside them. Longer rows, and a mask over
-# axes that are not the trailing ones, are left to XLA by the JAX adapter (its `_masked`).
+# the rows family holds in registers), with the mask read beside them; longer rows cooperative
+# (WHERE_COOP_*, below). A mask over axes that are not the trailing ones is left to XLA by the JAX
+# adapter (its `_masked`).
 # --------------------------------------------------------------------------------------
 WHERE_MAX_N = 32768
 # ...but the backward holds y and dy: past this many lanes it spilled registers at 16 warps and at
-# 32 (Triton 3.6, sm_90: 56-176 bytes a thread at 32768 lanes, float32 and bfloat16), so the JAX
-# adapter takes its unmasked backward there.
+# 32 (Triton 3.6, sm_90: 56-176 bytes a thread at 32768 lanes, float32 and bfloat16), so longer rows
+# take the cooperative kernel there.
 WHERE_BWD_MAX_N = 16384
 # The kernels read x (y, dy) by 16-byte vectors, only those holding a kept value. Reading the
 # kept values alone, one load a value, and reading every vector were measured before that on the
@@ -1184,29 +1185,73 @@ WHERE_BWD_MAX_N = 16384
 # and 702.3.
 
 
+# Rows past those limits take the cooperative where kernels (kernels/where.py's *_coop_where): a row
+# in chunks of WHERE_COOP_CHUNK_N values (by itemsize), one a program at WHERE_COOP_WARPS warps, for
+# rows of at most num_sms chunks (the bound of the wait, `_coop_launches`); longer rows are left to
+# XLA. They wait through TAG (float32 partials of rows of at most COOP_TAG_MAX_CHUNKS chunks), else
+# on counters, and read every vector of a chunk while the mask is read (WHERE_COOP_SKIP off: the x
+# load then needs no mask load before it). The softmax backward of those rows is not planned (None):
+# the JAX adapter runs the unmasked one from saved y there, exact as masked-out y is 0, and faster
+# (bfloat16 1024 x 128256: 259.5 us against 323.8-357.8 for these kernels' tilings).
+# On the H100 (bench/results/h100/probe_where_long*.log, the benchmark's JAX clock, us; vocabulary
+# masks (1, N) keeping 90%; softmax / log_softmax forward, log_softmax backward):
+#   tiling                    bf16 1024 x 128256      bf16 64 x 256000     fp32 512 x 128256     fp32 64 x 256000
+#   8192 at 8 warps, counters 346.3 / 347.6, 392.0   -                    223.8 / 223.7, 277.9  -
+#   4096 at 8, counters       324.7 / 328.1, 358.2   49.4 / 49.1, 50.4    216.1 / 216.6, 283.5  61.5 / 61.4, 77.3
+#   4096 at 8, TAG            320.3 / 318.3, 324.4   48.8 / 49.8, 50.6    219.3 / 217.9, 275.1  61.7 / 61.4, 76.1
+#   8192 at 16, TAG           269.0 / 342.4, 341.7   40.5 / 40.9, 46.2    233.0 / 190.4, 258.6  62.4 / 54.0, 69.5
+#   2048 at 4, counters       430.7 / 431.4, 441.9   -                    262.2 / 261.1, 308.3  -
+#   4096 at 8, SKIP           333.1 / 338.6, 349.5   -                    274.4 / 297.3, 329.6  -
+#   jax.nn's where=           385.3 / 379.1, 426.2   57.4 / 56.5, 58.4    353.3 / 353.3, 388.7  98.4 / 98.3, 103.0
+# The adapter before (XLA's forward, XLA's log_softmax backward): 387.6 / 382.7, 346.6 (bfloat16
+# 1024 x 128256) and 57.7 / 56.8, 58.2 (64 x 256000) in probe_where_long_first.log, whose own
+# kernel read x as SKIP does. 8192 at 16 warps was best on 7 of the 10 figures. Taken, it ran as
+# above (probe_where_long.log: 266.9 / 342.4, 338.8 bfloat16 1024 x 128256), and the log_softmax
+# backward of 4096 x 32000, cooperative now, 321.8 us bfloat16 and 511.5 float32 against 348.3 and
+# 686.9 for XLA's before and 430.1 and 770.7 for jax.nn's (probe_where_vocab_coop.log).
+# The 16-bit figures stay below the unmasked cooperative kernels' (~2,900 GB/s on these shapes
+# through PACK and more, kernels/softmax.py): these hold their values in float32 and the mask beside.
+WHERE_COOP_CHUNK_N = {2: 8192, 4: 8192, 8: 4096}
+WHERE_COOP_WARPS = 16
+WHERE_COOP_SKIP = False
+WHERE_COOP_TAG = True
+
+
 @functools.lru_cache(maxsize=4096)
 def plan_where(M: int, N: int, dtype: str, log: bool, forward: bool, row_div: int, row_mod: int,
-               row_table: bool, w_cols: bool) -> tuple[Launch, ...] | None:
-    """The launch of a masked softmax (log_softmax if `log`) over a contiguous M x N view, forward
+               row_table: bool, w_cols: bool, num_sms: int) -> tuple[Launch, ...] | None:
+    """The launches of a masked softmax (log_softmax if `log`) over a contiguous M x N view, forward
     (inputs "x", "where", "where_rows"; output "y") or backward ("y", "dy", "where", "where_rows";
-    "dx"); None where rows are longer than WHERE_MAX_N (backward: WHERE_BWD_MAX_N; float64:
-    MAX_ROWS_BLOCK_N). Row m reads mask row (m // row_div) % row_mod, or where_rows[m] if
-    `row_table`; `w_cols`: the mask holds N values a row, else one (kernels/where.py). One row in
-    next_power_of_2(N) lanes, tiled as the rows family (`_rows_tiling`) without its aligned-row
-    rules, which were measured unmasked.
+    "dx"). Row m reads mask row (m // row_div) % row_mod, or where_rows[m] if `row_table`;
+    `w_cols`: the mask holds N values a row, else one (kernels/where.py).
+    Rows of at most WHERE_MAX_N values (backward: WHERE_BWD_MAX_N; float64: MAX_ROWS_BLOCK_N): one
+    launch of the rows kernel, a row in next_power_of_2(N) lanes, tiled as the rows family
+    (`_rows_tiling`) without its aligned-row rules, which were measured unmasked. Longer rows: the
+    cooperative kernel in WHERE_COOP_CHUNK_N-value chunks, planned for `num_sms` SMs (one launch;
+    two under Triton's interpreter, as `_coop_launches`), or None where a row needs more than
+    num_sms chunks, and for the softmax backward (the unmasked one serves, see WHERE_COOP_*).
     VEC: values a 16-byte vector (fewer for rows shorter than that)."""
     itemsize = ITEMSIZE[dtype]
+    if forward:
+        kernel, inputs, strides, out = "softmax_fwd_rows_where", ("x", "where", "where_rows"), (N, N), "y"
+    else:
+        kernel, inputs, strides, out = "softmax_bwd_rows_where", ("y", "dy", "where", "where_rows"), (N, N, N), "dx"
+    scalars = (M, N, *strides, row_div, row_mod)
+    meta = dict(LOG=log, ALIGN=alignment(N), ACC_FP64=dtype == "float64", ROW_TABLE=row_table, W_COLS=w_cols)
     if N > min(WHERE_MAX_N if forward else WHERE_BWD_MAX_N, MAX_ROWS_BLOCK_N[itemsize]):
-        return None
+        chunk = min(WHERE_COOP_CHUNK_N[itemsize], triton.next_power_of_2(N))
+        n_chunks = triton.cdiv(N, chunk)
+        if n_chunks > num_sms or not (forward or log):
+            return None
+        tag = WHERE_COOP_TAG and dtype != "float64" and n_chunks <= COOP_TAG_MAX_CHUNKS  # float32 partials
+        return _coop_launches(kernel.replace("_rows_", "_coop_"), inputs, scalars, M, N, itemsize, num_sms,
+                              dict(VEC=min(16 // itemsize, chunk), **meta, SKIP=WHERE_COOP_SKIP, TAG=tag),
+                              2 if forward else 1, out, warps=WHERE_COOP_WARPS, chunk=chunk)
     BLOCK_M, BLOCK_N, _, num_warps, grid = _rows_tiling(M, triton.next_power_of_2(N), forward, log=log,
                                                         itemsize=itemsize, aligned=False)
-    meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, VEC=min(16 // itemsize, BLOCK_N), LOG=log, ALIGN=alignment(N),
-                ACC_FP64=dtype == "float64", ROW_TABLE=row_table, W_COLS=w_cols, num_warps=num_warps, num_stages=1)
-    if forward:
-        return (Launch("softmax_fwd_rows_where", ("x", "where", "where_rows"), (M, N, N, N, row_div, row_mod),
-                       (("y", (M, N), "io"),), grid, tuple(meta.items())),)
-    return (Launch("softmax_bwd_rows_where", ("y", "dy", "where", "where_rows"), (M, N, N, N, N, row_div, row_mod),
-                   (("dx", (M, N), "io"),), grid, tuple(meta.items())),)
+    meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, VEC=min(16 // itemsize, BLOCK_N), **meta, num_warps=num_warps,
+                num_stages=1)
+    return (Launch(kernel, inputs, scalars, ((out, (M, N), "io"),), grid, tuple(meta.items())),)
 
 
 # --------------------------------------------------------------------------------------

@@ -341,11 +341,11 @@ def _where_view(shape: tuple, w, k: int):
 
 def _where_plan(shape: tuple, dtype, k: int, log: bool, forward: bool, view=None):
     """dispatch.plan_where for x of `shape` reduced over its last `k` axes (`view`: _where_view's
-    last four), or None where the where kernels do not take it (rows past dispatch.WHERE_MAX_N)."""
+    last four), or None where the where kernels do not take it (rows of more chunks than SMs)."""
     N = math.prod(shape[len(shape) - k:])
     row_div, row_mod, row_table, w_cols = view or (1, 1, False, True)
     return dispatch.plan_where(math.prod(shape) // N, N, _DTYPE_NAMES[jnp.dtype(dtype)], log, forward, row_div,
-                               row_mod, row_table, w_cols)
+                               row_mod, row_table, w_cols, _num_sms())
 
 
 def _where_execute(arrays: dict, w, k: int, log: bool, forward: bool):
@@ -463,9 +463,10 @@ def _padded(w, ndim: int):
 
 def _where_kernels(x, axes: tuple, log: bool, forward: bool = True) -> bool:
     """Whether the where kernels take x's masked softmax over `axes` (its backward if not
-    `forward`): the trailing axes, rows of at most dispatch.WHERE_MAX_N values (backward:
-    WHERE_BWD_MAX_N). Other axes would need x moved (XLA's fused softmax is one pass then),
-    longer rows a kernel family of their own."""
+    `forward`): the trailing axes, rows of at most as many cooperative chunks as SMs
+    (dispatch.plan_where: 1,081,344 values on an H100), but not the softmax backward past
+    dispatch.WHERE_BWD_MAX_N (the unmasked one serves). Other axes would need x moved (XLA's
+    fused softmax is one pass then), longer rows a kernel family of their own."""
     return axes == tuple(range(x.ndim - len(axes), x.ndim)) and _where_plan(x.shape, x.dtype, len(axes), log,
                                                                              forward) is not None
 
@@ -496,16 +497,19 @@ def _masked(x, where, axes: tuple, log: bool):
     """jax.nn's masked softmax, `where` as passed (broadcastable to x).
 
     Over the trailing axes, the where kernels (kernels/where.py), which read the mask beside x
-    where it lies: the forward for rows of at most dispatch.WHERE_MAX_N values, the backward of
-    at most WHERE_BWD_MAX_N (`_where_kernels`). Otherwise the forward is XLA's: x masked with
+    where it lies: the rows kernels, or the cooperative ones for rows past dispatch.WHERE_MAX_N
+    values (backward: WHERE_BWD_MAX_N), up to as many chunks as SMs (`_where_kernels`), but for
+    the softmax backward of rows past WHERE_BWD_MAX_N (below). Otherwise (other axes, longer
+    rows) the forward is XLA's: x masked with
     -inf, then jax.nn's unmasked softmax, then the output masked (0; log_softmax: -inf), which XLA
     fuses into one pass, in float32 for 16-bit x (as the kernels compute): masking x and y around
     the unmasked kernels would cost two more passes (bench/probe_where.py). That is jax.nn's
     `where` exactly: masked-out values add exp(-inf) = 0 to the sum and never win the max, and
     fully masked slices (NaN inside) come out 0. And the backward is the unmasked kernel from
-    saved y for the softmax (masked-out y is 0, so dx is 0 there by itself), XLA's in float32 for
-    the log_softmax (dy's masked-out values zeroed, then dy - exp(y) * sum(dy), fused: a pass of
-    its own to zero them before our kernel measured slower)."""
+    saved y for the softmax (masked-out y is 0, so dx is 0 there by itself; faster than the
+    cooperative where kernel, dispatch.WHERE_COOP_*), XLA's in float32 for the log_softmax (dy's
+    masked-out values zeroed, then dy - exp(y) * sum(dy), fused: a pass of its own to zero them
+    before our kernel measured slower)."""
     if _where_kernels(x, axes, log):
         return _where_fwd_call(log, len(axes))(x, _padded(where, x.ndim))
     acc = jnp.promote_types(x.dtype, jnp.float32)
@@ -606,10 +610,13 @@ def softmax(x, axis: int | tuple[int, ...] | None = -1, where=None):
             part, as jax.nn.softmax's `where`. Masked-out elements take no part in the max
             and the sum, and their outputs are 0 (log_softmax: -inf); a fully masked slice
             gives 0 (-inf), and a zero gradient. Over the trailing axes the where kernels
-            (kernels/where.py) read the mask where it lies, never broadcast in memory, forward
-            for rows of up to 32768 values and backward up to 16384; longer rows and other axes
-            take XLA's softmax with the mask fused around it (float32 for 16-bit x) and our
-            unmasked backward from saved y (log_softmax: XLA's, in float32). bench/probe_where.py.
+            (kernels/where.py) read the mask where it lies, never broadcast in memory: rows in
+            registers, longer ones (past 32768 values forward, 16384 backward) in chunks of
+            cooperating programs, up to 1,081,344 values on an H100; past 16384 values the
+            softmax backward is our unmasked one from saved y. Other axes and rows longer
+            still take XLA's softmax with the mask fused around it (float32 for 16-bit x) and
+            our unmasked backward from saved y (log_softmax: XLA's, in float32).
+            bench/probe_where.py.
     Returns:
         An array of x's shape and (promoted) dtype. Differentiable by jax.grad / jax.vjp
         (backward: the Triton backward kernel, from saved y), batchable by jax.vmap,

@@ -544,8 +544,13 @@ def test_columns_at_real_sizes(dtype, shape, dim, one_tile):
 def test_jax_where_at_real_sizes():
     """jax.nn's where= through the where kernels compiled (kernels/where.py): a causal mask over
     attention rows (bfloat16 4 x 2048 x 2048: row arithmetic, vectors of no kept value not read), a
-    vocabulary mask (bfloat16 64 x 32000, past WHERE_BWD_MAX_N: the unmasked backward), a mask that
-    needs the row table (float32 (2, 1, 300, 781) over (2, 4, 300, 781), odd rows: no vector loads).
+    vocabulary mask (bfloat16 64 x 32000, past WHERE_BWD_MAX_N: the cooperative log_softmax backward, the
+    unmasked softmax backward), a mask that
+    needs the row table (float32 (2, 1, 300, 781) over (2, 4, 300, 781), odd rows: no vector loads),
+    long rows (the cooperative kernels: bfloat16 300 x 128256 under a vocabulary mask, a ticket, TAG;
+    float32 4 x 256000 (4, 1), a value a row, one program an SM at most, a fully masked row; float64
+    3 x 50000 under a mask of its own rows, thinning along them, on counters; float32 8 x 300000, a
+    ticket on counters).
     Forward against float64; the backward from our y against the float64 formula over the kept
     values."""
     import jax
@@ -557,12 +562,19 @@ def test_jax_where_at_real_sizes():
     rng = np.random.default_rng(0)
     cases = [((4, 2048, 2048), np.tril(np.ones((2048, 2048), bool)), "bfloat16"),
              ((64, 32000), rng.random((1, 32000)) < 0.9, "bfloat16"),
-             ((2, 4, 300, 781), rng.random((2, 1, 300, 781)) < 0.5, "float32")]
+             ((2, 4, 300, 781), rng.random((2, 1, 300, 781)) < 0.5, "float32"),
+             ((300, 128256), rng.random((1, 128256)) < 0.9, "bfloat16"),
+             ((4, 256000), np.array([True, False, True, True])[:, None], "float32"),
+             ((3, 50000), rng.random((3, 50000)) < np.linspace(0.01, 1, 50000), "float64"),
+             ((8, 300000), rng.random((1, 300000)) < 0.5, "float32")]
     for shape, m, dtype in cases:
         x = jnp.asarray(rng.standard_normal(shape) * 4, dtype)
         dy = jnp.asarray(rng.standard_normal(shape), dtype)
-        assert mj._where_kernels(x, (x.ndim - 1,), False)
+        assert mj._where_kernels(x, (x.ndim - 1,), False) and mj._where_kernels(x, (x.ndim - 1,), True, forward=False)
+        # the softmax backward past WHERE_BWD_MAX_N: the unmasked one
         assert mj._where_kernels(x, (x.ndim - 1,), False, forward=False) == (shape[-1] <= dispatch.WHERE_BWD_MAX_N)
+        coop = [dispatch.cooperative(mj._where_plan(x.shape, x.dtype, 1, log, fwd)) for log, fwd in [(0, 1), (1, 0)]]
+        assert coop == [shape[-1] > dispatch.WHERE_MAX_N, shape[-1] > dispatch.WHERE_BWD_MAX_N], (shape, coop)
         for f, log in [(mj.softmax, False), (mj.log_softmax, True)]:
             y, pull = jax.vjp(lambda t: f(t, -1, where=m), x)
             x64 = np.where(m, np.asarray(x, np.float64), -np.inf)

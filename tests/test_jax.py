@@ -310,11 +310,17 @@ def test_where_kernels_under_vmap():
 
 
 def test_where_long_rows(monkeypatch):
-    """Rows past dispatch.WHERE_BWD_MAX_N (and up to WHERE_MAX_N): the where kernel forward, the
-    unmasked backward (the softmax: the rows kernel from saved y; the log_softmax: XLA's); past
-    WHERE_MAX_N, XLA's forward; a mask over a middle axis: XLA's forward. All against jax.nn."""
+    """Rows past dispatch.WHERE_BWD_MAX_N (and up to WHERE_MAX_N): the rows where kernel forward; the
+    log_softmax backward cooperative (softmax_bwd_coop_where), the softmax's the unmasked one from
+    saved y. Rows of more chunks than SMs (past WHERE_MAX_N on the interpreter's 4): XLA's forward,
+    the unmasked softmax backward, XLA's log_softmax backward; a mask over a middle axis: XLA's
+    forward. All against jax.nn."""
     seen = _record_kernels(monkeypatch)
-    for N, fwd in [(dispatch.WHERE_BWD_MAX_N + 3, ["softmax_fwd_rows_where"]), (dispatch.WHERE_MAX_N + 5, [])]:
+    jax.clear_caches()
+    too_long = mj._num_sms() * dispatch.WHERE_COOP_CHUNK_N[4] + 1
+    for N, fwd, log_bwd in [(dispatch.WHERE_BWD_MAX_N + 3, ["softmax_fwd_rows_where"], ["softmax_bwd_coop_where"]),
+                            (too_long, [], [])]:
+        assert (mj._where_plan((2, N), jnp.float32, 1, False, True) is None) == (not fwd)
         x = randn(2, N, dtype=jnp.float32, seed=30)
         m = np.random.default_rng(31).random((1, N)) < 0.5
         for ours, theirs, log in OPS:
@@ -324,12 +330,99 @@ def test_where_long_rows(monkeypatch):
             g_ref = jax.grad(lambda t: jnp.sum(jnp.where(m, theirs(t, -1, where=m), 0.0) * x))(
                 jnp.asarray(x, jnp.float64))
             ref.assert_close(g, g_ref, "float32", f"N={N} log={log}", scale_atol=True)
-            # the forward's kernel (JAX may reuse its trace under grad), then the backward's: none for
-            # the log_softmax, the unmasked ones for the softmax
+            # the forward's kernel (JAX may reuse its trace under grad), then the backward's: the
+            # cooperative where kernel or none for the log_softmax, the unmasked ones for the softmax
             backward = [k for k in seen if k not in fwd]
-            assert set(fwd) <= set(seen) and not any(k.endswith("_where") for k in backward), seen
-            assert bool(backward) != log, seen
+            assert set(fwd) <= set(seen), seen
+            if log:
+                assert set(backward) == set(log_bwd), seen
+            else:
+                assert backward and not any(k.endswith("_where") for k in backward), seen
     assert not mj._where_kernels(x, (0,), False) and mj._where_kernels(x[:, :8], (1,), False)
+
+
+@pytest.fixture
+def coop_where(monkeypatch):
+    """The where kernels' limits cut to 16 values, in cooperative chunks of 16: rows of 17 to 64
+    values (the interpreter plans for 4 SMs) take the cooperative where kernels both ways."""
+    for name, value in [("WHERE_MAX_N", 16), ("WHERE_BWD_MAX_N", 16), ("WHERE_COOP_CHUNK_N", {2: 16, 4: 16, 8: 16})]:
+        monkeypatch.setattr(dispatch, name, value)
+    dispatch.plan_where.cache_clear()
+    jax.clear_caches()
+    yield _record_kernels(monkeypatch)
+    dispatch.plan_where.cache_clear()  # no plan of these limits outlives the test
+    jax.clear_caches()
+
+
+# masks over x of shape (2, 3, 40), read by the cooperative where kernels over the last axis
+COOP_WHERE_MASKS = {"full": (2, 3, 40), "columns (40,)": (40,), "a value a row (2, 3, 1)": (2, 3, 1),
+                    "padding (2, 1, 40)": (2, 1, 40), "causal-like (3, 40)": (3, 40)}
+
+
+@pytest.mark.parametrize("dtype", [jnp.float64, jnp.float32], ids=["float64 counters", "float32 TAG"])
+@pytest.mark.parametrize("mask", list(COOP_WHERE_MASKS), ids=list(COOP_WHERE_MASKS))
+def test_where_cooperative_kernels(coop_where, mask, dtype):
+    """The cooperative where kernels (kernels/where.py, *_coop_where: rows in 3 chunks of 16 here), on
+    arrival counters (float64 partials) and through TAG (float32): values, the gradient and, for the
+    log_softmax (whose backward they run; the softmax's is the unmasked one), the gradient of the
+    gradient, against jax.nn in float64, over several mask layouts with a fully masked row."""
+    seen = coop_where
+    x = randn(2, 3, 40, dtype=dtype, seed=40)
+    w = randn(2, 3, 40, dtype=jnp.float64, seed=41)
+    m = np.random.default_rng(42).random(COOP_WHERE_MASKS[mask]) < 0.6
+    m[(0,) * m.ndim] = False
+    m[(0,) * (m.ndim - 1)] = False  # a fully masked row (or every row, for columns: a masked column)
+    x64 = jnp.asarray(x, jnp.float64)
+    plan = mj._where_plan(x.shape, dtype, 1, True, True)
+    assert dispatch.cooperative(plan) and dict(plan[0].kwargs)["TAG"] == (dtype == jnp.float32)
+    for ours, theirs, log in OPS:
+        seen.clear()
+        got, expected = ours(x, -1, where=m), theirs(x64, -1, where=m)
+        ref.assert_close(np.asarray(got, np.float64), expected, jnp.dtype(dtype).name, f"{mask} log={log}")
+        np.testing.assert_array_equal(np.isinf(got), np.isinf(expected))
+
+        def loss(f, t):
+            return jnp.sum(jnp.where(m, f(t, -1, where=m), 0.0).astype(jnp.float64) * w)
+
+        g, g_ref = jax.grad(lambda t: loss(ours, t))(x), jax.grad(lambda t: loss(theirs, t))(x64)
+        ref.assert_close(np.asarray(g, np.float64), g_ref, jnp.dtype(dtype).name, f"grad {mask} log={log}",
+                         scale_atol=True)
+        assert "softmax_fwd_coop_where" in seen, seen
+        assert ("softmax_bwd_coop_where" in seen) == log and not any("_rows_where" in k for k in seen), seen
+        if log and dtype == jnp.float64:
+            sq = jax.grad(lambda t: jnp.sum(jax.grad(lambda u: loss(ours, u))(t) ** 2))(x)
+            sq_ref = jax.grad(lambda t: jnp.sum(jax.grad(lambda u: loss(theirs, u))(t) ** 2))(x64)
+            ref.assert_close(sq, sq_ref, "float64", f"grad of grad {mask}")
+
+
+@pytest.mark.parametrize("ops", OPS, ids=OP_IDS)
+def test_where_cooperative_special_values(coop_where, ops):
+    """test_where_kernels_special_values through the cooperative where kernels (rows of 3 chunks),
+    the special values in the first chunk, the last or the middle one; under vmap with a batched
+    mask too."""
+    ours, theirs, _ = ops
+    x = np.array(randn(8, 40, seed=43))
+    m = np.random.default_rng(44).random(x.shape) < 0.7
+    x[0, ~m[0]] = np.nan
+    x[1, 16 + np.argmax(m[1, 16:])] = np.nan
+    x[2, 32 + np.argmax(m[2, 32:])] = np.inf
+    x[3, ~m[3]] = np.inf
+    x[4] = -np.inf
+    m[5] = False
+    m[6] = False
+    m[6, 20] = True  # one kept value, in the middle chunk: 1 (0), the other chunks empty
+    x[7, 5] = 1e30
+    m[7, 5] = True
+    got, expected = ours(jnp.asarray(x), -1, where=m), theirs(jnp.asarray(x), -1, where=m)
+    assert set(coop_where) == {"softmax_fwd_coop_where"}, coop_where
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(expected))
+    finite = np.isfinite(expected)
+    np.testing.assert_allclose(np.asarray(got)[finite], np.asarray(expected)[finite], rtol=1e-6, atol=1e-6)
+    xs, masks = jnp.asarray(np.nan_to_num(x[:4], posinf=5.0)), m[4:]
+    ref.assert_close(jax.vmap(lambda t, mask: ours(t, -1, where=mask))(xs.reshape(2, 2, 40), masks.reshape(2, 2, 40)),
+                     jax.vmap(lambda t, mask: theirs(t, -1, where=mask))(xs.reshape(2, 2, 40),
+                                                                          masks.reshape(2, 2, 40)), "float32")
 
 
 @pytest.mark.parametrize("ops", OPS, ids=OP_IDS)

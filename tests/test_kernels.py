@@ -952,8 +952,11 @@ def _all_plans():
     for B, N, T in [(16, 21, 4096), (8, 100, 4096), (2, 5000, 64)]:
         yield dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, "float32", False, 132)
         yield dispatch.plan_columns_backward(B, N, T, N * T, T, N * T, T, N * T, T, "float32", True, 132)
-    for (M, N), log, forward in itertools.product([(65536, 128), (3, 781), (4096, 16384)], [False, True], [True, False]):
-        yield dispatch.plan_where(M, N, "bfloat16", log, forward, 1, 2048, False, True)
+    for (M, N), log, forward in itertools.product([(65536, 128), (3, 781), (4096, 16384), (4096, 50257),
+                                                   (64, 256000), (2, 300000)], [False, True], [True, False]):
+        plan = dispatch.plan_where(M, N, "bfloat16", log, forward, 1, 2048, False, True, 132)
+        if plan:  # (none for the softmax backward of rows past WHERE_BWD_MAX_N)
+            yield plan
 
 
 def test_launches_match_kernel_signatures():
@@ -1056,9 +1059,11 @@ def test_kernels_compile_for_sm90_subprocess():
         "                           dt)\n"
         "(k,) = c.compile_launches(dispatch.plan_backward(64, 2**20, 2**20, 2**20, 2**20, 'float32', True, 132),\n"
         "                          'float32')  # COOP_CAP32_REGS\n"
-        "for M, N, dt, table, cols in [(32768, 2048, 'bfloat16', False, True), (4096, 781, 'float64', True, False)]:\n"
+        "for M, N, dt, table, cols in [(32768, 2048, 'bfloat16', False, True), (4096, 781, 'float64', True, False),\n"
+        "                              (64, 128256, 'bfloat16', False, True), (8, 300000, 'float32', True, False),\n"
+        "                              (3, 50000, 'float64', False, True)]:  # rows, cooperative (TAG, counters)\n"
         "    for log, forward in [(False, True), (True, False)]:  # where=: the mask read as i1\n"
-        "        c.compile_launches(dispatch.plan_where(M, N, dt, log, forward, 1, 2048, table, cols), dt)\n"
+        "        c.compile_launches(dispatch.plan_where(M, N, dt, log, forward, 1, 2048, table, cols, 132), dt)\n"
         "print('compiled', [l for l in k.asm['ptx'].splitlines() if 'maxnreg' in l])\n"
         "for dt, cvt in [('bfloat16', 'cvt.rn.bf16x2.f32'), ('float16', 'cvt.rn.f16x2.f32')]:  # CVT_X2\n"
         "    for M, N in [(4096, 65536), (16, 2**20), (128, 2**20)]:  # TAG's, counters', POLY's (capped)\n"
@@ -1466,13 +1471,30 @@ def test_columns_tiling_rule():
 
 def test_where_rule():
     """plan_where: the where kernels for rows up to WHERE_MAX_N values forward, WHERE_BWD_MAX_N
-    backward (float64: MAX_ROWS_BLOCK_N), in vectors of 16 bytes (fewer values for shorter rows)."""
-    def plan(N, dtype="bfloat16", forward=True):
-        return dispatch.plan_where(64, N, dtype, False, forward, 1, 1, False, True)
+    backward (float64: MAX_ROWS_BLOCK_N), in vectors of 16 bytes (fewer values for shorter rows);
+    longer rows cooperative, in WHERE_COOP_CHUNK_N-value chunks, through TAG up to
+    COOP_TAG_MAX_CHUNKS chunks (float32 partials), else on counters, up to num_sms chunks; no plan
+    for the softmax backward of those rows (the unmasked one serves)."""
+    def plan(N, dtype="bfloat16", forward=True, log=False, num_sms=132):
+        return dispatch.plan_where(64, N, dtype, log, forward, 1, 1, False, True, num_sms)
 
     assert plan(2048)[0].kwargs["VEC"] == 8 and plan(2048, "float32")[0].kwargs["VEC"] == 4
     assert plan(2, "float64")[0].kwargs["VEC"] == 2 and plan(1)[0].kwargs["VEC"] == 1
     assert plan(32000)[0].kwargs["num_warps"] == 32
-    assert plan(dispatch.WHERE_MAX_N + 1) is None and plan(8193, "float64") is None
-    assert plan(dispatch.WHERE_BWD_MAX_N, forward=False) and plan(dispatch.WHERE_BWD_MAX_N + 1, forward=False) is None
+    assert plan(dispatch.WHERE_BWD_MAX_N, forward=False)[0].kernel == "softmax_bwd_rows_where"
     assert plan(1000)[0].kwargs["BLOCK_N"] == 1024 and plan(1000)[0].kwargs["ALIGN"] == 8
+    chunk = dispatch.WHERE_COOP_CHUNK_N[2]
+    for N, dtype, forward, log, tag in [(dispatch.WHERE_MAX_N + 1, "bfloat16", True, False, True),
+                                        (8193, "float64", True, True, False),
+                                        (dispatch.WHERE_BWD_MAX_N + 1, "float32", False, True, True),
+                                        (chunk * dispatch.COOP_TAG_MAX_CHUNKS + 1, "bfloat16", True, True, False)]:
+        launches = plan(N, dtype, forward, log)  # one, or PHASE 1 and 2 under the interpreter
+        one = launches[-1]
+        assert len(launches) == (2 if dispatch.kernels.INTERPRETED else 1)
+        meta = dict(one.kwargs)
+        assert one.kernel == ("softmax_fwd_coop_where" if forward else "softmax_bwd_coop_where"), (N, dtype)
+        assert meta["TAG"] == tag and meta["CHUNK_N"] == dispatch.WHERE_COOP_CHUNK_N[dispatch.ITEMSIZE[dtype]]
+        assert meta["num_warps"] == dispatch.WHERE_COOP_WARPS and dispatch.cooperative((one,))
+        assert one.grid == (64 * triton.cdiv(N, meta["CHUNK_N"]),) and meta["TICKET"]
+    assert plan(dispatch.WHERE_BWD_MAX_N + 1, forward=False) is None  # the softmax backward
+    assert plan(chunk * 132) and plan(chunk * 132 + 1) is None and plan(chunk * 16 + 1, num_sms=16) is None

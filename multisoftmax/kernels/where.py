@@ -20,6 +20,15 @@ the rows of a causal mask move about half the input bytes, a dense mask's all of
 vector loads (a mask that varies inside a vector would load each value alone, bench/results/h100/
 probe_where_skip*.log). The masked-out values of a vector read are masked after.
 
+Rows longer than a program holds (dispatch.WHERE_MAX_N, WHERE_BWD_MAX_N) take the ``*_coop_where``
+kernels (but for the softmax backward, which the JAX adapter leaves to the unmasked kernels there:
+dispatch.WHERE_COOP_*): a row cut into CHUNK_N-value chunks, one a program, each held in registers
+as above; a program publishes its chunk's partials (max and sum of exp; the backward's sum), waits
+until every chunk of its row has, combines them and writes its chunk: one read and one write. Items
+are taken, partials published and waited for as `kernels/softmax.py`'s ``*_coop`` family does, with
+its helpers: a ticket counter, and tagged partials (TAG) or the row's arrival counter; why every
+wait ends is told there (and in dispatch._coop_launches).
+
 Arithmetic as `kernels/softmax.py`: float32 for 16-bit and float32 inputs, float64 for float64
 (ACC_FP64), the result stored in the output's dtype. ALIGN: as there, a power of two dividing N
 and the strides, so that loads vectorize under jax_triton too.
@@ -28,17 +37,18 @@ and the strides, so that loads vectorize under jax_triton too.
 import triton
 import triton.language as tl
 
-from .softmax import _aligned, _bwd_apply, _bwd_terms
+from .softmax import (_aligned, _bwd_apply, _bwd_terms, _coop_item, _leave_row, _tag_gather, _tag_of, _tag_publish,
+                      _tag_take, _wait_for_row)
 
 
 @triton.jit
-def _tile(w_ptr, wrow_ptr, M, N, row_div, row_mod, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-          VEC: tl.constexpr, ROW_TABLE: tl.constexpr, W_COLS: tl.constexpr):
-    """This program's (BLOCK_M, BLOCK_N // VEC, VEC) tile of the M x N view: (rows, cols, in_bounds,
-    keep, read): its rows (BLOCK_M, 1, 1) and columns (1, BLOCK_N // VEC, VEC), the lanes inside
-    the view, those of them the mask keeps, and those of the vectors that hold a kept value."""
-    rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
-    cols = (tl.arange(0, BLOCK_N // VEC)[:, None] * VEC + tl.arange(0, VEC)[None, :])[None, :, :]
+def _tile(w_ptr, wrow_ptr, rows, lo, M, N, row_div, row_mod, BLOCK_N: tl.constexpr, VEC: tl.constexpr,
+          ROW_TABLE: tl.constexpr, W_COLS: tl.constexpr):
+    """The (BLOCK_M, BLOCK_N // VEC, VEC) tile of the M x N view at rows `rows` (BLOCK_M,) and columns
+    lo to lo + BLOCK_N: (rows, cols, in_bounds, keep, read): its rows (BLOCK_M, 1, 1) and columns
+    (1, BLOCK_N // VEC, VEC), the lanes inside the view, those of them the mask keeps, and those of
+    the vectors that hold a kept value."""
+    cols = lo + (tl.arange(0, BLOCK_N // VEC)[:, None] * VEC + tl.arange(0, VEC)[None, :])[None, :, :]
     row_ok = rows < M
     in_bounds = row_ok[:, None, None] & (cols < N)
     if ROW_TABLE:
@@ -52,6 +62,14 @@ def _tile(w_ptr, wrow_ptr, M, N, row_div, row_mod, BLOCK_M: tl.constexpr, BLOCK_
     keep = in_bounds & (w != 0)
     read = in_bounds & (tl.max(keep.to(tl.int32), axis=2)[:, :, None] != 0)
     return rows[:, None, None], cols, in_bounds, keep, read
+
+
+@triton.jit
+def _rows_tile(w_ptr, wrow_ptr, M, N, row_div, row_mod, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+               VEC: tl.constexpr, ROW_TABLE: tl.constexpr, W_COLS: tl.constexpr):
+    """`_tile` of the rows kernels: this program's BLOCK_M rows, whole (BLOCK_N >= N)."""
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    return _tile(w_ptr, wrow_ptr, rows, 0, M, N, row_div, row_mod, BLOCK_N, VEC, ROW_TABLE, W_COLS)
 
 
 @triton.jit
@@ -73,8 +91,8 @@ def softmax_fwd_rows_where(
     """y = softmax(x) over the kept values of each row (log_softmax if LOG), 0 (-inf) elsewhere."""
     N, stride_xm, stride_ym = _aligned(N, ALIGN), _aligned(stride_xm, ALIGN), _aligned(stride_ym, ALIGN)
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
-    rows, cols, in_bounds, keep, read = _tile(w_ptr, wrow_ptr, M, N, row_div, row_mod, BLOCK_M, BLOCK_N, VEC,
-                                              ROW_TABLE, W_COLS)
+    rows, cols, in_bounds, keep, read = _rows_tile(w_ptr, wrow_ptr, M, N, row_div, row_mod, BLOCK_M, BLOCK_N,
+                                                   VEC, ROW_TABLE, W_COLS)
     x = tl.load(x_ptr + rows * stride_xm + cols, mask=read, other=-float("inf"))
     x = tl.where(keep, x.to(acc_ty), -float("inf"))
     z = x - _row_max(x)  # a fully masked row: NaN here, masked below
@@ -98,8 +116,8 @@ def softmax_bwd_rows_where(
     N, stride_ym, stride_dym, stride_dxm = (
         _aligned(N, ALIGN), _aligned(stride_ym, ALIGN), _aligned(stride_dym, ALIGN), _aligned(stride_dxm, ALIGN))
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
-    rows, cols, in_bounds, keep, read = _tile(w_ptr, wrow_ptr, M, N, row_div, row_mod, BLOCK_M, BLOCK_N, VEC,
-                                              ROW_TABLE, W_COLS)
+    rows, cols, in_bounds, keep, read = _rows_tile(w_ptr, wrow_ptr, M, N, row_div, row_mod, BLOCK_M, BLOCK_N,
+                                                   VEC, ROW_TABLE, W_COLS)
     other_y = -float("inf") if LOG else 0.0  # lanes not kept: exp(y) = 0 or y = 0, dy = 0
     y = tl.load(y_ptr + rows * stride_ym + cols, mask=read, other=other_y)
     dy = tl.load(dy_ptr + rows * stride_dym + cols, mask=read, other=0.0)
@@ -107,3 +125,150 @@ def softmax_bwd_rows_where(
     dot = _row_sum(_bwd_terms(y, dy, LOG))
     dx = tl.where(keep, _bwd_apply(y, dy, dot, LOG), 0.0)
     tl.store(dx_ptr + rows * stride_dxm + cols, dx.to(dx_ptr.dtype.element_ty), mask=in_bounds)
+
+
+# --------------------------------------------------------------------------------------
+# rows longer than the rows kernels hold: cooperative, as kernels/softmax.py's *_coop family
+# --------------------------------------------------------------------------------------
+@triton.jit
+def _coop_take(count_ptr, M, n_chunks, PHASE: tl.constexpr, TICKET: tl.constexpr, TAG: tl.constexpr):
+    """This program's item, chunk `chunk` of row `row`, taken as kernels/softmax.py's cooperative
+    kernels take theirs: (row, chunk, t), t the TAG ticket word (`_tag_take`; 0 without TAG)."""
+    if TAG:
+        row, chunk, t = _tag_take(count_ptr.to(tl.pointer_type(tl.int64)), n_chunks, PHASE, TICKET)
+    else:
+        row, chunk = _coop_item(count_ptr, M, n_chunks, PHASE, TICKET)
+        t = tl.full((), 0, tl.int64)
+    return row, chunk, t
+
+
+@triton.jit
+def _coop_publish(count_ptr, part_row, row, chunk, n_chunks, v, tag, PARTS: tl.constexpr, PHASE: tl.constexpr,
+                  TAG: tl.constexpr):
+    """Publish this chunk's partials `v` (PARTS of them: a tuple for 2) and wait for the row's
+    (PHASE 3), as kernels/softmax.py's cooperative kernels: tagged slots (TAG) or plain stores
+    and the row's arrival counter."""
+    if TAG:
+        if PARTS == 2:
+            _tag_publish(part_row + chunk, v[0], tag)
+            _tag_publish(part_row + n_chunks + chunk, v[1], tag)
+        else:
+            _tag_publish(part_row + chunk, v, tag)
+    else:
+        if PARTS == 2:
+            tl.store(part_row + chunk, v[0])
+            tl.store(part_row + n_chunks + chunk, v[1])
+        else:
+            tl.store(part_row + chunk, v)
+        if PHASE == 3:
+            _wait_for_row(count_ptr, row, n_chunks)
+
+
+@triton.jit
+def _coop_gather(count_ptr, part_row, row, n_chunks, tag, BLOCK_C: tl.constexpr, PARTS: tl.constexpr,
+                 PHASE: tl.constexpr, TAG: tl.constexpr):
+    """The row's partials, as BLOCK_C vectors (lanes past n_chunks: -inf for the first of two,
+    else 0), once every chunk has published (`_coop_publish`); on counters, this program then
+    leaves the row (`_leave_row`)."""
+    if TAG:
+        a, b = _tag_gather(part_row, n_chunks, tag, BLOCK_C, PARTS, PHASE)
+    else:
+        c = tl.arange(0, BLOCK_C)
+        a = tl.load(part_row + c, mask=c < n_chunks, other=-float("inf") if PARTS == 2 else 0.0, volatile=True)
+        b = a
+        if PARTS == 2:
+            b = tl.load(part_row + n_chunks + c, mask=c < n_chunks, other=0.0, volatile=True)
+        if PHASE == 3:
+            _leave_row(count_ptr, row, n_chunks)
+    return a, b
+
+
+@triton.jit
+def _coop_parts(part_ptr, count_ptr, row, n_chunks, PARTS: tl.constexpr, TAG: tl.constexpr):
+    """Where row `row`'s PARTS x n_chunks partials lie: part (M, PARTS, n_chunks), or TAG's slots
+    after its ticket word in count_ptr (int64)."""
+    if TAG:
+        part_row = count_ptr.to(tl.pointer_type(tl.int64)) + 1 + row * PARTS * n_chunks
+    else:
+        part_row = part_ptr + row * PARTS * n_chunks
+    return part_row
+
+
+@triton.jit
+def softmax_fwd_coop_where(
+    x_ptr, w_ptr, wrow_ptr, M, N, stride_xm, stride_ym, row_div, row_mod, n_chunks, part_ptr, count_ptr, y_ptr,
+    CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, TICKET: tl.constexpr, VEC: tl.constexpr, LOG: tl.constexpr,
+    ALIGN: tl.constexpr, ACC_FP64: tl.constexpr, ROW_TABLE: tl.constexpr, W_COLS: tl.constexpr,
+    SKIP: tl.constexpr, TAG: tl.constexpr, PHASE: tl.constexpr,
+):
+    """softmax_fwd_rows_where for rows longer than a program holds: one item a program, chunk
+    `item % n_chunks` (CHUNK_N values, held in registers) of row `item // n_chunks`, as
+    kernels/softmax.py's softmax_fwd_coop. part (M, 2, n_chunks): per chunk, the max of its kept
+    values and the sum of their exp(x - max); count (M + 1,) int32, zero at launch and left zero:
+    the rows' arrival counters, then the ticket. TAG (float32 partials): the partials are tagged
+    slots in count_ptr, as there (an int64 buffer of 1 + M * 2 * n_chunks words; part_ptr is not
+    used). PHASE and TICKET as there (3: one launch on the GPU; 1 then 2: the partials, then the
+    rest, under Triton's interpreter). SKIP: x read only by the vectors that hold a kept value
+    (the rows kernels' way), else by every vector of the chunk, while the mask is read."""
+    tl.static_assert(not (TAG and ACC_FP64), "TAG: float32 partials only")
+    N, stride_xm, stride_ym = _aligned(N, ALIGN), _aligned(stride_xm, ALIGN), _aligned(stride_ym, ALIGN)
+    acc_ty = tl.float64 if ACC_FP64 else tl.float32
+    row, chunk, t = _coop_take(count_ptr, M, n_chunks, PHASE, TICKET, TAG)
+    rows, cols, in_bounds, keep, read = _tile(w_ptr, wrow_ptr, row + tl.arange(0, 1), chunk * CHUNK_N, M, N,
+                                              row_div, row_mod, CHUNK_N, VEC, ROW_TABLE, W_COLS)
+    x = tl.load(x_ptr + rows * stride_xm + cols, mask=read if SKIP else in_bounds, other=-float("inf"))
+    tag = _tag_of(count_ptr.to(tl.pointer_type(tl.int64)), t, M * n_chunks, PHASE, TICKET) if TAG else 0
+    x = tl.where(keep, x.to(acc_ty), -float("inf"))
+    # The chunk's own max and sum of exp(x - max): a chunk with no kept value (or all -inf) gets
+    # max 0 and sum 0 here, and publishes max -inf.
+    m_own = tl.max(tl.max(tl.max(x, axis=2), axis=1), axis=0)
+    m_own = tl.where(m_own == -float("inf"), 0.0, m_own)
+    e = tl.exp(x - m_own)
+    s_own = tl.sum(tl.sum(tl.sum(e, axis=2), axis=1), axis=0)
+    part_row = _coop_parts(part_ptr, count_ptr, row, n_chunks, 2, TAG)
+    if PHASE % 2 == 1:
+        _coop_publish(count_ptr, part_row, row, chunk, n_chunks, (tl.where(s_own == 0.0, -float("inf"), m_own), s_own),
+                      tag, 2, PHASE, TAG)
+    if PHASE >= 2:
+        m_c, s_c = _coop_gather(count_ptr, part_row, row, n_chunks, tag, BLOCK_C, 2, PHASE, TAG)
+        m = tl.max(m_c, axis=0)
+        m_safe = tl.where(m == -float("inf"), 0.0, m)  # a fully masked row: every y masked out below
+        s = tl.sum(s_c * tl.exp(m_c - m_safe), axis=0)
+        if LOG:
+            y = tl.where(keep, (x - m_safe) - tl.log(s), -float("inf"))
+        else:  # exp(x - m) / s = exp(x - m_own) * (exp(m_own - m) / s), capped at 1 for a chunk of max 0
+            # and sum 0 (its e is 0: 0, not 0 * inf)
+            y = tl.where(keep, e * (tl.minimum(tl.exp(m_own - m_safe), 1.0) / s), 0.0)
+        tl.store(y_ptr + rows * stride_ym + cols, y.to(y_ptr.dtype.element_ty), mask=in_bounds)
+
+
+@triton.jit
+def softmax_bwd_coop_where(
+    y_ptr, dy_ptr, w_ptr, wrow_ptr, M, N, stride_ym, stride_dym, stride_dxm, row_div, row_mod, n_chunks, part_ptr,
+    count_ptr, dx_ptr,
+    CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, TICKET: tl.constexpr, VEC: tl.constexpr, LOG: tl.constexpr,
+    ALIGN: tl.constexpr, ACC_FP64: tl.constexpr, ROW_TABLE: tl.constexpr, W_COLS: tl.constexpr,
+    SKIP: tl.constexpr, TAG: tl.constexpr, PHASE: tl.constexpr,
+):
+    """softmax_bwd_rows_where for long rows, cooperative as softmax_fwd_coop_where: part (M, 1,
+    n_chunks) holds each chunk's sum over its kept values (of y * dy; log_softmax: of dy)."""
+    tl.static_assert(not (TAG and ACC_FP64), "TAG: float32 partials only")
+    N, stride_ym, stride_dym, stride_dxm = (
+        _aligned(N, ALIGN), _aligned(stride_ym, ALIGN), _aligned(stride_dym, ALIGN), _aligned(stride_dxm, ALIGN))
+    acc_ty = tl.float64 if ACC_FP64 else tl.float32
+    row, chunk, t = _coop_take(count_ptr, M, n_chunks, PHASE, TICKET, TAG)
+    rows, cols, in_bounds, keep, read = _tile(w_ptr, wrow_ptr, row + tl.arange(0, 1), chunk * CHUNK_N, M, N,
+                                              row_div, row_mod, CHUNK_N, VEC, ROW_TABLE, W_COLS)
+    other_y = -float("inf") if LOG else 0.0  # lanes not kept: exp(y) = 0 or y = 0, dy = 0
+    y = tl.load(y_ptr + rows * stride_ym + cols, mask=read if SKIP else in_bounds, other=other_y)
+    dy = tl.load(dy_ptr + rows * stride_dym + cols, mask=read if SKIP else in_bounds, other=0.0)
+    tag = _tag_of(count_ptr.to(tl.pointer_type(tl.int64)), t, M * n_chunks, PHASE, TICKET) if TAG else 0
+    y, dy = tl.where(keep, y.to(acc_ty), other_y), tl.where(keep, dy.to(acc_ty), 0.0)
+    part_row = _coop_parts(part_ptr, count_ptr, row, n_chunks, 1, TAG)
+    if PHASE % 2 == 1:
+        _coop_publish(count_ptr, part_row, row, chunk, n_chunks,
+                      tl.sum(tl.sum(tl.sum(_bwd_terms(y, dy, LOG), axis=2), axis=1), axis=0), tag, 1, PHASE, TAG)
+    if PHASE >= 2:
+        dot = tl.sum(_coop_gather(count_ptr, part_row, row, n_chunks, tag, BLOCK_C, 1, PHASE, TAG)[0], axis=0)
+        dx = tl.where(keep, _bwd_apply(y, dy, dot, LOG), 0.0)
+        tl.store(dx_ptr + rows * stride_dxm + cols, dx.to(dx_ptr.dtype.element_ty), mask=in_bounds)
