@@ -13,7 +13,8 @@ forward and the backward (the vjp pullback, from a forward outside the timed fun
   * coop CHUNKxWARPS (--coop): multisoftmax.jax with where=, the cooperative where kernels in chunks
     of CHUNK values at WARPS warps (dispatch.WHERE_COOP_CHUNK_N, WHERE_COOP_WARPS; float64 keeps its
     chunk); a trailing "s": reading only the vectors that hold a kept value (WHERE_COOP_SKIP), "c": on
-    arrival counters, not TAG (WHERE_COOP_TAG);
+    arrival counters, not TAG (WHERE_COOP_TAG); "rN": the 16-bit forward under Triton's maxnreg N
+    (WHERE_COOP_MAXNREG);
   * around: the unmasked kernels with the mask applied around them, jnp.where(m, f(jnp.where(m, x,
     -inf)), 0) (log_softmax: -inf), two elementwise XLA passes (the JAX adapter's first where=, 5ead106);
   * xla where: jax.nn.softmax / log_softmax with where=, as is;
@@ -84,8 +85,10 @@ def setup(impl: str):
     mj.dispatch.plan_where.cache_clear()
     mj._where_kernels = (lambda *a, **k: False) if impl == "xla path" else WHERE_KERNELS
     spec = impl.split()[1] if impl.startswith("coop ") else ""
+    spec, _, cap = spec.partition("r")
     chunk, warps = map(int, spec.rstrip("sc").split("x")) if spec else (None, None)
     flags = spec[len(spec.rstrip("sc")):]
+    mj.dispatch.WHERE_COOP_MAXNREG = {2: int(cap)} if cap else COOP_MAXNREG
     mj.dispatch.WHERE_COOP_CHUNK_N = {**COOP_CHUNK_N, **({2: chunk, 4: chunk} if chunk else {})}
     mj.dispatch.WHERE_COOP_WARPS = warps or COOP_WARPS
     mj.dispatch.WHERE_COOP_SKIP = "s" in flags if spec else COOP_SKIP
@@ -93,8 +96,9 @@ def setup(impl: str):
 
 
 WHERE_KERNELS = mj._where_kernels
-COOP_CHUNK_N, COOP_WARPS, COOP_SKIP, COOP_TAG = (mj.dispatch.WHERE_COOP_CHUNK_N, mj.dispatch.WHERE_COOP_WARPS,
-                                                 mj.dispatch.WHERE_COOP_SKIP, mj.dispatch.WHERE_COOP_TAG)
+COOP_CHUNK_N, COOP_WARPS, COOP_SKIP, COOP_TAG, COOP_MAXNREG = (
+    mj.dispatch.WHERE_COOP_CHUNK_N, mj.dispatch.WHERE_COOP_WARPS, mj.dispatch.WHERE_COOP_SKIP,
+    mj.dispatch.WHERE_COOP_TAG, mj.dispatch.WHERE_COOP_MAXNREG)
 
 
 def main():

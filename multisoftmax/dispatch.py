@@ -1209,17 +1209,24 @@ WHERE_BWD_MAX_N = 16384
 # above (probe_where_long.log: 266.9 / 342.4, 338.8 bfloat16 1024 x 128256), and the log_softmax
 # backward of 4096 x 32000, cooperative now, 321.8 us bfloat16 and 511.5 float32 against 348.3 and
 # 686.9 for XLA's before and 430.1 and 770.7 for jax.nn's (probe_where_vocab_coop.log).
+# WHERE_COOP_MAXNREG: the 16-bit forward under Triton's maxnreg cap of 40 registers a thread (54-61
+# uncapped, Triton 3.6, sm_90, no spill capped: 3 programs an SM of 16 warps, not 2), where the
+# launcher passes it (`register_cap`, as plan_forward's): bfloat16 1024 x 128256's log_softmax 342.2 ->
+# 268.9 us, its softmax 267.7 -> 266.5, 64 x 256000's 40.8 -> 40.3 and 40.4 -> 40.0
+# (probe_where_long_cap.log; 4096-value chunks at 8 warps capped alike: 257.0 and 264.0, but 42.9
+# and 41.2 at 64 x 256000). The float32 forward and the backwards spill at 40 (16-48 bytes a thread).
 # The 16-bit figures stay below the unmasked cooperative kernels' (~2,900 GB/s on these shapes
 # through PACK and more, kernels/softmax.py): these hold their values in float32 and the mask beside.
 WHERE_COOP_CHUNK_N = {2: 8192, 4: 8192, 8: 4096}
 WHERE_COOP_WARPS = 16
 WHERE_COOP_SKIP = False
 WHERE_COOP_TAG = True
+WHERE_COOP_MAXNREG = {2: 40}
 
 
 @functools.lru_cache(maxsize=4096)
 def plan_where(M: int, N: int, dtype: str, log: bool, forward: bool, row_div: int, row_mod: int,
-               row_table: bool, w_cols: bool, num_sms: int) -> tuple[Launch, ...] | None:
+               row_table: bool, w_cols: bool, num_sms: int, register_cap: bool = True) -> tuple[Launch, ...] | None:
     """The launches of a masked softmax (log_softmax if `log`) over a contiguous M x N view, forward
     (inputs "x", "where", "where_rows"; output "y") or backward ("y", "dy", "where", "where_rows";
     "dx"). Row m reads mask row (m // row_div) % row_mod, or where_rows[m] if `row_table`;
@@ -1229,7 +1236,8 @@ def plan_where(M: int, N: int, dtype: str, log: bool, forward: bool, row_div: in
     (`_rows_tiling`) without its aligned-row rules, which were measured unmasked. Longer rows: the
     cooperative kernel in WHERE_COOP_CHUNK_N-value chunks, planned for `num_sms` SMs (one launch;
     two under Triton's interpreter, as `_coop_launches`), or None where a row needs more than
-    num_sms chunks, and for the softmax backward (the unmasked one serves, see WHERE_COOP_*).
+    num_sms chunks, and for the softmax backward (the unmasked one serves, see WHERE_COOP_*);
+    `register_cap`: the launcher can pass Triton's maxnreg (WHERE_COOP_MAXNREG).
     VEC: values a 16-byte vector (fewer for rows shorter than that)."""
     itemsize = ITEMSIZE[dtype]
     if forward:
@@ -1246,7 +1254,8 @@ def plan_where(M: int, N: int, dtype: str, log: bool, forward: bool, row_div: in
         tag = WHERE_COOP_TAG and dtype != "float64" and n_chunks <= COOP_TAG_MAX_CHUNKS  # float32 partials
         return _coop_launches(kernel.replace("_rows_", "_coop_"), inputs, scalars, M, N, itemsize, num_sms,
                               dict(VEC=min(16 // itemsize, chunk), **meta, SKIP=WHERE_COOP_SKIP, TAG=tag),
-                              2 if forward else 1, out, warps=WHERE_COOP_WARPS, chunk=chunk)
+                              2 if forward else 1, out, warps=WHERE_COOP_WARPS, chunk=chunk,
+                              maxnreg=WHERE_COOP_MAXNREG.get(itemsize) if forward and register_cap else None)
     BLOCK_M, BLOCK_N, _, num_warps, grid = _rows_tiling(M, triton.next_power_of_2(N), forward, log=log,
                                                         itemsize=itemsize, aligned=False)
     meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, VEC=min(16 // itemsize, BLOCK_N), **meta, num_warps=num_warps,

@@ -345,7 +345,7 @@ def _where_plan(shape: tuple, dtype, k: int, log: bool, forward: bool, view=None
     N = math.prod(shape[len(shape) - k:])
     row_div, row_mod, row_table, w_cols = view or (1, 1, False, True)
     return dispatch.plan_where(math.prod(shape) // N, N, _DTYPE_NAMES[jnp.dtype(dtype)], log, forward, row_div,
-                               row_mod, row_table, w_cols, _num_sms())
+                               row_mod, row_table, w_cols, _num_sms(), _register_caps_work())
 
 
 def _where_execute(arrays: dict, w, k: int, log: bool, forward: bool):

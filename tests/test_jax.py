@@ -359,11 +359,13 @@ COOP_WHERE_MASKS = {"full": (2, 3, 40), "columns (40,)": (40,), "a value a row (
                     "padding (2, 1, 40)": (2, 1, 40), "causal-like (3, 40)": (3, 40)}
 
 
-@pytest.mark.parametrize("dtype", [jnp.float64, jnp.float32], ids=["float64 counters", "float32 TAG"])
+@pytest.mark.parametrize("dtype", [jnp.float64, jnp.float32, jnp.bfloat16],
+                         ids=["float64 counters", "float32 TAG", "bfloat16 TAG capped"])
 @pytest.mark.parametrize("mask", list(COOP_WHERE_MASKS), ids=list(COOP_WHERE_MASKS))
 def test_where_cooperative_kernels(coop_where, mask, dtype):
     """The cooperative where kernels (kernels/where.py, *_coop_where: rows in 3 chunks of 16 here), on
-    arrival counters (float64 partials) and through TAG (float32): values, the gradient and, for the
+    arrival counters (float64 partials) and through TAG (float32; bfloat16, whose forward plan
+    carries WHERE_COOP_MAXNREG's register cap): values, the gradient and, for the
     log_softmax (whose backward they run; the softmax's is the unmasked one), the gradient of the
     gradient, against jax.nn in float64, over several mask layouts with a fully masked row."""
     seen = coop_where
@@ -374,7 +376,8 @@ def test_where_cooperative_kernels(coop_where, mask, dtype):
     m[(0,) * (m.ndim - 1)] = False  # a fully masked row (or every row, for columns: a masked column)
     x64 = jnp.asarray(x, jnp.float64)
     plan = mj._where_plan(x.shape, dtype, 1, True, True)
-    assert dispatch.cooperative(plan) and dict(plan[0].kwargs)["TAG"] == (dtype == jnp.float32)
+    assert dispatch.cooperative(plan) and dict(plan[0].kwargs)["TAG"] == (dtype != jnp.float64)
+    assert dict(plan[0].kwargs).get("maxnreg") == dispatch.WHERE_COOP_MAXNREG.get(jnp.dtype(dtype).itemsize)
     for ours, theirs, log in OPS:
         seen.clear()
         got, expected = ours(x, -1, where=m), theirs(x64, -1, where=m)

@@ -1496,5 +1496,13 @@ def test_where_rule():
         assert meta["TAG"] == tag and meta["CHUNK_N"] == dispatch.WHERE_COOP_CHUNK_N[dispatch.ITEMSIZE[dtype]]
         assert meta["num_warps"] == dispatch.WHERE_COOP_WARPS and dispatch.cooperative((one,))
         assert one.grid == (64 * triton.cdiv(N, meta["CHUNK_N"]),) and meta["TICKET"]
+    # the 16-bit forward under WHERE_COOP_MAXNREG where the launcher passes it; nothing else
+    caps = {(d, f): dict(plan(dispatch.WHERE_MAX_N + 1, d, f, True)[-1].kwargs).get("maxnreg")
+            for d in ("bfloat16", "float32") for f in (True, False)}
+    assert caps == {("bfloat16", True): dispatch.WHERE_COOP_MAXNREG[2], ("bfloat16", False): None,
+                    ("float32", True): None, ("float32", False): None}, caps
+    uncapped = dispatch.plan_where(64, dispatch.WHERE_MAX_N + 1, "bfloat16", True, True, 1, 1, False, True, 132,
+                                   register_cap=False)
+    assert "maxnreg" not in dict(uncapped[-1].kwargs)
     assert plan(dispatch.WHERE_BWD_MAX_N + 1, forward=False) is None  # the softmax backward
     assert plan(chunk * 132) and plan(chunk * 132 + 1) is None and plan(chunk * 16 + 1, num_sms=16) is None
