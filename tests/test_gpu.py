@@ -547,7 +547,8 @@ def test_jax_where_at_real_sizes():
     vocabulary mask (bfloat16 64 x 32000, past WHERE_BWD_MAX_N: the cooperative log_softmax backward, the
     unmasked softmax backward), a mask that
     needs the row table (float32 (2, 1, 300, 781) over (2, 4, 300, 781), odd rows: no vector loads),
-    long rows (the cooperative kernels: bfloat16 300 x 128256 under a vocabulary mask, a ticket, TAG;
+    long rows (the cooperative kernels: bfloat16 300 x 128256 under a vocabulary mask, a ticket, TAG, the
+    forward under its register cap;
     float32 4 x 256000 (4, 1), a value a row, one program an SM at most, a fully masked row; float64
     3 x 50000 under a mask of its own rows, thinning along them, on counters; float32 8 x 300000, a
     ticket on counters).
