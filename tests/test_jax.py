@@ -372,8 +372,10 @@ def test_where_cooperative_kernels(coop_where, mask, dtype):
     x = randn(2, 3, 40, dtype=dtype, seed=40)
     w = randn(2, 3, 40, dtype=jnp.float64, seed=41)
     m = np.random.default_rng(42).random(COOP_WHERE_MASKS[mask]) < 0.6
-    m[(0,) * m.ndim] = False
-    m[(0,) * (m.ndim - 1)] = False  # a fully masked row (or every row, for columns: a masked column)
+    m[(0,) * m.ndim] = False  # a masked column, for the (40,) mask: every row's first value
+    if m.ndim > 1:  # (m[()] of a 1-D mask would mask it all)
+        m[(0,) * (m.ndim - 1)] = False  # a fully masked row
+    assert m.any() and not m.all()
     x64 = jnp.asarray(x, jnp.float64)
     plan = mj._where_plan(x.shape, dtype, 1, True, True)
     assert dispatch.cooperative(plan) and dict(plan[0].kwargs)["TAG"] == (dtype != jnp.float64)
