@@ -1224,11 +1224,12 @@ def _keyed_words(plan, late=None, suffix="", **meta):
     backward; part_ptr not used), LATE_LEAVE `late` (None: the plan's), the constexprs `meta` set
     and `suffix` appended to its kernel's name."""
     import dataclasses
+    from multisoftmax import dispatch
     (l,) = plan
     assert not l.kwargs["TAG"] and l.kwargs["PHASE"] == 3
     M, n_chunks, parts = l.scalars[0], l.scalars[-1], 2 if l.kernel.startswith("softmax_fwd") else 1
     kw = dict(l.kwargs, LATE_LEAVE=l.kwargs["LATE_LEAVE"] if late is None else late, **meta)
-    outputs = (("part", (1,), "acc"), ("count", (M + 1 + M * parts * n_chunks,), "zeros"), l.outputs[-1])
+    outputs = dispatch.coop_outputs((1,), (M + 1 + M * parts * n_chunks,), "zeros", *l.outputs[-1][:2])
     return (dataclasses.replace(l, kernel=l.kernel + suffix, outputs=outputs, meta=tuple(kw.items())),)
 
 

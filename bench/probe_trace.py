@@ -142,16 +142,19 @@ def build(extra=(), trace=True):
 
 
 def buffers(launch, x):
-    """The plan's output buffers, fresh (zeros for counters and TAG's words)."""
+    """The plan's output buffers, fresh (zeros for counters and TAG's words; the "init" argument
+    before them: the same tensor)."""
     outs = []
     for name, shape, kind in launch.outputs:
+        if kind == "init":
+            continue
         if kind in ("zeros", "sync"):
             outs.append(torch.zeros(shape, dtype=torch.int32, device=x.device))
         elif kind == "acc":
             outs.append(torch.empty(shape, dtype=torch.float32, device=x.device))
         else:
             outs.append(torch.empty(shape, dtype=x.dtype, device=x.device))
-    return outs
+    return [outs[1]] + outs if launch.outputs[0][2] == "init" else outs
 
 
 def pct(a):

@@ -575,10 +575,14 @@ MIN_CHUNK = 8192
 # The looped kernel walks one row a program; with fewer rows than this many per SM the GPU
 # idles, and rows are split across programs instead.
 ROWS_PER_SM_FOR_ONLINE = 4
-# A launcher that zeroes the cooperative kernels' counters (or TAG's words) on every call, as
-# jax_triton.triton_call's zeroed_outputs does (a memset of 0.77-1.09 us on the GPU before the
-# kernel, bench/results/h100/probe_events.log; the torch adapter zeroes them once), pays that
-# on every call: plan_forward/plan_backward(counters_per_call=True). Up to these grids (programs
+# A launcher that zeroes the cooperative kernels' counters (or TAG's words) on every call pays that
+# on every call: plan_forward/plan_backward(counters_per_call=True). The JAX adapter did so by
+# jax_triton.triton_call's zeroed_outputs (a memset of 0.77-1.09 us on the GPU before the kernel,
+# bench/results/h100/probe_events.log; the torch adapter zeroes them once), and since 2026-11-26
+# by zeros that XLA makes, aliased through the kernels' count_init_ptr (`coop_outputs`): a kernel of
+# 0.86-0.96 us before each call made alone, one for all of them where XLA may make them together (a
+# jitted chain of 20 calls: 1.06-1.38 us in all; bench/results/h100/probe_zeros.log). The bounds
+# below were measured with the memset and are kept. Up to these grids (programs
 # an SM of the cooperative plan in COOP_CHUNK_N chunks) it gets the split plan instead, two
 # kernels with nothing to zero, the second reading x (y and dy) again from L2, in chunks of
 # SPLIT_FRESH_CHUNKS; in the backward for the log_softmax, and for the softmax where its
@@ -619,7 +623,10 @@ class Launch:
              the tensor's own dtype, "acc" the accumulation dtype (float32, or float64),
              "zeros" int32 set to 0 before the launch, "sync" int32 zeroed once and then
              handed from launch to launch as the kernels leave it (TAG's words; a fresh
-             zeroed one will do). A name an earlier launch of the plan
+             zeroed one will do), "init" the initial contents of the "zeros" or "sync" output
+             of the same name that follows: a kernel argument not read, which the torch
+             launcher fills with that output itself and the JAX adapter with zeros made by
+             XLA, aliased to it (`coop_outputs`). A name an earlier launch of the plan
              already made is passed on, not made anew (the cooperative kernel's PHASE 2).
     grid:    launch grid.
     meta:    constexpr parameters plus num_warps and num_stages (and maxnreg, Triton's register
@@ -943,16 +950,23 @@ def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, i
     meta = dict(CHUNK_N=CHUNK_N, BLOCK_C=triton.next_power_of_2(n_chunks), TICKET=ticket, **acc,
                 num_warps=warps or COOP_WARPS, num_stages=1, **({"maxnreg": maxnreg} if maxnreg else {}))
     if acc.get("TAG"):  # part is not used; count: the int64 words of TAG, as int32 pairs
-        outputs = (("part", (1,), "acc"), ("count", (2 * (1 + M * part_rows * n_chunks),), "sync"),
-                   (out, (M, N), "io"))
+        outputs = coop_outputs((1,), (2 * (1 + M * part_rows * n_chunks),), "sync", out, (M, N))
     elif acc.get("SENT"):  # part is not used; count: the counters, the ticket, then the keyed partials
-        outputs = (("part", (1,), "acc"), ("count", (M + 1 + M * part_rows * n_chunks,), "zeros"),
-                   (out, (M, N), "io"))
+        outputs = coop_outputs((1,), (M + 1 + M * part_rows * n_chunks,), "zeros", out, (M, N))
     else:
-        outputs = (("part", (M, part_rows, n_chunks), "acc"), ("count", (M + 1,), "zeros"), (out, (M, N), "io"))
+        outputs = coop_outputs((M, part_rows, n_chunks), (M + 1,), "zeros", out, (M, N))
     phases = (1, 2) if kernels.INTERPRETED else (3,)
     return tuple(Launch(kernel, inputs, (*scalars, n_chunks), outputs, (M * n_chunks,),
                         tuple({**meta, "PHASE": p}.items())) for p in phases)
+
+
+def coop_outputs(part_shape: tuple, count_shape: tuple, count_kind: str, out: str, out_shape: tuple) -> tuple:
+    """The outputs of a cooperative launch, in its kernel's order: count's initial contents ("init":
+    the kernel's count_init_ptr, not read), part ("acc": the partials), count (int32 scratch, `count_kind`
+    "zeros" or "sync") and `out` ("io"). A launcher that must zero count on every call (the JAX adapter)
+    aliases zeros made by its framework through the "init" argument (see kernels/softmax.py's docstring)."""
+    return (("count", count_shape, "init"), ("part", part_shape, "acc"), ("count", count_shape, count_kind),
+            (out, out_shape, "io"))
 
 
 def cooperative(launches: tuple[Launch, ...]) -> bool:
@@ -1444,8 +1458,7 @@ def _columns_coop_launch(kernel: str, inputs: tuple, scalars: tuple, B: int, N: 
     groups = B * triton.cdiv(T, BLOCK_T)
     meta = dict(CHUNK_N=CHUNK_N, BLOCK_T=BLOCK_T, BLOCK_C=triton.next_power_of_2(n_chunks),
                 TICKET=groups * n_chunks > meta.pop("num_sms"), **meta, num_warps=num_warps, num_stages=1)
-    outputs = (("part", (groups, parts, n_chunks, BLOCK_T), "acc"), ("count", (groups + 1,), "zeros"),
-               (out, (B, N, T), "io"))
+    outputs = coop_outputs((groups, parts, n_chunks, BLOCK_T), (groups + 1,), "zeros", out, (B, N, T))
     phases = (1, 2) if kernels.INTERPRETED else (3,)
     return tuple(Launch(kernel, inputs, (*scalars, n_chunks), outputs, (groups * n_chunks,),
                         tuple({**meta, "PHASE": p}.items())) for p in phases)

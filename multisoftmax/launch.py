@@ -83,13 +83,17 @@ def torch_call(launch, inputs, buffers, io_dtype, device, out=None):
 def torch_outputs(launch, buffers, io_dtype, device, out=None):
     """The tensors `launch` writes, in the kernel's order (torch_call's): an output already in
     `buffers` (by name) is that tensor, "y"/"dx" is `out` when given, "zeros" and "sync" outputs
-    are the current stream's pooled counters on CUDA (`_counters`), the others new tensors."""
+    are the current stream's pooled counters on CUDA (`_counters`), the others new tensors; an
+    "init" argument (dispatch.coop_outputs) is the tensor of the output of its name."""
     import torch
 
     cuda = device.type == "cuda"
-    outs = []
+    outs, inits = [], []
     for name, shape, kind in launch.outputs:
-        if name in buffers:
+        if kind == "init":  # filled below, once the output it stands for is made
+            inits.append((len(outs), name))
+            outs.append(None)
+        elif name in buffers:
             outs.append(buffers[name])
         elif out is not None and name in ("y", "dx"):
             outs.append(out)
@@ -99,6 +103,8 @@ def torch_outputs(launch, buffers, io_dtype, device, out=None):
         else:
             acc_dtype = torch.float64 if io_dtype == torch.float64 else torch.float32
             outs.append(torch.empty(shape, dtype=io_dtype if kind == "io" else acc_dtype, device=device))
+    for i, name in inits:
+        outs[i] = next(t for (n, _, kind), t in zip(launch.outputs, outs) if n == name and kind != "init")
     return outs
 
 

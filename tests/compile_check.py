@@ -28,7 +28,7 @@ def compile_launches(launches, dtype: str, target=GPUTarget("cuda", 90, 32), spe
         opts = {"num_warps": kw.pop("num_warps"), "num_stages": kw.pop("num_stages")}
         if "maxnreg" in kw:  # a register cap (dispatch.COOP_CAP32_REGS, probes)
             opts["maxnreg"] = kw.pop("maxnreg")
-        kinds = {"io": TRITON_TY[dtype], "acc": acc, "zeros": "i32", "sync": "i32"}
+        kinds = {"io": TRITON_TY[dtype], "acc": acc, "zeros": "i32", "sync": "i32", "init": "i32"}
         buf_ty = {name: "*" + kinds[d] for name, _, d in (o for l in launches for o in l.outputs)}
         buf_ty.update(where="*i1", where_rows="*i32")  # the where kernels' mask (bool) and row table
         sig, attrs, vals = {}, {}, list(launch.inputs) + list(launch.scalars) + [o[0] for o in launch.outputs]

@@ -806,3 +806,41 @@ def test_middle_axis_columns(monkeypatch, ops, kind):
     real.cache_clear()
     dispatch.plan_columns_backward.cache_clear()
     jax.clear_caches()
+
+
+@pytest.mark.parametrize("kind", ["TAG", "counters", "columns"])
+def test_gpu_launcher_zeroes_scratch_through_xla(monkeypatch, kind):
+    """The GPU launcher (`_gpu_execute`, here with jax-triton's triton_call recorded rather than run)
+    passes a cooperative launch's "init" argument as zeros that XLA makes, aliased to the scratch
+    output, after the scalars and before the outputs (the kernel's count_init_ptr), and asks
+    jax-triton to zero nothing; the outputs come back in the plan's order."""
+    import dataclasses
+    import types
+
+    if kind == "columns":
+        B, N, T = 2, 300000, 3
+        plan = dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, "float32", False, 132, force="coop")
+    else:
+        N = 65536 if kind == "TAG" else 1048576
+        plan = dispatch.plan_forward(16, N, N, N, "float32", False, 132)
+    one = dataclasses.replace(plan[0], meta=tuple({**plan[0].kwargs, "PHASE": 3}.items()))  # the GPU's one launch
+    assert [k for _, _, k in one.outputs] == ["init", "acc", "sync" if kind == "TAG" else "zeros", "io"]
+    calls = []
+
+    def triton_call(*args, kernel, out_shape, grid, input_output_aliases, zeroed_outputs, **meta):
+        calls.append((args, out_shape, input_output_aliases, zeroed_outputs, meta))
+        arrays = [a for a in args if isinstance(a, jax.Array)]
+        source = {o: i for i, o in input_output_aliases.items()}
+        return [arrays[source[i]] if i in source else jnp.ones(o.shape, o.dtype) for i, o in enumerate(out_shape)]
+
+    monkeypatch.setattr(mj, "_jax_triton", lambda: types.SimpleNamespace(triton_call=triton_call))
+    x = randn(*one.outputs[-1][1])
+    got = mj._gpu_execute((one,), {"x": x}, jnp.float32)
+    (args, out_shape, aliases, zeroed, meta), = calls
+    assert one.inputs == ("x",) and args[0] is x and args[1:1 + len(one.scalars)] == one.scalars
+    init = args[1 + len(one.scalars):]
+    assert len(init) == 1 and init[0].dtype == jnp.int32 and init[0].shape == one.outputs[0][1]
+    assert not np.asarray(init[0]).any()
+    assert [o.shape for o in out_shape] == [s for _, s, _ in one.outputs[1:]]
+    assert aliases == {1: 1} and zeroed == () and meta["PHASE"] == 3
+    assert got.shape == x.shape and np.asarray(got).tolist() == np.ones(x.shape).tolist()

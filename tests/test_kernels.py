@@ -529,7 +529,7 @@ def test_coop_sent_rule():
                 plan = kw(128, 1048576, dtype, log, jax)
                 k = plan.kwargs
                 assert k["SENT"] and not k["TAG"] and k["PACK"] and k["CHUNK_N"] == 16384
-                assert plan.outputs[1] == ("count", (128 + 1 + 128 * 2 * 64,), "zeros")
+                assert plan.outputs[2] == ("count", (128 + 1 + 128 * 2 * 64,), "zeros")
             assert not kw(5, 1048576, dtype, log).kwargs["SENT"]  # 640 programs, unpacked
             for M in (6, 16, 17):  # fewer than 2244 programs: COOP_SPLIT_SUM_MAX_CHUNKS's plan, keyed too
                 assert kw(M, 1048576, dtype, log).kwargs["SENT"] and kw(M, 1048576, dtype, log).kwargs["SPLIT_SUM"]
@@ -685,7 +685,7 @@ def test_coop_split_sum_rule():
                     assert plan.kernel == "softmax_fwd_coop" and not k["TAG"], (M, N)
                     assert k["SPLIT_SUM"] and k["PACK"] and k["SENT"] and k["LATE_LEAVE"] and not k["POLY"], (M, N)
                     assert (k["CHUNK_N"], k["num_warps"]) == (8192, dispatch.COOP_FWD16_WARPS), (M, N)
-                    assert plan.outputs[1] == ("count", (M + 1 + M * 2 * n_chunks,), "zeros")
+                    assert plan.outputs[2] == ("count", (M + 1 + M * 2 * n_chunks,), "zeros")
                 assert not kw(8, 524288, dtype, log, jax).kwargs["SPLIT_SUM"]  # 512 programs < 528
                 assert not kw(5, 1048576, dtype, log, jax).kwargs["SPLIT_SUM"]  # 640 programs <= 660
                 assert kw(18, 1048576, dtype, log, jax).kwargs["CHUNK_N"] == 16384  # 2304 >= 2244: wide
@@ -1006,12 +1006,12 @@ def test_coop_plan(M, N):
         phases = [l.kwargs["PHASE"] for l in plan]
         assert phases == ([1, 2] if dispatch.kernels.INTERPRETED else [3])
         if kw["TAG"]:  # the ticket and generation, then a slot a partial, as int32 pairs
-            assert [o[2] for o in plan[0].outputs] == ["acc", "sync", "io"]
+            assert [o[2] for o in plan[0].outputs] == ["init", "acc", "sync", "io"]
             parts = 2 if "fwd" in plan[0].kernel else 1
-            assert plan[0].outputs[1][1] == (2 * (1 + M * parts * n_chunks),)
+            assert plan[0].outputs[2][1] == plan[0].outputs[0][1] == (2 * (1 + M * parts * n_chunks),)
         else:  # row counters and the ticket counter (SENT: then 2 keyed words a chunk)
-            assert [o[2] for o in plan[0].outputs] == ["acc", "zeros", "io"]
-            assert plan[0].outputs[1][1] == (M + 1 + (M * 2 * n_chunks if kw.get("SENT") else 0),)
+            assert [o[2] for o in plan[0].outputs] == ["init", "acc", "zeros", "io"]
+            assert plan[0].outputs[2][1] == plan[0].outputs[0][1] == (M + 1 + (M * 2 * n_chunks if kw.get("SENT") else 0),)
         assert kw.get("SENT", False) == (plan[0].kernel == "softmax_fwd_coop" and (M, N) == (16, 1048576))
         assert kw["TICKET"] == (M * n_chunks > 132)  # a grid the GPU holds at once: no ticket
     # Wider chunks for the forward of aligned 16-bit rows only: the softmax's unpacked up to

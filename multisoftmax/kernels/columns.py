@@ -337,7 +337,7 @@ def _coop_tile(count_ptr, B, N, T, n_chunks, CHUNK_N: tl.constexpr, BLOCK_T: tl.
 
 @triton.jit
 def softmax_fwd_coop_cols(
-    x_ptr, B, N, T, stride_xb, stride_xn, stride_yb, stride_yn, n_chunks, part_ptr, count_ptr, y_ptr,
+    x_ptr, B, N, T, stride_xb, stride_xn, stride_yb, stride_yn, n_chunks, count_init_ptr, part_ptr, count_ptr, y_ptr,
     CHUNK_N: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_C: tl.constexpr, PHASE: tl.constexpr,
     TICKET: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ALIGN_N: tl.constexpr, ACC_FP64: tl.constexpr,
 ):
@@ -378,8 +378,8 @@ def softmax_fwd_coop_cols(
 
 @triton.jit
 def softmax_bwd_coop_cols(
-    y_ptr, dy_ptr, B, N, T, stride_yb, stride_yn, stride_dyb, stride_dyn, stride_dxb, stride_dxn, n_chunks, part_ptr,
-    count_ptr, dx_ptr,
+    y_ptr, dy_ptr, B, N, T, stride_yb, stride_yn, stride_dyb, stride_dyn, stride_dxb, stride_dxn, n_chunks,
+    count_init_ptr, part_ptr, count_ptr, dx_ptr,
     CHUNK_N: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_C: tl.constexpr, PHASE: tl.constexpr,
     TICKET: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ALIGN_N: tl.constexpr, ACC_FP64: tl.constexpr,
 ):

@@ -7,7 +7,13 @@ adapters (`multisoftmax.torch`, `multisoftmax.jax`) reshape any tensor into that
 
 Argument order follows `jax_triton.triton_call`: input pointers, then runtime scalars,
 then output pointers, then `tl.constexpr` parameters (passed by keyword). The torch
-launcher calls them in the same order, so one signature serves both frameworks.
+launcher calls them in the same order, so one signature serves both frameworks. The
+cooperative kernels (here, in `columns` and in `where`) take one more pointer just before
+their outputs, `count_init_ptr`, which they never read: the initial contents of their
+int32 scratch `count_ptr` (zero), as an input that a launcher can alias to it. The JAX
+adapter passes zeros that XLA makes and aliases them (`input_output_aliases`), which costs
+less than jax-triton's memset of the output (`zeroed_outputs`); the torch launcher passes
+the scratch itself (dispatch.Launch, kind "init").
 
 Four families, each for softmax (LOG=False) and log_softmax (LOG=True):
 
@@ -638,7 +644,7 @@ def _coop_fwd_exact(x_ptr, y_ptr, row, chunk, N, stride_xm, stride_ym, m, s, LOG
 
 @triton.jit
 def softmax_fwd_coop(
-    x_ptr, M, N, stride_xm, stride_ym, n_chunks, part_ptr, count_ptr, y_ptr,
+    x_ptr, M, N, stride_xm, stride_ym, n_chunks, count_init_ptr, part_ptr, count_ptr, y_ptr,
     CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, PHASE: tl.constexpr, TICKET: tl.constexpr,
     PEEL: tl.constexpr,
     VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
@@ -983,7 +989,7 @@ def softmax_bwd_split_apply(
 
 @triton.jit
 def softmax_bwd_coop(
-    y_ptr, dy_ptr, M, N, stride_ym, stride_dym, stride_dxm, n_chunks, part_ptr, count_ptr, dx_ptr,
+    y_ptr, dy_ptr, M, N, stride_ym, stride_dym, stride_dxm, n_chunks, count_init_ptr, part_ptr, count_ptr, dx_ptr,
     CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, PHASE: tl.constexpr, TICKET: tl.constexpr,
     PEEL: tl.constexpr,
     VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,

@@ -196,7 +196,8 @@ def _coop_parts(part_ptr, count_ptr, row, n_chunks, PARTS: tl.constexpr, TAG: tl
 
 @triton.jit
 def softmax_fwd_coop_where(
-    x_ptr, w_ptr, wrow_ptr, M, N, stride_xm, stride_ym, row_div, row_mod, n_chunks, part_ptr, count_ptr, y_ptr,
+    x_ptr, w_ptr, wrow_ptr, M, N, stride_xm, stride_ym, row_div, row_mod, n_chunks, count_init_ptr, part_ptr, count_ptr,
+    y_ptr,
     CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, TICKET: tl.constexpr, VEC: tl.constexpr, LOG: tl.constexpr,
     ALIGN: tl.constexpr, ACC_FP64: tl.constexpr, ROW_TABLE: tl.constexpr, W_COLS: tl.constexpr,
     SKIP: tl.constexpr, TAG: tl.constexpr, PHASE: tl.constexpr,
@@ -244,8 +245,8 @@ def softmax_fwd_coop_where(
 
 @triton.jit
 def softmax_bwd_coop_where(
-    y_ptr, dy_ptr, w_ptr, wrow_ptr, M, N, stride_ym, stride_dym, stride_dxm, row_div, row_mod, n_chunks, part_ptr,
-    count_ptr, dx_ptr,
+    y_ptr, dy_ptr, w_ptr, wrow_ptr, M, N, stride_ym, stride_dym, stride_dxm, row_div, row_mod, n_chunks,
+    count_init_ptr, part_ptr, count_ptr, dx_ptr,
     CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, TICKET: tl.constexpr, VEC: tl.constexpr, LOG: tl.constexpr,
     ALIGN: tl.constexpr, ACC_FP64: tl.constexpr, ROW_TABLE: tl.constexpr, W_COLS: tl.constexpr,
     SKIP: tl.constexpr, TAG: tl.constexpr, PHASE: tl.constexpr,
