@@ -186,10 +186,9 @@ def _gpu_execute(launches, buffers: dict, io_dtype):
     def call(l, inputs, bufs):
         assert not any(name in bufs for name, _, _ in l.outputs), "GPU plans make every buffer once"
         # The cooperative kernels' scratch (dispatch.coop_outputs): its "init" argument, just before
-        # the outputs, gets zeros that XLA makes and aliases to the scratch output, which so starts at
-        # zero. On the H100 (bench/results/h100/probe_zeros.log) XLA's zeros took 0.90-0.96 us a call
-        # where jax-triton's memset (zeroed_outputs) took 1.09-1.12, and in a jitted chain of 20 calls
-        # XLA made all of them in one kernel (1.06-1.38 us).
+        # the outputs, gets zeros that XLA makes, aliased to the scratch output, which so starts at
+        # zero; cheaper than jax-triton's memset (zeroed_outputs), and XLA makes the zeros of several
+        # calls in one kernel where it can (figures: dispatch.py, "A launcher that zeroes").
         inits = [(name, shape) for name, shape, kind in l.outputs if kind == "init"]
         outs = l.outputs[len(inits):]
         assert all(kind != "init" for _, _, kind in outs), "a launch's init arguments come before its outputs"
