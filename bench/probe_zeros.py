@@ -22,11 +22,8 @@ and 16449 (SENT's words of 64 x 1048576).
 
 from __future__ import annotations
 
-import glob
 import os
-import statistics
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import jax  # noqa: E402
@@ -35,6 +32,7 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 import timing  # noqa: E402
+from probe_events import _events  # noqa: E402
 
 
 @triton.jit
@@ -77,20 +75,8 @@ def make(mode: str, words: int, n: int):
 
 
 def events(run):
-    run()
-    folder = tempfile.mkdtemp(prefix="probe-zeros-")
-    with jax.profiler.trace(folder):
-        run()
-    path = glob.glob(os.path.join(folder, "**", "*.xplane.pb"), recursive=True)[0]
-    profile = jax.profiler.ProfileData.from_file(path)
-    names = {}
-    for plane in profile.planes:
-        if plane.name.startswith("/device:GPU"):
-            for line in plane.lines:
-                if line.name.startswith("Stream"):
-                    for ev in line.events:
-                        names.setdefault(ev.name[:40], []).append(ev.duration_ns)
-    return {k: (len(v), round(statistics.median(v) / 1e3, 3)) for k, v in names.items()}
+    """{event name: (count, median us)} of the GPU events of one profiled `run()` (probe_events')."""
+    return _events(run)[0]
 
 
 def main():
