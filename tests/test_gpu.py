@@ -587,3 +587,53 @@ def test_jax_where_at_real_sizes():
                 expected = np.where(m, ref.softmax_backward(y64, dy64, -1, log), 0.0)
             ref.assert_close(np.asarray(pull(dy)[0], np.float64), expected, dtype, f"bwd {shape} log={log}",
                              scale_atol=ref.backward_scale(y64, dy64, -1, log))
+
+
+@pytest.mark.parametrize("M,N,dtype", [(16, 262144, "float32"), (32, 128256, "bfloat16"), (4, 1048576, "float32")],
+                         ids=["TAG", "TAG bf16", "counters"])
+def test_jax_cooperative_scratch_from_xla(M, N, dtype):
+    """The JAX adapter's cooperative calls take their scratch from zeros that XLA makes, aliased to the
+    kernel's scratch output (dispatch.coop_outputs): values and gradients right where XLA schedules
+    those zeros otherwise than before one lone call: a lax.scan whose every step makes a forward and a
+    backward (zeros inside a loop), jax.checkpoint (the forward made again for the backward), several
+    calls in one jit (XLA may make their zeros in one kernel) and vmap (a batch of rows is more
+    rows). Against float64."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    import multisoftmax.jax as mj
+    from multisoftmax import dispatch
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for plan in (dispatch.plan_forward(M, N, N, N, dtype, True, sms, counters_per_call=True),
+                 dispatch.plan_backward(M, N, N, N, N, dtype, True, sms, counters_per_call=True)):
+        assert plan[0].kernel.endswith("_coop") and plan[0].outputs[0][2] == "init", plan[0].kernel
+    dt = getattr(jnp, dtype)
+    rng = np.random.default_rng(N)
+    x = jnp.asarray(rng.standard_normal((3, M, N)) * 2, dt)
+    w = jnp.asarray(rng.standard_normal((M, N)), dt)
+    x64, w64 = np.asarray(x, np.float64), np.asarray(w, np.float64)
+    y64 = ref.softmax(x64, -1, True)  # log_softmax
+    want_grads = w64 - np.exp(y64) * w64.sum(-1, keepdims=True)  # of sum(log_softmax(x) * w)
+    want_total, scale = (y64 * w64).sum(), np.abs(y64 * w64).sum()
+
+    def body(f):
+        def step(c, a):
+            v, g = jax.value_and_grad(lambda t: jnp.sum(f(t).astype(jnp.float32) * w.astype(jnp.float32)))(a)
+            return c + v, g
+        return step
+
+    plain = lambda a: mj.log_softmax(a, axis=-1)  # noqa: E731
+    for name, f in (("scan", plain), ("scan of jax.checkpoint", jax.checkpoint(plain))):
+        total, grads = jax.jit(lambda xs, f=f: jax.lax.scan(body(f), jnp.float32(0), xs))(x)
+        assert abs(float(total) - want_total) <= (1e-5 if dtype == "float32" else 1e-2) * scale, name
+        ref.assert_close(np.asarray(grads, np.float64), want_grads, dtype, name, scale_atol=True)
+
+    many = jax.jit(lambda xs: [mj.softmax(xs[i], axis=-1) for i in range(3)] + [mj.log_softmax(xs[0], axis=-1)])
+    got = many(x)
+    for i in range(3):
+        ref.assert_close(np.asarray(got[i], np.float64), ref.softmax(x64[i], -1), dtype, f"call {i} of a jit")
+    ref.assert_close(np.asarray(got[3], np.float64), y64[0], dtype, "log_softmax call of a jit")
+    batched = jax.jit(jax.vmap(lambda a: mj.softmax(a, axis=-1)))(x)
+    ref.assert_close(np.asarray(batched, np.float64), ref.softmax(x64, -1), dtype, "vmap")
