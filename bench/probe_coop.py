@@ -116,12 +116,14 @@ thread (and spill instructions: sN).
     python bench/probe_coop.py --split-few > bench/results/h100/probe_split_few.log
     python bench/probe_coop.py --split-tiny > bench/results/h100/probe_split_tiny.log
     python bench/probe_coop.py --jax-fresh > bench/results/h100/probe_jax_fresh.log
+    python bench/probe_coop.py --jax-lone > bench/results/h100/probe_jax_lone.log
 
 few long rows in the two-kernel split plan instead of the cooperative kernel: (--split-few) rows
 whose x fits in L2, read again from there, with eviction hints or not (lost); (--split-tiny) the
 smallest grids, kernel times, in chunks of 2048 to 16384 values; (--jax-fresh) through the JAX
 adapter, whose memset of the counters the split plan avoids, dispatch's SPLIT_FRESH_* rule on and
-off (dispatch.py's SPLIT_FRESH_FWD_MAX_PER_SM, SPLIT_FRESH_CHUNKS).
+off (dispatch.py's SPLIT_FRESH_FWD_MAX_PER_SM, SPLIT_FRESH_CHUNKS); (--jax-lone) the same since the
+JAX adapter's zeros come from XLA, by the benchmark's clock and as lone calls.
 
     python bench/probe_coop.py --sentinel > bench/results/h100/probe_sentinel.log
 
@@ -1115,6 +1117,71 @@ def jax_fresh(sms, shapes=JAX_FRESH_SHAPES, dtypes=("bfloat16", "float32")):
                           + " | ".join(f"{'split' if on else 'coop'} {us:.2f} us" for on, us in res), flush=True)
 
 
+JAX_LONE_SHAPES = [(1, 32768), (1, 65536), (1, 128256), (4, 128256), (8, 128256), (1, 256000), (8, 256000),
+                   (1, 1048576)]
+
+
+def jax_lone(sms, shapes=JAX_LONE_SHAPES, dtypes=("bfloat16", "float32")):
+    """dispatch's SPLIT_FRESH_* rule since the JAX adapter takes the cooperative kernels' scratch from
+    zeros that XLA makes (d56e883): the split plan against the cooperative one (the rule off), the
+    forward and the backward set up as the benchmark sets them (the pullback of a jitted forward, an
+    argument of the timed function), each timed two ways: by the benchmark's clock ("chain": a jitted
+    chain of calls, where XLA makes the zeros of all of them in one kernel) and as lone calls ("lone":
+    the jitted function called again and again, each call its own dispatch with its own zeros
+    kernel; the GPU events of each call summed, bench/timing.py's profiled_gpu_us), over the same
+    input copies."""
+    import jax
+    import jax.numpy as jnp
+    import timing
+    import multisoftmax.jax as msj
+    from multisoftmax import dispatch
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+
+    def timed(M, N, dtype, direction, log, rule_on):
+        limit = 1 if rule_on else 0  # a factor on both limits
+        with mock.patch.multiple(dispatch, SPLIT_FRESH_FWD_MAX_PER_SM=dispatch.SPLIT_FRESH_FWD_MAX_PER_SM * limit,
+                                 SPLIT_FRESH_BWD_MAX_PER_SM=dispatch.SPLIT_FRESH_BWD_MAX_PER_SM * limit):
+            dispatch.plan_forward.cache_clear()
+            dispatch.plan_backward.cache_clear()
+            jax.clear_caches()  # the adapter's inner functions are traced once per shape otherwise
+            fn = msj.log_softmax if log else msj.softmax
+            x = jax.random.normal(jax.random.PRNGKey(M + N), (M, N), getattr(jnp, dtype))
+            if direction == "fwd":
+                f, args, nbytes = (lambda a: fn(a, -1)), (x,), 2 * x.nbytes
+            else:
+                pullback = jax.jit(lambda a: jax.vjp(lambda t: fn(t, -1), a)[1])(x)
+                dy = jax.random.normal(jax.random.PRNGKey(1), (M, N), getattr(jnp, dtype))
+                f, args, nbytes = (lambda pb, d: pb(d)[0]), (pullback, dy), 3 * x.nbytes
+            _, chain_us, _, _ = timing.jax_time(f, args, nbytes, gpu=True, l2_bytes=l2)
+            copies = timing._copies(nbytes, l2, timing.JAX_MAX_COPIES)
+            sets = [args] + [jax.tree.map(lambda a: jnp.copy(a) if isinstance(a, jax.Array) else a, args)
+                             for _ in range(copies - 1)]
+            jf, calls = jax.jit(f), max(20, copies)
+
+            def lone():
+                for i in range(calls):
+                    out = jf(*sets[i % copies])
+                jax.block_until_ready(out)
+
+            lone_us = timing.profiled_gpu_us(lone, calls)
+            del sets
+        dispatch.plan_forward.cache_clear()
+        dispatch.plan_backward.cache_clear()
+        return chain_us, lone_us
+
+    for dtype in dtypes:
+        for M, N in shapes:
+            for direction in ("fwd", "bwd"):
+                for log in (False, True):
+                    plan = (dispatch.plan_forward(M, N, N, N, dtype, log, sms, counters_per_call=True)
+                            if direction == "fwd" else
+                            dispatch.plan_backward(M, N, N, N, N, dtype, log, sms, counters_per_call=True))
+                    coop, split = timed(M, N, dtype, direction, log, False), timed(M, N, dtype, direction, log, True)
+                    print(f"{dtype} {M}x{N} {'log' if log else 'sm'} {direction} | jax plan: "
+                          f"{'+'.join(l.kernel.split('_', 2)[2] for l in plan)} | coop chain {coop[0]:.2f} lone "
+                          f"{coop[1]:.2f} us | split chain {split[0]:.2f} lone {split[1]:.2f} us", flush=True)
+
+
 # SENTINEL (scratch kernels softmax_fwd_coop_S / softmax_bwd_coop_S): the arrival counters' wait
 # without its release fence. A partial is published by a relaxed atomic exchange as its float32
 # bits XOR SENT_KEY (a NaN payload no partial has once NaNs are made canonical), so a zero word
@@ -2057,7 +2124,7 @@ def main():
              "--sent-wide-gap": lambda sms: sent_wide(sms, [(18, 1048576), (21, 1048576)], ("bfloat16",)),
              "--sent-wide-llm": lambda sms: sent_wide(sms, [(64, 256000), (64, 128256), (32, 256000)], logs=(False,)),
              "--sent-more-few": lambda sms: sent_more(sms, SENT_MORE_FEW, ()), "--split-tiny": split_tiny,
-             "--jax-fresh": jax_fresh, "--narrow-llm": narrow_llm, "--reload-x": reload_x,
+             "--jax-fresh": jax_fresh, "--jax-lone": jax_lone, "--narrow-llm": narrow_llm, "--reload-x": reload_x,
              "--poly": poly, "--poly-mix": poly_mix, "--pack-x2": pack_x2, "--pack-x2-fwd": pack_x2_fwd, "--cvt-x2": cvt_x2, "--cvt-x2-bits": lambda sms: cvt_x2(sms, time=False),
              "--cvt-x2-log": lambda sms: cvt_x2(sms, CVT_X2_LOG_SHAPES, log=True), "--tag-wide": tag_wide, "--capped": capped, "--pack-mid": pack_mid, "--pack-mid2": lambda sms: pack_mid(sms, PACK_MID2_SHAPES), "--tag-poly": tag_poly, "--cap-bwd": cap_bwd, "--cap-log32": cap_log32, "--cap-fwd16": cap_fwd16, "--evict": evict, "--exact": exact, "--bwd16-4w": bwd16_4w,
              "--cap-log32b": lambda sms: cap_log32(sms, [], CAP_LOG32_MORE), "--scan": scan, "--mid16": mid16,

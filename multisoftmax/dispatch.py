@@ -582,7 +582,11 @@ ROWS_PER_SM_FOR_ONLINE = 4
 # by zeros that XLA makes, aliased through the kernels' count_init_ptr (`coop_outputs`): a kernel of
 # 0.86-0.96 us before each call made alone, one for all of them where XLA may make them together (a
 # jitted chain of 20 calls: 1.06-1.38 us in all; bench/results/h100/probe_zeros.log). The bounds
-# below were measured with the memset and are kept. Up to these grids (programs
+# below were measured with the memset and are kept: measured again since (probe_jax_lone.log, bf16
+# and float32 rows of 1-8 x 32768 to 1048576), the cooperative plan won both as the benchmark times
+# it (a chain, one zeros kernel for all its calls) and as lone calls (a zeros kernel each) only at
+# bf16 1 x 128256's log_softmax backward and float32 8 x 128256's forwards; elsewhere the chain
+# favoured it and lone calls the split plan, or they tied, with no grid bound between. Up to these grids (programs
 # an SM of the cooperative plan in COOP_CHUNK_N chunks) it gets the split plan instead, two
 # kernels with nothing to zero, the second reading x (y and dy) again from L2, in chunks of
 # SPLIT_FRESH_CHUNKS; in the backward for the log_softmax, and for the softmax where its
