@@ -585,7 +585,8 @@ ROWS_PER_SM_FOR_ONLINE = 4
 # below were measured with the memset and are kept: measured again since (probe_jax_lone.log, bf16
 # and float32 rows of 1-8 x 32768 to 1048576), the cooperative plan won both as the benchmark times
 # it (a chain, one zeros kernel for all its calls) and as lone calls (a zeros kernel each) only at
-# bf16 1 x 128256's log_softmax backward and float32 8 x 128256's forwards; elsewhere the chain
+# bf16 1 x 128256's log_softmax backward, float32 8 x 128256's forwards and 8 x 256000's softmax
+# forward (yet not float32 1 x 1048576's, of as many programs as 8 x 128256); elsewhere the chain
 # favoured it and lone calls the split plan, or they tied, with no grid bound between. Up to these grids (programs
 # an SM of the cooperative plan in COOP_CHUNK_N chunks) it gets the split plan instead, two
 # kernels with nothing to zero, the second reading x (y and dy) again from L2, in chunks of
