@@ -211,6 +211,7 @@ plan on rows whose max lies past COOP_FAST_MAX (x + 1000: `_coop_fwd_exact`), wi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from unittest import mock
@@ -1070,51 +1071,78 @@ JAX_FRESH_SHAPES = [(1, 32768), (8, 32768), (1, 65536), (1, 128256), (2, 128256)
                     (16, 128256), (1, 256000), (8, 256000), (16, 256000), (1, 1048576)]
 
 
-def jax_fresh(sms, shapes=JAX_FRESH_SHAPES, dtypes=("bfloat16", "float32")):
-    """The JAX adapter (jax-triton, which zeroes the cooperative kernels' counters or TAG words on
-    every call) with dispatch's split plans for few long rows (SPLIT_FRESH_FWD_MAX_PER_SM and
-    _BWD_) against the same with that rule off (the cooperative plan and its memset), forward
-    and backward (the vjp pullback, as the benchmark times ms-jax), by the benchmark's JAX clock
-    (profiler: GPU time of a jitted chain, the memset included), twice each."""
+@contextlib.contextmanager
+def _split_fresh_rule(on: bool):
+    """dispatch's SPLIT_FRESH_* rule for the JAX adapter's few long rows on (as it stands) or off (both
+    limits 0: the cooperative plan), with the plan caches and JAX's traces cleared on the way in and
+    the plan caches on the way out."""
     import jax
-    import jax.numpy as jnp
-    import timing
-    import multisoftmax.jax as msj
     from multisoftmax import dispatch
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-
-    def timed(M, N, dtype, direction, log, rule_on):
-        limit = 1 if rule_on else 0  # a factor on both limits
-        with mock.patch.multiple(dispatch, SPLIT_FRESH_FWD_MAX_PER_SM=dispatch.SPLIT_FRESH_FWD_MAX_PER_SM * limit,
-                                 SPLIT_FRESH_BWD_MAX_PER_SM=dispatch.SPLIT_FRESH_BWD_MAX_PER_SM * limit):
-            dispatch.plan_forward.cache_clear()
-            dispatch.plan_backward.cache_clear()
-            jax.clear_caches()  # the adapter's inner functions are traced once per shape otherwise
-            fn = msj.log_softmax if log else msj.softmax
-            x = jax.random.normal(jax.random.PRNGKey(M + N), (M, N), getattr(jnp, dtype))
-            if direction == "fwd":
-                args, f, nbytes = (x,), (lambda a: fn(a, -1)), 2 * x.nbytes
-            else:
-                dy = jax.random.normal(jax.random.PRNGKey(1), (M, N), getattr(jnp, dtype))
-                _, pull = jax.vjp(lambda a: fn(a, -1), x)
-                args, f, nbytes = (dy,), (lambda d: pull(d)[0]), 3 * x.nbytes
-            _, us, _, _ = timing.jax_time(f, args, nbytes, gpu=True, l2_bytes=l2)
+    limit = 1 if on else 0  # a factor on both limits
+    with mock.patch.multiple(dispatch, SPLIT_FRESH_FWD_MAX_PER_SM=dispatch.SPLIT_FRESH_FWD_MAX_PER_SM * limit,
+                             SPLIT_FRESH_BWD_MAX_PER_SM=dispatch.SPLIT_FRESH_BWD_MAX_PER_SM * limit):
         dispatch.plan_forward.cache_clear()
         dispatch.plan_backward.cache_clear()
-        return us
+        jax.clear_caches()  # the adapter's inner functions are traced once per shape otherwise
+        yield
+    dispatch.plan_forward.cache_clear()
+    dispatch.plan_backward.cache_clear()
 
+
+def _jax_case(M, N, dtype, direction, log, residuals_as_argument):
+    """(f, args, bytes moved) of the JAX adapter's call on an M x N case: the forward of x, or the
+    backward of dy through the vjp pullback of a forward outside the timed function, its residuals
+    an argument of f (`residuals_as_argument`, as bench/run.py times ms-jax) or held by f (as the
+    jax_fresh probe did)."""
+    import jax
+    import jax.numpy as jnp
+    import multisoftmax.jax as msj
+    fn = msj.log_softmax if log else msj.softmax
+    x = jax.random.normal(jax.random.PRNGKey(M + N), (M, N), getattr(jnp, dtype))
+    if direction == "fwd":
+        return (lambda a: fn(a, -1)), (x,), 2 * x.nbytes
+    dy = jax.random.normal(jax.random.PRNGKey(1), (M, N), getattr(jnp, dtype))
+    if residuals_as_argument:
+        pullback = jax.jit(lambda a: jax.vjp(lambda t: fn(t, -1), a)[1])(x)
+        return (lambda pb, d: pb(d)[0]), (pullback, dy), 3 * x.nbytes
+    _, pull = jax.vjp(lambda a: fn(a, -1), x)
+    return (lambda d: pull(d)[0]), (dy,), 3 * x.nbytes
+
+
+def _jax_rule_cases(sms, shapes, dtypes, register_cap=True):
+    """(dtype, M, N, direction, log, the JAX adapter's plan) for each case of the SPLIT_FRESH_* probes."""
+    from multisoftmax import dispatch
     for dtype in dtypes:
         for M, N in shapes:
             for direction in ("fwd", "bwd"):
                 for log in (False, True):
-                    plan = (dispatch.plan_forward(M, N, N, N, dtype, log, sms, counters_per_call=True)
-                            if direction == "fwd" else
-                            dispatch.plan_backward(M, N, N, N, N, dtype, log, sms, counters_per_call=True,
-                                                   register_cap=False))
-                    res = [(on, timed(M, N, dtype, direction, log, on)) for _ in range(2) for on in (False, True)]
-                    print(f"{dtype} {M}x{N} {'log' if log else 'sm'} {direction} | jax plan: "
-                          f"{'+'.join(l.kernel.split('_', 2)[2] for l in plan)} grid={plan[0].grid} | "
-                          + " | ".join(f"{'split' if on else 'coop'} {us:.2f} us" for on, us in res), flush=True)
+                    yield dtype, M, N, direction, log, (
+                        dispatch.plan_forward(M, N, N, N, dtype, log, sms, counters_per_call=True)
+                        if direction == "fwd" else
+                        dispatch.plan_backward(M, N, N, N, N, dtype, log, sms, counters_per_call=True,
+                                               register_cap=register_cap))
+
+
+def jax_fresh(sms, shapes=JAX_FRESH_SHAPES, dtypes=("bfloat16", "float32")):
+    """The JAX adapter (jax-triton, which zeroed the cooperative kernels' counters or TAG words on
+    every call until d56e883; XLA's zeros since: jax_lone) with dispatch's split plans for few long rows (SPLIT_FRESH_FWD_MAX_PER_SM and
+    _BWD_) against the same with that rule off (the cooperative plan and its memset), forward
+    and backward (the vjp pullback, as the benchmark times ms-jax), by the benchmark's JAX clock
+    (profiler: GPU time of a jitted chain, the memset included), twice each."""
+    import timing
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+
+    def timed(M, N, dtype, direction, log, rule_on):
+        with _split_fresh_rule(rule_on):
+            f, args, nbytes = _jax_case(M, N, dtype, direction, log, residuals_as_argument=False)
+            _, us, _, _ = timing.jax_time(f, args, nbytes, gpu=True, l2_bytes=l2)
+        return us
+
+    for dtype, M, N, direction, log, plan in _jax_rule_cases(sms, shapes, dtypes, register_cap=False):
+        res = [(on, timed(M, N, dtype, direction, log, on)) for _ in range(2) for on in (False, True)]
+        print(f"{dtype} {M}x{N} {'log' if log else 'sm'} {direction} | jax plan: "
+              f"{'+'.join(l.kernel.split('_', 2)[2] for l in plan)} grid={plan[0].grid} | "
+              + " | ".join(f"{'split' if on else 'coop'} {us:.2f} us" for on, us in res), flush=True)
 
 
 JAX_LONE_SHAPES = [(1, 32768), (1, 65536), (1, 128256), (4, 128256), (8, 128256), (1, 256000), (8, 256000),
@@ -1133,25 +1161,11 @@ def jax_lone(sms, shapes=JAX_LONE_SHAPES, dtypes=("bfloat16", "float32")):
     import jax
     import jax.numpy as jnp
     import timing
-    import multisoftmax.jax as msj
-    from multisoftmax import dispatch
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
 
     def timed(M, N, dtype, direction, log, rule_on):
-        limit = 1 if rule_on else 0  # a factor on both limits
-        with mock.patch.multiple(dispatch, SPLIT_FRESH_FWD_MAX_PER_SM=dispatch.SPLIT_FRESH_FWD_MAX_PER_SM * limit,
-                                 SPLIT_FRESH_BWD_MAX_PER_SM=dispatch.SPLIT_FRESH_BWD_MAX_PER_SM * limit):
-            dispatch.plan_forward.cache_clear()
-            dispatch.plan_backward.cache_clear()
-            jax.clear_caches()  # the adapter's inner functions are traced once per shape otherwise
-            fn = msj.log_softmax if log else msj.softmax
-            x = jax.random.normal(jax.random.PRNGKey(M + N), (M, N), getattr(jnp, dtype))
-            if direction == "fwd":
-                f, args, nbytes = (lambda a: fn(a, -1)), (x,), 2 * x.nbytes
-            else:
-                pullback = jax.jit(lambda a: jax.vjp(lambda t: fn(t, -1), a)[1])(x)
-                dy = jax.random.normal(jax.random.PRNGKey(1), (M, N), getattr(jnp, dtype))
-                f, args, nbytes = (lambda pb, d: pb(d)[0]), (pullback, dy), 3 * x.nbytes
+        with _split_fresh_rule(rule_on):
+            f, args, nbytes = _jax_case(M, N, dtype, direction, log, residuals_as_argument=True)
             _, chain_us, _, _ = timing.jax_time(f, args, nbytes, gpu=True, l2_bytes=l2)
             copies = timing._copies(nbytes, l2, timing.JAX_MAX_COPIES)
             sets = [args] + [jax.tree.map(lambda a: jnp.copy(a) if isinstance(a, jax.Array) else a, args)
@@ -1165,21 +1179,13 @@ def jax_lone(sms, shapes=JAX_LONE_SHAPES, dtypes=("bfloat16", "float32")):
 
             lone_us = timing.profiled_gpu_us(lone, calls)
             del sets
-        dispatch.plan_forward.cache_clear()
-        dispatch.plan_backward.cache_clear()
         return chain_us, lone_us
 
-    for dtype in dtypes:
-        for M, N in shapes:
-            for direction in ("fwd", "bwd"):
-                for log in (False, True):
-                    plan = (dispatch.plan_forward(M, N, N, N, dtype, log, sms, counters_per_call=True)
-                            if direction == "fwd" else
-                            dispatch.plan_backward(M, N, N, N, N, dtype, log, sms, counters_per_call=True))
-                    coop, split = timed(M, N, dtype, direction, log, False), timed(M, N, dtype, direction, log, True)
-                    print(f"{dtype} {M}x{N} {'log' if log else 'sm'} {direction} | jax plan: "
-                          f"{'+'.join(l.kernel.split('_', 2)[2] for l in plan)} | coop chain {coop[0]:.2f} lone "
-                          f"{coop[1]:.2f} us | split chain {split[0]:.2f} lone {split[1]:.2f} us", flush=True)
+    for dtype, M, N, direction, log, plan in _jax_rule_cases(sms, shapes, dtypes):
+        coop, split = timed(M, N, dtype, direction, log, False), timed(M, N, dtype, direction, log, True)
+        print(f"{dtype} {M}x{N} {'log' if log else 'sm'} {direction} | jax plan: "
+              f"{'+'.join(l.kernel.split('_', 2)[2] for l in plan)} | coop chain {coop[0]:.2f} lone "
+              f"{coop[1]:.2f} us | split chain {split[0]:.2f} lone {split[1]:.2f} us", flush=True)
 
 
 # SENTINEL (scratch kernels softmax_fwd_coop_S / softmax_bwd_coop_S): the arrival counters' wait
