@@ -14,8 +14,8 @@ atomic add into the scratch buffer and one back, so the buffer is really used) t
 For each: the GPU events (names, counts, medians) of 20 calls of a jitted function making one
 call ("lone"), of a jitted chain of 20 calls as bench/timing.py makes it ("chain": XLA may make
 the 20 zero buffers in one fused kernel), and of a jitted `lax.scan` of 20 steps ("scan": one
-call a step); and the per-call GPU time of the chain (bench/timing.py's clock). Scratch sizes: 514 int32 (TAG's words of 8 x 256000)
-and 16449 (SENT's words of 64 x 1048576).
+call a step); and the per-call GPU time of the chain (bench/timing.py's clock). Scratch sizes: 514
+int32 (TAG's words of 8 x 256000) and 16449 (SENT's words of 64 x 1048576).
 
     python bench/probe_zeros.py > bench/results/h100/probe_zeros.log
 """

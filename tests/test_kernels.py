@@ -1011,7 +1011,8 @@ def test_coop_plan(M, N):
             assert plan[0].outputs[2][1] == plan[0].outputs[0][1] == (2 * (1 + M * parts * n_chunks),)
         else:  # row counters and the ticket counter (SENT: then 2 keyed words a chunk)
             assert [o[2] for o in plan[0].outputs] == ["init", "acc", "zeros", "io"]
-            assert plan[0].outputs[2][1] == plan[0].outputs[0][1] == (M + 1 + (M * 2 * n_chunks if kw.get("SENT") else 0),)
+            words = M + 1 + (M * 2 * n_chunks if kw.get("SENT") else 0)
+            assert plan[0].outputs[2][1] == plan[0].outputs[0][1] == (words,)
         assert kw.get("SENT", False) == (plan[0].kernel == "softmax_fwd_coop" and (M, N) == (16, 1048576))
         assert kw["TICKET"] == (M * n_chunks > 132)  # a grid the GPU holds at once: no ticket
     # Wider chunks for the forward of aligned 16-bit rows only: the softmax's unpacked up to
