@@ -206,6 +206,13 @@ TAG's 4-warp chunks with POLY under a cap of 64 registers (TP64).
 dispatch's packed 16-bit cooperative forward plans (softmax and log_softmax) against F, the same
 kernel with the one-op forms alone (as before COOP_FAST_MAX and the sum's correction), and the
 plan on rows whose max lies past COOP_FAST_MAX (x + 1000: `_coop_fwd_exact`), with its error.
+
+    python bench/probe_coop.py --reload-dy > bench/results/h100/probe_reload_dy.log
+
+dispatch's cooperative softmax backward plans against the same with dy loaded again after the
+row's wait (RELOAD_DY: only y held across it), uncapped (D) and under Triton's maxnreg (Dc: 40
+registers a thread for 16-bit rows on counters, 48 with TAG, 64 for float32), twice each, by
+the benchmark's clock. It lost everywhere: not taken.
 (One mode a call.)
 """
 
@@ -1830,6 +1837,312 @@ def pack_mid(sms, shapes=PACK_MID_SHAPES, dtypes=("bfloat16", "float16")):
                   + _compare(M, N, dtype, "bwd", False, variants, sms), flush=True)
 
 
+RELOAD_DY_SHAPES = {
+    "bfloat16": [(16, 1048576), (32, 1048576), (128, 1048576), (8, 1048576), (64, 128256), (64, 256000),
+                 (32, 256000), (256, 256000), (1024, 128256), (512, 262144), (2048, 65536), (4096, 32000)],
+    "float16": [(16, 1048576), (128, 1048576), (64, 256000), (2048, 65536)],
+    "float32": [(16, 1048576), (64, 1048576), (64, 128256), (64, 256000), (128, 524288), (1024, 65536)]}
+RELOAD_DY_CAPS = {(2, False): 40, (2, True): 48, (4, False): 64, (4, True): 64}  # (itemsize, TAG): maxnreg
+# RELOAD_DY (scratch kernel softmax_bwd_coop_rdy): dy loaded again after the wait, packed or not.
+RELOAD_DY_EDITS = {"softmax_bwd_coop": [
+    ("            y_lo, y_hi = _unpack(_fresh(wy, PHASE), io_ty, acc_ty, BITS)\n",
+     "            wdy = tl.load(dy_ptr.to(tl.pointer_type(tl.int32)) + dy_offs, mask=mask, other=0)\n"
+     "            y_lo, y_hi = _unpack(_fresh(wy, PHASE), io_ty, acc_ty, BITS)\n"),
+    ("            if RELOAD:\n                dy = tl.load(", "            if True:\n                dy = tl.load(")]}
+
+
+def reload_dy(sms, shapes=RELOAD_DY_SHAPES):
+    """dispatch's cooperative softmax backward on `shapes` (by dtype) against RELOAD_DY (D: dy read
+    again after the wait, y alone held across it; scratch kernel softmax_bwd_coop_rdy) and RELOAD_DY
+    under RELOAD_DY_CAPS (Dc), twice each, by the benchmark's clock, with registers a thread and
+    spills."""
+    import dataclasses
+    _function_variants("_rdy", RELOAD_DY_EDITS)
+    for dtype, cases in shapes.items():
+        for M, N in cases:
+            plan, _ = _dispatch_plan(M, N, dtype, "bwd", sms)
+            kw = plan[0].kwargs
+            if plan[0].kernel != "softmax_bwd_coop":
+                continue
+            cap = RELOAD_DY_CAPS[(2 if dtype != "float32" else 4, kw["TAG"])]
+            rdy = (dataclasses.replace(plan[0], kernel="softmax_bwd_coop_rdy"),)
+            variants = [("dispatch", plan), ("D", tune.with_meta(rdy, RELOAD=False)),
+                        (f"Dc{cap}", tune.with_meta(rdy, RELOAD=False, maxnreg=cap))]
+            print(_head(M, N, dtype, "bwd", False, plan, sms) + f"tag={kw['TAG']:d} | "
+                  + _compare(M, N, dtype, "bwd", False, variants, sms), flush=True)
+
+
+# PIPE (scratch kernel softmax_bwd_coop_pipe): a persistent cooperative backward that keeps its loads in
+# flight across the row's wait. Each program takes the next item (ticket), loads it and publishes its
+# partial (stored, then an arrival on its row's counter, released), and only then waits for the row of
+# the item it took before, writes that item's dx and leaves; so it holds two items' y and dy (words,
+# PACK) while one row is waited for. The wait always ends while the programs running hold at least
+# half a row's chunks between them: every ticket taken is published before its taker waits, so the
+# oldest waited row is whole once 2 * (programs running) - 1 >= n_chunks - 1 tickets follow its first.
+# The ticket counter is set back to 0 by the program that takes the launch's last ticket: each
+# program takes exactly one past the end (M * n_chunks + grid - 1 in all). Counters only (no TAG),
+# unpeeled rows.
+PIPE_SRC = """
+import triton
+import triton.language as tl
+from multisoftmax.kernels.softmax import _aligned, _words, _unpack, _pack, _fresh, _bwd_terms, _bwd_apply
+
+
+@triton.jit
+def _pipe_take(count_ptr, M, total):
+    t = tl.atomic_add(count_ptr + M, 1, sem="relaxed", scope="gpu")
+    if t == total + tl.num_programs(0) - 1:
+        tl.atomic_xchg(count_ptr + M, 0, sem="relaxed", scope="gpu")
+    return t
+
+
+@triton.jit
+def _pipe_load(y_ptr, dy_ptr, t, total, n_chunks, N, stride_ym, stride_dym, CHUNK_N: tl.constexpr,
+               VEC: tl.constexpr, ALIGN: tl.constexpr, PACK: tl.constexpr, LOG: tl.constexpr, DEFER: tl.constexpr = False):
+    # (y, dy) of item t (words, PACK); DEFER: (dy, dy), y not loaded
+    row = (t // n_chunks).to(tl.int64)
+    chunk = t % n_chunks
+    ok = t < total
+    if PACK:
+        y_offs, mask = _words(row * stride_ym, chunk * (CHUNK_N // 2), N, stride_ym, row, CHUNK_N // 2, False,
+                              VEC, ALIGN)
+        dy_offs, _ = _words(row * stride_dym, chunk * (CHUNK_N // 2), N, stride_dym, row, CHUNK_N // 2, False,
+                            VEC, ALIGN)
+        b = tl.load(dy_ptr.to(tl.pointer_type(tl.int32)) + dy_offs, mask=mask & ok, other=0)
+        if DEFER:
+            a = b
+        else:
+            a = tl.load(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, mask=mask & ok, other=0)
+    else:
+        N, stride_ym, stride_dym = _aligned(N, ALIGN), _aligned(stride_ym, ALIGN), _aligned(stride_dym, ALIGN)
+        cols = chunk * CHUNK_N + tl.arange(0, CHUNK_N)
+        mask = (cols < N) & ok
+        b = tl.load(dy_ptr + row * stride_dym + cols, mask=mask, other=0.0).to(tl.float32)
+        if DEFER:
+            a = b
+        else:
+            a = tl.load(y_ptr + row * stride_ym + cols, mask=mask, other=-float("inf") if LOG else 0.0).to(tl.float32)
+    return a, b
+
+
+@triton.jit
+def _pipe_publish(part_ptr, count_ptr, t, n_chunks, a, b, io_ty: tl.constexpr, PACK: tl.constexpr,
+                  LOG: tl.constexpr, BITS: tl.constexpr):
+    row = (t // n_chunks).to(tl.int64)
+    if PACK:
+        y_lo, y_hi = _unpack(a, io_ty, tl.float32, BITS)
+        dy_lo, dy_hi = _unpack(b, io_ty, tl.float32, BITS)
+        dot = tl.sum(_bwd_terms(y_lo, dy_lo, LOG) + _bwd_terms(y_hi, dy_hi, LOG), axis=0)
+    else:
+        dot = tl.sum(_bwd_terms(a, b, LOG), axis=0)
+    tl.store(part_ptr + row * n_chunks + t % n_chunks, dot)
+    tl.debug_barrier()
+    tl.atomic_add(count_ptr + row, 1, sem="release", scope="gpu")
+
+
+@triton.jit
+def softmax_bwd_coop_pipe(
+    y_ptr, dy_ptr, M, N, stride_ym, stride_dym, stride_dxm, n_chunks, count_init_ptr, part_ptr, count_ptr, dx_ptr,
+    CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr,
+    PACK: tl.constexpr, BITS: tl.constexpr,
+):
+    io_ty = y_ptr.dtype.element_ty
+    total = M * n_chunks
+    t = _pipe_take(count_ptr, M, total)
+    a, b = _pipe_load(y_ptr, dy_ptr, t, total, n_chunks, N, stride_ym, stride_dym, CHUNK_N, VEC, ALIGN, PACK, LOG)
+    if t < total:
+        _pipe_publish(part_ptr, count_ptr, t, n_chunks, a, b, io_ty, PACK, LOG, BITS)
+    while t < total:
+        t2 = _pipe_take(count_ptr, M, total)
+        a2, b2 = _pipe_load(y_ptr, dy_ptr, t2, total, n_chunks, N, stride_ym, stride_dym, CHUNK_N, VEC, ALIGN,
+                            PACK, LOG)
+        if t2 < total:
+            _pipe_publish(part_ptr, count_ptr, t2, n_chunks, a2, b2, io_ty, PACK, LOG, BITS)
+        row = (t // n_chunks).to(tl.int64)
+        chunk = t % n_chunks
+        arrived = tl.atomic_add(count_ptr + row, 0, sem="acquire", scope="gpu")
+        while arrived < n_chunks:
+            arrived = tl.atomic_add(count_ptr + row, 0, sem="acquire", scope="gpu")
+        tl.debug_barrier()
+        c = tl.arange(0, BLOCK_C)
+        dot = tl.sum(tl.load(part_ptr + row * n_chunks + c, mask=c < n_chunks, other=0.0, volatile=True), axis=0)
+        if PACK:
+            dx_offs, mask = _words(row * stride_dxm, chunk * (CHUNK_N // 2), N, stride_dxm, row, CHUNK_N // 2,
+                                   False, VEC, ALIGN)
+            y_lo, y_hi = _unpack(_fresh(a, 3), io_ty, tl.float32, BITS)
+            dy_lo, dy_hi = _unpack(_fresh(b, 3), io_ty, tl.float32, BITS)
+            dx = _pack(_bwd_apply(y_lo, dy_lo, dot, LOG), _bwd_apply(y_hi, dy_hi, dot, LOG), io_ty)
+            tl.store(dx_ptr.to(tl.pointer_type(tl.int32)) + dx_offs, dx, mask=mask)
+        else:
+            cols = chunk * CHUNK_N + tl.arange(0, CHUNK_N)
+            tl.store(dx_ptr + row * _aligned(stride_dxm, ALIGN) + cols,
+                     _bwd_apply(a, b, dot, LOG).to(dx_ptr.dtype.element_ty), mask=cols < _aligned(N, ALIGN))
+        left = tl.atomic_add(count_ptr + row, 1, sem="relaxed", scope="gpu") + 1
+        if left == 2 * n_chunks:
+            tl.atomic_xchg(count_ptr + row, 0, sem="relaxed", scope="gpu")
+        t, a, b = t2, a2, b2
+"""
+
+
+# PIPE2 (scratch kernel softmax_bwd_coop_pipe2): PIPE with two round trips fewer an item. Rows are not
+# left: a row's counter stays at n_chunks once whole, and the last program to finish (an exit counter,
+# count[M + 1]) sets every row counter back to 0; and the next ticket is taken at the end of an
+# iteration (after the stores of dx), not at the start of the next, so its round trip overlaps them
+# (no wait lies between taking a ticket and publishing it: the argument above holds).
+PIPE2_SRC = PIPE_SRC + """
+
+
+@triton.jit
+def softmax_bwd_coop_pipe2(
+    y_ptr, dy_ptr, M, N, stride_ym, stride_dym, stride_dxm, n_chunks, count_init_ptr, part_ptr, count_ptr, dx_ptr,
+    CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr,
+    PACK: tl.constexpr, BITS: tl.constexpr, DEFER: tl.constexpr,
+):
+    io_ty = y_ptr.dtype.element_ty
+    total = M * n_chunks
+    t = _pipe_take(count_ptr, M, total)
+    a, b = _pipe_load(y_ptr, dy_ptr, t, total, n_chunks, N, stride_ym, stride_dym, CHUNK_N, VEC, ALIGN, PACK, LOG,
+                      DEFER)
+    if t < total:
+        _pipe_publish(part_ptr, count_ptr, t, n_chunks, a, b, io_ty, PACK, LOG, BITS)
+        t2 = _pipe_take(count_ptr, M, total)
+    else:
+        t2 = t
+    while t < total:
+        a2, b2 = _pipe_load(y_ptr, dy_ptr, t2, total, n_chunks, N, stride_ym, stride_dym, CHUNK_N, VEC, ALIGN,
+                            PACK, LOG, DEFER)
+        if t2 < total:
+            _pipe_publish(part_ptr, count_ptr, t2, n_chunks, a2, b2, io_ty, PACK, LOG, BITS)
+        row = (t // n_chunks).to(tl.int64)
+        chunk = t % n_chunks
+        arrived = tl.atomic_add(count_ptr + row, 0, sem="acquire", scope="gpu")
+        while arrived < n_chunks:
+            arrived = tl.atomic_add(count_ptr + row, 0, sem="acquire", scope="gpu")
+        tl.debug_barrier()
+        c = tl.arange(0, BLOCK_C)
+        dot = tl.sum(tl.load(part_ptr + row * n_chunks + c, mask=c < n_chunks, other=0.0, volatile=True), axis=0)
+        if DEFER:  # y first loaded now (the log_softmax's sum is of dy alone)
+            a = _pipe_load(y_ptr, y_ptr, t, total, n_chunks, N, stride_ym, stride_ym, CHUNK_N, VEC, ALIGN, PACK, LOG,
+                           False)[0]
+        if PACK:
+            dx_offs, mask = _words(row * stride_dxm, chunk * (CHUNK_N // 2), N, stride_dxm, row, CHUNK_N // 2,
+                                   False, VEC, ALIGN)
+            y_lo, y_hi = _unpack(_fresh(a, 3), io_ty, tl.float32, BITS)
+            dy_lo, dy_hi = _unpack(_fresh(b, 3), io_ty, tl.float32, BITS)
+            dx = _pack(_bwd_apply(y_lo, dy_lo, dot, LOG), _bwd_apply(y_hi, dy_hi, dot, LOG), io_ty)
+            tl.store(dx_ptr.to(tl.pointer_type(tl.int32)) + dx_offs, dx, mask=mask)
+        else:
+            cols = chunk * CHUNK_N + tl.arange(0, CHUNK_N)
+            tl.store(dx_ptr + row * _aligned(stride_dxm, ALIGN) + cols,
+                     _bwd_apply(a, b, dot, LOG).to(dx_ptr.dtype.element_ty), mask=cols < _aligned(N, ALIGN))
+        t, a, b = t2, a2, b2
+        if t < total:
+            t2 = _pipe_take(count_ptr, M, total)
+    tl.debug_barrier()
+    done = tl.atomic_add(count_ptr + M + 1, 1, sem="acq_rel", scope="gpu")
+    if done == tl.num_programs(0) - 1:  # every program is past its last wait
+        for r in range(0, M, 1024):
+            rows = r + tl.arange(0, 1024)
+            tl.store(count_ptr + rows, tl.zeros((1024,), tl.int32), mask=rows < M)
+        tl.atomic_xchg(count_ptr + M + 1, 0, sem="relaxed", scope="gpu")
+"""
+
+
+def _pipe_plan(M, N, dtype, log, chunk, warps, per_sm, sms, kernel="softmax_bwd_coop_pipe", defer=False):
+    """A one-launch plan of PIPE's scratch kernel: chunks of `chunk` values at `warps` warps,
+    `per_sm` programs an SM (at most one an item)."""
+    from multisoftmax import dispatch
+    n_chunks = triton.cdiv(N, chunk)
+    itemsize = dispatch.ITEMSIZE[dtype]
+    align = dispatch.alignment(N)
+    meta = dict(CHUNK_N=chunk, BLOCK_C=triton.next_power_of_2(n_chunks), VEC=16 // itemsize, LOG=log, ALIGN=align,
+                PACK=itemsize == 2, BITS=itemsize == 2, **({"DEFER": defer} if kernel.endswith("2") else {}),
+                num_warps=warps, num_stages=1)
+    outs = dispatch.coop_outputs((M, n_chunks), (M + 2,), "zeros", "dx", (M, N))
+    return (dispatch.Launch(kernel, ("y", "dy"), (M, N, N, N, N, n_chunks), outs,
+                            (min(M * n_chunks, per_sm * sms),), tuple(meta.items())),)
+
+
+PIPE_SHAPES = {"bfloat16": [(16, 1048576), (128, 1048576), (64, 128256), (64, 256000), (8, 1048576),
+                            (2048, 65536)],
+               "float32": [(16, 1048576), (64, 1048576), (64, 128256), (64, 256000)]}
+PIPE_VARIANTS = {"bfloat16": [(8192, 8, 2), (4096, 8, 4), (4096, 8, 3), (4096, 4, 4)],
+                 "float32": [(4096, 8, 2), (2048, 8, 4), (2048, 4, 5), (2048, 4, 4)]}
+
+
+PIPE2_SHAPES = {"bfloat16": [(16, 1048576), (32, 1048576), (8, 1048576), (64, 256000), (64, 128256),
+                             (128, 1048576)],
+                "float32": [(16, 1048576), (64, 256000)]}
+PIPE2_VARIANTS = {("bfloat16", False): [(8192, 8, 2, 0), (8192, 8, 2, 1), (4096, 8, 4, 1), (4096, 4, 4, 1)],
+                  ("float32", False): [(4096, 8, 2, 0), (4096, 8, 2, 1), (2048, 4, 5, 1)]}  # (..., 1: Q, 2: QD)
+PIPE3_SHAPES = {"bfloat16": [(1, 1048576), (4, 1048576), (12, 1048576), (16, 1048576), (64, 1048576),
+                             (16, 524288), (256, 524288), (22, 393216), (341, 393216), (64, 256000)],
+                "float16": [(16, 1048576), (128, 1048576)],
+                "float32": [(1, 1048576), (4, 1048576), (16, 1048576), (64, 1048576), (128, 524288), (64, 256000),
+                            (64, 128256), (1024, 65536)]}
+PIPE3_VARIANTS = {("bfloat16", False): [(8192, 8, 2, 1), (4096, 4, 4, 1)],
+                  ("bfloat16", True): [(8192, 8, 2, 1), (8192, 8, 3, 2), (4096, 4, 6, 2)],
+                  ("float32", False): [(2048, 4, 5, 1), (2048, 8, 5, 1)],
+                  ("float32", True): [(2048, 4, 5, 1), (2048, 4, 8, 2), (4096, 8, 4, 2)]}
+PIPE3_VARIANTS[("float16", False)], PIPE3_VARIANTS[("float16", True)] = \
+    PIPE3_VARIANTS[("bfloat16", False)], PIPE3_VARIANTS[("bfloat16", True)]
+# --pipe-rule: the suite's cooperative backward shapes (and a few beside them), PIPE2 at the form that
+# won in probe_pipe3.log for each dtype and op (16-bit log_softmax: none).
+PIPE_RULE_SHAPES = {
+    "float32": [(512, 131072), (256, 262144), (1024, 128256), (512, 151936), (256, 256000), (8, 128256),
+                (8, 256000), (64, 128256), (64, 256000), (2, 1048576), (16, 1048576), (64, 1048576), (32, 131072),
+                (1024, 65536), (4096, 32000)],
+    "bfloat16": [(1024, 131072), (512, 262144), (1024, 128256), (512, 151936), (256, 256000), (8, 256000),
+                 (2, 1048576), (8, 1048576), (16, 1048576), (128, 1048576), (64, 524288), (128, 524288)],
+    "float16": [(1024, 131072), (512, 262144), (128, 1048576), (8, 1048576)]}
+PIPE_RULE_VARIANTS = {("bfloat16", False): [(4096, 4, 4, 1)], ("float16", False): [(4096, 4, 4, 1)],
+                      ("float32", False): [(2048, 4, 5, 1)], ("float32", True): [(4096, 8, 4, 2)]}
+
+
+def pipe_dispatch(sms, shapes=PIPE_RULE_SHAPES):
+    """dispatch's backward plans on `shapes` (by dtype; softmax and log_softmax) where they take
+    softmax_bwd_pipe, against the cooperative plan (force="coop"), twice each, by the benchmark's
+    clock: the committed kernel where probe_pipe_rule.log timed PIPE2's scratch copy."""
+    for dtype, cases in shapes.items():
+        for M, N in cases:
+            for log in (False, True):
+                plan, _ = _dispatch_plan(M, N, dtype, "bwd", sms, None, log)
+                if plan[0].kernel != "softmax_bwd_pipe":
+                    continue
+                coop, _ = _dispatch_plan(M, N, dtype, "bwd", sms, "coop", log)
+                kw = plan[0].kwargs
+                print(f"{dtype} {M}x{N} {'log' if log else 'sm'} bwd | pipe: chunk={kw['CHUNK_N']},warps={kw['num_warps']},"
+                      f"grid={plan[0].grid[0]} | " + _compare(M, N, dtype, "bwd", log, [("pipe", plan), ("coop", coop)],
+                                                            sms), flush=True)
+
+
+def pipe(sms, shapes=PIPE_SHAPES, logs=(False, True), variants_of=None):
+    """dispatch's cooperative backward on `shapes` (by dtype) against PIPE (P<chunk>x<warps>g<programs
+    an SM>; Q: PIPE2), twice each, by the benchmark's clock, with registers a thread and the largest
+    error."""
+    variants_of = variants_of or {(d, log): [v + (0,) for v in vs] for d, vs in PIPE_VARIANTS.items()
+                                  for log in (False, True)}
+    from multisoftmax.kernels import softmax as kernels_src
+    mod = _module_from_source("pipe", PIPE2_SRC)
+    kernels_src.softmax_bwd_coop_pipe, kernels_src.softmax_bwd_coop_pipe2 = mod.softmax_bwd_coop_pipe, \
+        mod.softmax_bwd_coop_pipe2
+    for dtype, cases in shapes.items():
+        for M, N in cases:
+            for log in logs:
+                if (dtype, log) not in variants_of:
+                    continue
+                plan, _ = _dispatch_plan(M, N, dtype, "bwd", sms, None, log)
+                if plan[0].kernel != "softmax_bwd_coop":
+                    continue
+                variants = [("dispatch", plan)] + [
+                    (f"{'QD' if k == 2 else 'Q' if k else 'P'}{c}x{w}g{g}",
+                     _pipe_plan(M, N, dtype, log, c, w, g, sms,
+                                "softmax_bwd_coop_pipe2" if k else "softmax_bwd_coop_pipe", defer=k == 2))
+                    for c, w, g, k in variants_of[(dtype, log)] if k < 2 or log]
+                print(_head(M, N, dtype, "bwd", log, plan, sms) + f"tag={plan[0].kwargs.get('TAG', 0):d} | "
+                      + _compare(M, N, dtype, "bwd", log, variants, sms), flush=True)
+
+
 TAG_WIDE_SHAPES = [(256, 524288), (128, 524288), (66, 524288), (116, 300000), (160, 393216)]
 
 
@@ -2132,7 +2445,12 @@ def main():
              "--sent-more-few": lambda sms: sent_more(sms, SENT_MORE_FEW, ()), "--split-tiny": split_tiny,
              "--jax-fresh": jax_fresh, "--jax-lone": jax_lone, "--narrow-llm": narrow_llm, "--reload-x": reload_x,
              "--poly": poly, "--poly-mix": poly_mix, "--pack-x2": pack_x2, "--pack-x2-fwd": pack_x2_fwd, "--cvt-x2": cvt_x2, "--cvt-x2-bits": lambda sms: cvt_x2(sms, time=False),
-             "--cvt-x2-log": lambda sms: cvt_x2(sms, CVT_X2_LOG_SHAPES, log=True), "--tag-wide": tag_wide, "--capped": capped, "--pack-mid": pack_mid, "--pack-mid2": lambda sms: pack_mid(sms, PACK_MID2_SHAPES), "--tag-poly": tag_poly, "--cap-bwd": cap_bwd, "--cap-log32": cap_log32, "--cap-fwd16": cap_fwd16, "--evict": evict, "--exact": exact, "--bwd16-4w": bwd16_4w,
+             "--cvt-x2-log": lambda sms: cvt_x2(sms, CVT_X2_LOG_SHAPES, log=True), "--tag-wide": tag_wide, "--capped": capped, "--pack-mid": pack_mid, "--pack-mid2": lambda sms: pack_mid(sms, PACK_MID2_SHAPES), "--tag-poly": tag_poly, "--cap-bwd": cap_bwd, "--cap-log32": cap_log32, "--cap-fwd16": cap_fwd16, "--evict": evict, "--exact": exact, "--bwd16-4w": bwd16_4w, "--reload-dy": reload_dy, "--pipe": pipe, "--pipe2": lambda sms: pipe(sms, PIPE2_SHAPES, (False,), PIPE2_VARIANTS),
+             "--pipe3": lambda sms: pipe(sms, PIPE3_SHAPES, (False, True), PIPE3_VARIANTS),
+             "--pipe-rule": lambda sms: pipe(sms, PIPE_RULE_SHAPES, (False, True), PIPE_RULE_VARIANTS),
+             "--pipe-dispatch": lambda sms: pipe_dispatch(sms, {
+                 d: PIPE_RULE_SHAPES[d] + [(M, N) for M, N in PIPE3_SHAPES.get(d, []) if (M, N) not in PIPE_RULE_SHAPES[d]]
+                 for d in PIPE_RULE_SHAPES}),
              "--cap-log32b": lambda sms: cap_log32(sms, [], CAP_LOG32_MORE), "--scan": scan, "--mid16": mid16,
              "--mid16b": lambda sms: mid16(sms, [(341, 393216), (256, 524288), (170, 786432)], names=("dispatch", "P4", "T4")),
              "--mid16c": lambda sms: (

@@ -307,6 +307,9 @@ COOP_NARROW_MIN_SMS_PER_PROGRAM = 4
 # (67) gains no program; the cap spills the softmax backward (22 at 64: float32 64 x 1048576 284
 # -> 401 us) and the 16-bit ones lose (bf16 16 x 1048576 softmax 44.5 -> 48.2 at 56).
 # Unmeasured: 17 to 30 programs an SM on rows of at most 96 chunks (left uncapped).
+# Since the pipelined backward (PIPE_*, below) most of these grids take softmax_bwd_pipe instead:
+# the cap stays where it does not, rows of fewer than PIPE32_MIN_CHUNKS chunks (64 x 65536, 256 x
+# 65536) and TAG grids of 2 to 3 programs an SM (24 x 128256).
 # jax_triton.triton_call (0.3.1) takes no maxnreg: the JAX adapter passes it to the compiler
 # through a hook on jax-triton's compile (multisoftmax/jax.py, _REGISTER_CAPS); a launcher that
 # cannot plans with plan_backward(register_cap=False), the uncapped kernel (plan_forward alike:
@@ -614,6 +617,52 @@ SPLIT_FRESH_BWD_MAX_PER_SM = 0.5
 # 1 x 128256 and 1 x 256000, 4096 at 8 x 128256, 8192 at 8 x 256000 forward; 2048 won in
 # nearly every backward there).
 SPLIT_FRESH_CHUNKS = (2048, 4096, 8192)
+# PIPE_*: the pipelined cooperative backward (kernels/softmax.py's softmax_bwd_pipe: a persistent
+# grid whose programs load and publish their next chunk before they wait for the row of the one
+# they hold) in place of softmax_bwd_coop. PIPE_PLANS: (itemsize, log) -> (CHUNK_N, num_warps,
+# programs an SM); none for the 16-bit log_softmax, whose deferred-y cooperative kernel (DEFER_Y,
+# 40 registers a thread) stayed ahead on every shape. On the H100 (bench/results/h100/
+# probe_pipe*.log: PIPE2 there, the benchmark's clock, two runs each; 8192-value chunks of the
+# cooperative plan an SM given as "/SM"):
+#   16-bit softmax, rows on counters (more than COOP_TAG_MAX_CHUNKS chunks), 4096-value chunks at
+#   4 warps, 4 an SM (96 registers): bf16 16 x 1048576 (15.5/SM) 43.6-45.1 -> 40.3-40.9 us, 8 x
+#   1048576 (7.8) 24.5-25.1 -> 23.3-23.5, 12 x 1048576 34.3-35.1 -> 32.0, 64 x 1048576 150.1-150.4 ->
+#   142.8-142.9, 128 x 1048576 (124) 291.0-292.9 -> 282.0-282.5 (float16 289.8-294.7 -> 284.0-284.4),
+#   64 x 524288 76.5-76.6 -> 74.4-74.6, 16 x 524288 24.1-25.1 -> 23.4, 22 x 393216 24.8-25.8 ->
+#   23.9-24.2; even at 128 x 524288 (62: 144.4-144.7 both); behind on 4 x 1048576 (3.9: 13.6-13.7
+#   -> 14.8), 2 x 1048576 and 1 x 1048576, and on grids of 124 an SM of rows under 128 chunks (256 x
+#   524288 279.5-280.5 -> 281.3, 341 x 393216 279.7-280.0 -> 282.9-283.3); with TAG behind
+#   everywhere (1024 x 131072 264.1 -> 283.8, 64 x 256000 37.1-37.6 -> 39.1-39.3). Hence
+#   PIPE16_MIN_PER_SM, PIPE16_MAX_PER_SM and PIPE16_ANY_GRID_CHUNKS, counters only.
+#   float32 softmax, 2048-value chunks at 4 warps, 5 an SM (80-85 registers): 64 x 1048576 (62/SM)
+#   285.0-286.3 -> 269.0-269.5 us, 16 x 1048576 76.5-77.0 -> 73.5-74.7, 4 x 1048576 (3.9) 24.6 ->
+#   23.7, 128 x 524288 273.3-274.2 -> 267.9-268.1, 64 x 256000 (15.5, TAG) 71.2-71.7 -> 69.9-70.1,
+#   64 x 128256 (7.8, TAG) 38.5-39.1 -> 37.6-37.7; behind on 2 x 1048576 (1.9) and fewer, on 8 x
+#   128256 and 8 x 256000, and with TAG on 62 an SM and more (512 x 131072 266.1-266.4 -> 270.4-270.5,
+#   1024 x 128256 515.5-515.8 -> 526.9-528.3, 1024 x 65536 264.7-265.5 -> 272.4-273.5; 256 x 262144
+#   and 256 x 256000 even), and even at 32 x 131072 (3.9).
+#   float32 log_softmax, y first loaded after the wait (DEFER_Y), 4096-value chunks at 8 warps, 4 an
+#   SM (64 registers): 64 x 1048576 283.8-285.1 -> 265.7-266.2 us, 16 x 1048576 75.1-75.8 -> 70.3-70.5,
+#   4 x 1048576 21.8-22.2 -> 20.7, 128 x 524288 277.6-278.4 -> 267.1-267.3, 256 x 256000 266.8-268.0
+#   -> 261.9-262.1, 256 x 262144 272.1-273.5 -> 268.2-268.7, 64 x 256000 70.6-70.9 -> 69.2-69.6, 64 x
+#   128256 36.9-37.3 -> 36.5; even (within 0.3%) on 512 x 131072, 1024 x 128256, 512 x 151936, 32 x
+#   131072, 1024 x 65536 and 4096 x 32000; behind on 2 x 1048576 and 8 x 128256 and 8 x 256000.
+# Hence PIPE32_MIN_PER_SM, PIPE32_MIN_CHUNKS and (softmax with TAG) PIPE32_TAG_MAX_PER_SM. The wait
+# needs rows of at most 2 * min(grid, num_sms * max(1, 8 // num_warps)) chunks (kernels/softmax.py's
+# comment above softmax_bwd_pipe; every PIPE_PLANS plan meets it wherever the cooperative kernel's
+# one chunk an SM holds). float64 never takes it.
+# Tried and not taken (probe_pipe.log): PIPE, which took the next ticket at the start of each
+# step and left each row (a second arrival, whose result it waits for), won only at bf16 16 x
+# 1048576's softmax (45.0 -> 41.7 us); and (probe_reload_dy.log) softmax_bwd_coop holding y alone
+# and loading dy again after the wait (RELOAD_DY: 48 registers instead of 64 at bf16 16 x 1048576)
+# lost everywhere, by 1-16%.
+PIPE_PLANS = {(2, False): (4096, 4, 4), (4, False): (2048, 4, 5), (4, True): (4096, 8, 4)}
+PIPE16_MIN_PER_SM = 6
+PIPE16_MAX_PER_SM = 32
+PIPE16_ANY_GRID_CHUNKS = 128
+PIPE32_MIN_PER_SM = 3
+PIPE32_MIN_CHUNKS = 16
+PIPE32_TAG_MAX_PER_SM = 16
 
 
 @dataclass(frozen=True)
@@ -914,6 +963,44 @@ def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: in
     return None
 
 
+def _pipe(M: int, itemsize: int, log: bool, n_chunks: int, tag: bool, peeled: bool, align: int,
+          num_sms: int) -> tuple | None:
+    """PIPE_PLANS's (CHUNK_N, num_warps, programs an SM) where the pipelined backward takes the place
+    of the cooperative plan (M rows of `n_chunks` chunks of COOP_CHUNK_N values, waiting through
+    TAG or counters; see PIPE_*), else None: unpeeled rows (16-bit: N and the strides even)."""
+    plan = PIPE_PLANS.get((itemsize, log))
+    if plan is None or peeled or (itemsize == 2 and align < 2):
+        return None
+    per_sm = M * n_chunks / num_sms
+    if itemsize == 2:
+        pays = (not tag and per_sm >= PIPE16_MIN_PER_SM
+                and (per_sm <= PIPE16_MAX_PER_SM or n_chunks >= PIPE16_ANY_GRID_CHUNKS))
+    else:
+        pays = (per_sm >= PIPE32_MIN_PER_SM and n_chunks >= PIPE32_MIN_CHUNKS
+                and (log or not tag or per_sm <= PIPE32_TAG_MAX_PER_SM))
+    return plan if pays else None
+
+
+def _pipe_launches(M: int, N: int, strides: tuple, itemsize: int, log: bool, align: int, plan: tuple,
+                   num_sms: int) -> tuple[Launch, ...]:
+    """The pipelined backward (softmax_bwd_pipe) with `plan` (CHUNK_N, num_warps, programs an SM):
+    one launch (PHASE 3) or, interpreted, two (PHASE 1 and 2), as `_coop_launches`. Raises
+    ValueError where a row has more chunks than its wait allows (2 * min(grid, num_sms * max(1, 8
+    // num_warps)): kernels/softmax.py's argument above softmax_bwd_pipe)."""
+    CHUNK_N, warps, per_sm = plan
+    n_chunks = triton.cdiv(N, CHUNK_N)
+    grid = (min(M * n_chunks, per_sm * num_sms),)
+    if n_chunks > 2 * min(grid[0], num_sms * max(1, 8 // warps)):
+        raise ValueError(f"N={N} needs {n_chunks} chunks of {CHUNK_N}, more than the pipelined kernel's wait allows "
+                         f"on {num_sms} SMs at {warps} warps: use the 'coop' family")
+    meta = dict(CHUNK_N=CHUNK_N, BLOCK_C=triton.next_power_of_2(n_chunks), VEC=16 // itemsize, LOG=log, ALIGN=align,
+                PACK=itemsize == 2, BITS=itemsize == 2, DEFER_Y=log, num_warps=warps, num_stages=1)
+    outputs = coop_outputs((M, n_chunks), (M + 2,), "zeros", "dx", (M, N))
+    phases = (1, 2) if kernels.INTERPRETED else (3,)
+    return tuple(Launch("softmax_bwd_pipe", ("y", "dy"), (M, N, *strides, n_chunks), outputs, grid,
+                        tuple({**meta, "PHASE": p}.items())) for p in phases)
+
+
 def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, itemsize: int, num_sms: int,
                    acc: dict, part_rows: int, out: str, wide: bool = False,
                    narrow: bool = False, warps: int | None = None,
@@ -978,7 +1065,7 @@ def cooperative(launches: tuple[Launch, ...]) -> bool:
     """Whether a plan has a cooperative launch, whose programs wait for each other: the
     num_sms it was planned for must be no more than the SMs it will run on (the adapters ask
     multisoftmax.sms for the share of a green context or an MPS limit)."""
-    return any(one.kernel.endswith(("_coop", "_coop_cols", "_coop_where")) for one in launches)
+    return any(one.kernel.endswith(("_coop", "_coop_cols", "_coop_where", "_pipe")) for one in launches)
 
 
 def alignment(*values: int) -> int:
@@ -1113,8 +1200,8 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
                   log: bool, num_sms: int, force: str | None = None,
                   force_peel: bool | None = None, counters_per_call: bool = False,
                   register_cap: bool = True) -> tuple[Launch, ...]:
-    """Launches computing dx from y and dy over rows of an M x N view (see plan_forward).
-    `register_cap`: the launcher can pass Triton's maxnreg option (COOP_CAP32_REGS): Triton's
+    """Launches computing dx from y and dy over rows of an M x N view (see plan_forward; `force`
+    may also be "pipe", the pipelined kernel of PIPE_PLANS whatever the grid). `register_cap`: the launcher can pass Triton's maxnreg option (COOP_CAP32_REGS): Triton's
     own launcher, and the JAX adapter's through its hook on jax-triton."""
     itemsize = ITEMSIZE[dtype]
     acc = dict(LOG=log, ALIGN=alignment(N, stride_ym, stride_dym, stride_dxm), ACC_FP64=dtype == "float64")
@@ -1129,9 +1216,19 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
              if counters_per_call and fam == "coop" and not force else None)
     fam = "split" if fresh else fam
     vec = 16 // itemsize
-    if fam in ("rows", "coop"):
+    if fam in ("rows", "coop", "pipe"):
         peeled = peel(N, itemsize, acc["ALIGN"], stride_ym == stride_dym == stride_dxm, force_peel)
         acc = dict(PEEL=peeled, VEC=vec, **acc)
+    # The pipelined kernel where it pays over the cooperative one (PIPE_*), or where forced ("pipe":
+    # PIPE_PLANS's plan for the dtype and op, whatever the grid).
+    whole = fam == "pipe" and not peeled and (itemsize != 2 or acc["ALIGN"] >= 2)  # 16-bit: words (PACK)
+    pipe = (_pipe(M, itemsize, log, n_chunks, tag, peeled, acc["ALIGN"], num_sms) if fam == "coop" and not force
+            else PIPE_PLANS.get((itemsize, log)) if whole else None)
+    if pipe:
+        return _pipe_launches(M, N, (stride_ym, stride_dym, stride_dxm), itemsize, log, acc["ALIGN"], pipe, num_sms)
+    if fam == "pipe":
+        raise ValueError(f"force='pipe': no pipelined plan for {dtype} {'log_softmax' if log else 'softmax'}"
+                         f"{'' if whole else ' on peeled rows or 16-bit rows not of whole words'} (dispatch.PIPE_PLANS)")
     if fam == "rows":
         BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, forward=False, vec=vec if peeled else 0,
                                                               log=log, itemsize=itemsize, aligned=acc["ALIGN"] >= vec)
@@ -1162,7 +1259,7 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
         return (Launch("softmax_bwd_online", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm),
                        (("dx", (M, N), "io"),), grid, tuple(meta.items())),)
     if fam != "split":
-        raise ValueError(f"force={force!r}: expected 'rows', 'coop', 'online' or 'split'")
+        raise ValueError(f"force={force!r}: expected 'rows', 'coop', 'pipe', 'online' or 'split'")
     chunk, n_chunks = (fresh, triton.cdiv(N, fresh)) if fresh else _split(M, N, itemsize, num_sms)
     BLOCK_N = min(BLOCK_N, chunk)
     acc["ALIGN"] = alignment(N, stride_ym, stride_dym, stride_dxm, chunk)

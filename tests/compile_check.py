@@ -18,8 +18,8 @@ def compile_launches(launches, dtype: str, target=GPUTarget("cuda", 90, 32), spe
 
     specialize: the argument attributes a launcher gives the compiler. None: none. "jax": every
     pointer 16-byte aligned, as jax_triton.triton_call marks them. "torch": also every integer
-    argument divisible by 16 (and those values only), as Triton's own launcher does for the
-    torch adapter."""
+    argument divisible by 16 (and those values only) but those the kernel does not specialize
+    (do_not_specialize), as Triton's own launcher does for the torch adapter."""
     out = []
     acc = "fp64" if dtype == "float64" else "fp32"
     for launch in launches:
@@ -37,7 +37,8 @@ def compile_launches(launches, dtype: str, target=GPUTarget("cuda", 90, 32), spe
                 sig[arg_name] = "*" + TRITON_TY[dtype] if v in ("x", "y", "dy") else buf_ty[v]
             else:
                 sig[arg_name] = "i32"
-            if specialize and (isinstance(v, str) or (specialize == "torch" and v % 16 == 0)):
+            plain = arg_name in fn.do_not_specialize or i in fn.do_not_specialize
+            if specialize and (isinstance(v, str) or (specialize == "torch" and v % 16 == 0 and not plain)):
                 attrs[(i,)] = [["tt.divisibility", 16]]
         for k in kw:
             sig[k] = "constexpr"

@@ -12,3 +12,18 @@ def force_sent(dispatch, set_attr=setattr):
     for name, value in FORCE_SENT:
         set_attr(dispatch, name, value)
     dispatch.plan_forward.cache_clear()
+
+
+# The pipelined backward (softmax_bwd_pipe) wherever PIPE_PLANS has a plan for the dtype and op: any
+# grid, any number of chunks a row, and rows that would wait through TAG on counters instead.
+FORCE_PIPE = (("PIPE16_MIN_PER_SM", 0), ("PIPE16_MAX_PER_SM", float("inf")), ("PIPE32_MIN_PER_SM", 0),
+              ("PIPE32_MIN_CHUNKS", 0), ("PIPE32_TAG_MAX_PER_SM", float("inf")), ("COOP_TAG_MAX_CHUNKS", 0))
+
+
+def force_pipe(dispatch, set_attr=setattr):
+    """Patch `dispatch` (the module) by FORCE_PIPE through `set_attr` (pytest's monkeypatch.setattr
+    to have it undone) and clear the plans' caches."""
+    for name, value in FORCE_PIPE:
+        set_attr(dispatch, name, value)
+    dispatch.plan_forward.cache_clear()
+    dispatch.plan_backward.cache_clear()

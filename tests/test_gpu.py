@@ -216,6 +216,59 @@ def test_keyed_partials_many_launches_subprocess():
     assert int(out.stdout.split()[-1]) > 1000, out.stdout
 
 
+_PIPE_STRESS = """
+import sys, time
+import torch
+sys.path.insert(0, "tests")
+import reference64 as ref
+import multisoftmax.torch  # noqa: F401
+from forced_plans import force_pipe
+from multisoftmax import dispatch, launch
+
+force_pipe(dispatch)
+sms = torch.cuda.get_device_properties(0).multi_processor_count
+M, N = 3 * sms, 20000  # 5 or 10 chunks a row: rows complete fast, many of them a launch
+g = torch.Generator(device="cuda").manual_seed(11)
+cases = []
+for dtype, name in ((torch.float32, "float32"), (torch.bfloat16, "bfloat16")):
+    for log in ((False, True) if name == "float32" else (False,)):
+        assert dispatch.plan_backward(M, N, N, N, N, name, log, sms)[-1].kernel == "softmax_bwd_pipe", (name, log)
+        x = (torch.randn(M, N, device="cuda", generator=g) * 3).to(dtype)
+        y = torch.ops.multisoftmax.softmax_fwd(x, log)
+        cases.append((name, log, y, torch.randn(M, N, device="cuda", generator=g).to(dtype)))
+launches, t0 = 0, time.time()
+while time.time() - t0 < SECONDS:
+    for name, log, y, dy in cases:
+        torch.ops.multisoftmax.softmax_bwd(y, dy, log)
+        launches += 1
+    torch.cuda.synchronize()
+for name, log, y, dy in cases:
+    dx = torch.ops.multisoftmax.softmax_bwd(y, dy, log)
+    want = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=log)
+    ref.assert_close(dx.double().cpu(), want, name, f"{name} log={log}", scale_atol=True)
+torch.cuda.synchronize()
+assert all(int(t.abs().sum()) == 0 for ts in launch._COUNTERS.values() for t in ts), "counters left set"
+print(launches)
+"""
+
+
+def test_pipelined_backward_many_launches_subprocess():
+    """The pipelined backward (softmax_bwd_pipe), forced on a grid of many short rows, launched back
+    to back for 20 s (float32 softmax and log_softmax, bfloat16 softmax; in the GPU suite, beside
+    the other workers' kernels), in a child process with a time limit: it must never hang, stays
+    right, and leaves its counters (rows, ticket, exit) at zero."""
+    import subprocess
+
+    from uninterpreted import run_uninterpreted
+
+    try:
+        out = run_uninterpreted("SECONDS = 20\n" + _PIPE_STRESS, timeout=180)
+    except subprocess.TimeoutExpired:
+        pytest.fail("pipelined backward: a launch hung (no result in 180 s)")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert int(out.stdout.split()[-1]) > 1000, out.stdout
+
+
 def test_cooperative_plans_in_a_green_context():
     """On a green context's stream of 16 SMs (torch.cuda.green_contexts), the few long rows whose
     plan for the whole GPU is cooperative (tests/green_context.py: up to 128 programs a row
@@ -597,7 +650,8 @@ def test_jax_cooperative_scratch_from_xla(M, N, dtype):
     those zeros otherwise than before one lone call: a lax.scan whose every step makes a forward and a
     backward (zeros inside a loop), jax.checkpoint (the forward made again for the backward), several
     calls in one jit (XLA may make their zeros in one kernel) and vmap (a batch of rows is more
-    rows). Against float64."""
+    rows). Against float64. (The counters' backward, float32 4 x 1048576's, is the pipelined
+    kernel's: dispatch.PIPE_*.)"""
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -608,7 +662,7 @@ def test_jax_cooperative_scratch_from_xla(M, N, dtype):
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for plan in (dispatch.plan_forward(M, N, N, N, dtype, True, sms, counters_per_call=True),
                  dispatch.plan_backward(M, N, N, N, N, dtype, True, sms, counters_per_call=True)):
-        assert plan[0].kernel.endswith("_coop") and plan[0].outputs[0][2] == "init", plan[0].kernel
+        assert plan[0].kernel.endswith(("_coop", "_pipe")) and plan[0].outputs[0][2] == "init", plan[0].kernel
     dt = getattr(jnp, dtype)
     rng = np.random.default_rng(N)
     x = jnp.asarray(rng.standard_normal((3, M, N)) * 2, dt)

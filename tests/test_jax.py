@@ -546,6 +546,35 @@ def test_keyed_partials_forward(monkeypatch, dtype):
         jax.clear_caches()
 
 
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
+def test_pipelined_backward(monkeypatch, dtype):
+    """The pipelined backward (softmax_bwd_pipe; dispatch.PIPE_*), forced on a small grid, through the
+    JAX adapter (which zeroes its counters on every call): the vjp matches float64, twice over, where
+    PIPE_PLANS has a plan (the bfloat16 log_softmax keeps the cooperative kernel)."""
+    from forced_plans import force_pipe
+    from multisoftmax import dispatch
+
+    force_pipe(dispatch, monkeypatch.setattr)
+    jax.clear_caches()
+    try:
+        sms, name = mj._num_sms(), jnp.dtype(dtype).name
+        M, N = 3 * sms, 20000  # aligned: 3 chunks of 8192 a row; the pipelined plans' 2048 or 4096 values
+        x = randn(M, N, dtype=dtype, seed=M + 7)
+        dy = randn(M, N, dtype=dtype, seed=M + 8, scale=1.0)
+        for ours, _, log in OPS:
+            plan = dispatch.plan_backward(M, N, N, N, N, name, log, sms, counters_per_call=True)
+            assert (plan[-1].kernel == "softmax_bwd_pipe") == (dtype == jnp.float32 or not log), plan[-1].kernel
+            for _ in range(2):
+                y, pull = jax.vjp(lambda t: ours(t, -1), x)
+                y64, dy64 = np.asarray(y, np.float64), np.asarray(dy, np.float64)
+                ref.assert_close(np.asarray(pull(dy)[0], np.float64), ref.softmax_backward(y64, dy64, -1, log),
+                                 name, f"pipelined bwd log={log}", scale_atol=True)
+    finally:
+        monkeypatch.undo()
+        dispatch.plan_backward.cache_clear()
+        jax.clear_caches()
+
+
 def test_register_cap_backward():
     """dispatch's COOP_CAP32_REGS plan (the float32 log_softmax backward deferring y, under Triton's
     maxnreg) in the JAX adapter, at 15 programs an SM with TAG: dx matches float64, twice over,

@@ -153,9 +153,9 @@ def test_coop_pack_and_late_leave_rules():
     # The cooperative backward holds 16-bit y and dy packed from COOP_PACK_MIN_CHUNKS chunks a
     # row on (peeled rows: COOP_PACK_PEELED_MIN_CHUNKS; then never RELOAD), when rows are whole
     # words (peeled, or N and strides even).
-    def bwd(M, N, dtype, log=False, strides=None):
-        strides = strides or (N, N, N)
-        return dispatch.plan_backward(M, N, *strides, dtype, log, 132)[0].kwargs
+    def bwd(M, N, dtype, log=False, strides=None):  # the cooperative kernel's own rules (force="coop"), though
+        strides = strides or (N, N, N)  # PIPE_* takes some of these grids (test_pipe_rule)
+        return dispatch.plan_backward(M, N, *strides, dtype, log, 132, force="coop")[0].kwargs
 
     for dtype in ("bfloat16", "float16"):
         for N in (1048576, 262144, 256000):
@@ -292,8 +292,8 @@ def test_coop_defer_y_rule():
     # COOP_UNPACKED_PER_SM programs an SM (132 SMs: 396), and then packs dy whenever its rows are
     # whole words (peeled, or N and the strides even): never RELOAD; unpeeled, it unpacks
     # bfloat16 words by bit operations (BITS).
-    def bwd(M, N, dtype, log=True, strides=None):
-        kw = dispatch.plan_backward(M, N, *(strides or (N, N, N)), dtype, log, 132)[0].kwargs
+    def bwd(M, N, dtype, log=True, strides=None):  # the cooperative kernel's (force="coop"; PIPE_*: test_pipe_rule)
+        kw = dispatch.plan_backward(M, N, *(strides or (N, N, N)), dtype, log, 132, force="coop")[0].kwargs
         assert kw["BITS"] == (kw["DEFER_Y"] and not kw["PEEL"])  # bfloat16 unpacked by bit operations
         return kw["DEFER_Y"], kw["PACK"], kw["RELOAD"]
 
@@ -321,8 +321,8 @@ def test_coop_tag_rule():
     def plan(M, N, dtype, fwd, log=False, strides=None):
         if fwd:
             kw = dispatch.plan_forward(M, N, *(strides or (N, N)), dtype, log, 132)[0].kwargs
-        else:
-            kw = dispatch.plan_backward(M, N, *(strides or (N, N, N)), dtype, log, 132)[0].kwargs
+        else:  # the cooperative kernel's (force="coop"; PIPE_* takes some of these grids: test_pipe_rule)
+            kw = dispatch.plan_backward(M, N, *(strides or (N, N, N)), dtype, log, 132, force="coop")[0].kwargs
         assert not (kw["TAG"] and kw["LATE_LEAVE"])
         return kw
 
@@ -732,8 +732,7 @@ def test_coop_cap32_rule():
     def capped(plan):
         return any("maxnreg" in l.kwargs for l in plan)
 
-    for M, N in ((4, 1048576), (64, 1048576), (128, 1048576), (100, 917504), (24, 128256), (64, 65536),
-                 (256, 65536), (32, 256000)):
+    for M, N in ((24, 128256), (64, 65536), (256, 65536)):  # (the others take the pipelined kernel: PIPE_*)
         plan = bwd(M, N)[-1]  # (the interpreter's plans: two launches)
         k = plan.kwargs
         assert plan.kernel == "softmax_bwd_coop" and k["maxnreg"] == dispatch.COOP_CAP32_REGS, (M, N)
@@ -745,10 +744,14 @@ def test_coop_cap32_rule():
         assert not capped(bwd(M, N, log=False))
         assert not any(capped(bwd(M, N, dtype)) for dtype in ("bfloat16", "float16", "float64"))
         assert not capped(dispatch.plan_forward.__wrapped__(M, N, N, N, "float32", True, 132))
+    for M, N in ((4, 1048576), (64, 1048576), (128, 1048576), (100, 917504), (32, 256000)):  # capped before PIPE_*
+        assert bwd(M, N)[-1].kernel == "softmax_bwd_pipe" and not capped(bwd(M, N)), (M, N)
+        assert not capped(bwd(M, N, force="coop")) or bwd(M, N, force="coop")[-1].kwargs["DEFER_Y"], (M, N)
     for M, N in ((3, 1048576), (2, 1048576), (8, 128256), (8, 256000), (512, 65536), (256, 262144),
                  (85, 786432), (1335, 50257)):
-        plan = bwd(M, N)
+        plan = bwd(M, N, force="coop")  # (256 x 262144 and 85 x 786432 take the pipelined kernel: PIPE_*)
         assert plan[-1].kernel == "softmax_bwd_coop" and not capped(plan) and not plan[-1].kwargs["DEFER_Y"], (M, N)
+        assert not capped(bwd(M, N)), (M, N)
 
 
 @pytest.mark.parametrize("M,N,tag", [(3, 192, True), (2, 200, False)])  # 3 and 4 chunks of 64, unpeeled
@@ -773,6 +776,84 @@ def test_coop_cap32_backward(forced_family, torch_device, monkeypatch, M, N, tag
     expected = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=True)
     assert torch.isnan(dx[M - 1]).all() and not torch.isnan(dx[:M - 1]).any()
     ref.assert_close(dx.double().cpu(), expected, "float32", "capped coop bwd", scale_atol=True)
+
+
+def test_pipe_rule():
+    """PIPE_*: the pipelined backward takes the cooperative plan's place for the 16-bit softmax on
+    counters (rows of more than COOP_TAG_MAX_CHUNKS chunks) from 6 programs an SM, up to 32 or on rows
+    of 128 chunks and more; for the float32 softmax and log_softmax from 3 programs an SM on rows of
+    16 chunks and more, the softmax with TAG up to 16 an SM; never for the 16-bit log_softmax,
+    float64, peeled rows, 16-bit rows not of whole words, small grids or forced families. The JAX
+    adapter's plans (counters zeroed on every call) take it alike."""
+    def bwd(M, N, dtype, log=False, stride=None, **k):
+        s = stride or N
+        return dispatch.plan_backward.__wrapped__(M, N, s, s, s, dtype, log, 132, **k)
+
+    def pipe(plan):
+        return plan[-1].kernel == "softmax_bwd_pipe"
+
+    for dtype in ("bfloat16", "float16"):
+        for M, N in ((8, 1048576), (16, 1048576), (128, 1048576), (64, 524288), (22, 393216)):
+            assert pipe(bwd(M, N, dtype)) and pipe(bwd(M, N, dtype, counters_per_call=True)), (dtype, M, N)
+            assert not pipe(bwd(M, N, dtype, log=True)), (dtype, M, N)
+        for M, N in ((4, 1048576), (2, 1048576), (128, 524288), (256, 524288), (341, 393216), (64, 256000),
+                     (1024, 131072), (16, 1048573)):  # few programs, many an SM on rows under 128 chunks, TAG, peeled
+            assert not pipe(bwd(M, N, dtype)), (dtype, M, N)
+        assert not pipe(bwd(16, 1048575, dtype, stride=1048577))  # odd strides, unpeeled: not whole words
+    for log in (False, True):
+        for M, N in ((4, 1048576), (16, 1048576), (64, 1048576), (128, 524288), (64, 256000), (64, 128256)):
+            assert pipe(bwd(M, N, "float32", log)), (M, N, log)
+        for M, N in ((2, 1048576), (1, 1048576), (8, 128256), (8, 256000), (1024, 65536), (4096, 32000),
+                     (16, 1048573)):
+            assert not pipe(bwd(M, N, "float32", log)), (M, N, log)
+        assert not pipe(bwd(64, 1048576, "float64", log))
+        assert not pipe(bwd(64, 1048576, "float32", log, force="coop"))
+    for M, N in ((256, 256000), (256, 262144), (512, 131072)):  # TAG at 62 an SM: the log_softmax only
+        assert pipe(bwd(M, N, "float32", True)) and not pipe(bwd(M, N, "float32", False)), (M, N)
+    kw = bwd(16, 1048576, "float32", True)[-1].kwargs
+    assert (kw["CHUNK_N"], kw["num_warps"], kw["DEFER_Y"], kw["PACK"]) == (4096, 8, True, False)
+    launch = bwd(16, 1048576, "bfloat16")[-1]
+    assert launch.kwargs["PACK"] and launch.kwargs["BITS"] and launch.grid == (4 * 132,)
+    assert [o[2] for o in launch.outputs] == ["init", "acc", "zeros", "io"] and launch.outputs[2][1] == (18,)
+    assert dispatch.cooperative(bwd(16, 1048576, "bfloat16"))
+    with pytest.raises(ValueError, match="wait allows"):  # rows of more chunks than the wait allows
+        bwd(4, 3 * 2**20, "float32", force="pipe")
+    with pytest.raises(ValueError, match="no pipelined plan"):
+        bwd(4, 1048576, "bfloat16", True, force="pipe")
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+@pytest.mark.parametrize("M,N,pad", [(3, 200, 0), (2, 130, 6), (5, 64, 0)])
+def test_pipe_backward(forced_family, torch_device, monkeypatch, dtype, log, M, N, pad):
+    """The pipelined backward (softmax_bwd_pipe, PACK for 16-bit rows, DEFER_Y for the log_softmax)
+    forced on small grids through the torch adapter: 4 programs taking items in turn, chunks of 64
+    values (a partial last one), rows padded to a wider stride; a NaN in dy; a row whose first
+    chunk is -inf in x (y 0, or -inf; all but its last value where the row is one chunk); no input
+    is modified."""
+    from forced_plans import force_pipe
+
+    forced_family("coop")
+    force_pipe(dispatch, monkeypatch.setattr)
+    monkeypatch.setattr(dispatch, "PIPE_PLANS", {(s, lg): (64, 4, 1) for s in (2, 4) for lg in (False, True)})
+    x = _random((M, N), dtype, torch_device, seed=M * 53 + N)
+    x[0, :min(64, N - 1)] = -float("inf")
+    y = torch.ops.multisoftmax.softmax_fwd(x, log)
+    dy = _random((M, N + pad), dtype, torch_device, seed=M * 53 + N + 1)[:, :N]
+    dy[M - 1, N // 2] = float("nan")
+    if pad:
+        y = torch.empty((M, N + pad), dtype=y.dtype, device=torch_device)[:, :N].copy_(y)
+    sms = multisoftmax.torch._num_programs_hint(y)
+    plan = dispatch.plan_backward(M, N, y.stride(0), dy.stride(0), N, dtype, log, sms)
+    kw = plan[-1].kwargs
+    assert plan[-1].kernel == "softmax_bwd_pipe" and plan[-1].grid == (min(M * triton.cdiv(N, 64), sms),)
+    assert kw["PACK"] == (dtype != "float32") and kw["DEFER_Y"] == log
+    y_before, dy_before = y.clone(), dy.clone()
+    dx = torch.ops.multisoftmax.softmax_bwd(y, dy, log)
+    assert torch.equal(y, y_before) and torch.equal(dy.nan_to_num(), dy_before.nan_to_num())
+    expected = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=log)
+    assert torch.isnan(dx[M - 1]).all() and not torch.isnan(dx[:M - 1]).any()
+    ref.assert_close(dx.double().cpu(), expected, dtype, "pipelined bwd", scale_atol=True)
 
 
 @triton.jit
@@ -1044,8 +1125,8 @@ def test_coop_refuses_more_than_one_chunk_per_sm():
 
 
 def test_kernels_compile_for_sm90_subprocess():
-    """Compile one plan of each family for sm_90 in a fresh interpreter-free process, and plans
-    under a register cap (their PTX carries the .maxnreg directive)."""
+    """Compile one plan of each family for sm_90 in a fresh interpreter-free process, plans
+    under a register cap (their PTX carries the .maxnreg directive) and the pipelined backward's."""
     out = run_uninterpreted(
         "import sys; sys.path.insert(0, 'tests'); import compile_check as c; from multisoftmax import dispatch\n"
         "for M, N in [(4096, 128), (4096, 65536), (4, 262144), (4096, 4194304)]:\n"
@@ -1058,8 +1139,11 @@ def test_kernels_compile_for_sm90_subprocess():
         "        c.compile_launches(dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dt, False, 132), dt)\n"
         "        c.compile_launches(dispatch.plan_columns_backward(B, N, T, N * T, T, N * T, T, N * T, T, dt, True, 132),\n"
         "                           dt)\n"
-        "(k,) = c.compile_launches(dispatch.plan_backward(64, 2**20, 2**20, 2**20, 2**20, 'float32', True, 132),\n"
+        "(k,) = c.compile_launches(dispatch.plan_backward(64, 65536, 65536, 65536, 65536, 'float32', True, 132),\n"
         "                          'float32')  # COOP_CAP32_REGS\n"
+        "for M, N, dt, log in [(16, 2**20, 'bfloat16', False), (64, 2**20, 'float32', False), (64, 2**20, 'float32', True)]:\n"
+        "    (p,) = c.compile_launches(dispatch.plan_backward(M, N, N, N, N, dt, log, 132), dt)  # PIPE_*\n"
+        "    print('pipe', p.name)\n"
         "for M, N, dt, table, cols in [(32768, 2048, 'bfloat16', False, True), (4096, 781, 'float64', True, False),\n"
         "                              (64, 128256, 'bfloat16', False, True), (8, 300000, 'float32', True, False),\n"
         "                              (3, 50000, 'float64', False, True)]:  # rows, cooperative (TAG, counters)\n"
@@ -1074,6 +1158,7 @@ def test_kernels_compile_for_sm90_subprocess():
         timeout=600)
     assert out.returncode == 0 and "compiled" in out.stdout, out.stderr[-3000:]
     assert f"'.maxnreg {dispatch.COOP_CAP32_REGS}'" in out.stdout, out.stdout
+    assert out.stdout.count("pipe softmax_bwd_pipe") == 3, out.stdout
     x2 = [line.split() for line in out.stdout.splitlines() if line.startswith("x2 ")]
     # y's words by pairs (the exact path's too); no scalar conversion to 16 bits is left; POLY's plan
     # under COOP_X2_CAP_REGS, the others uncapped

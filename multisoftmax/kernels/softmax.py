@@ -47,7 +47,9 @@ Four families, each for softmax (LOG=False) and log_softmax (LOG=True):
   as keyed words that show whether they are written yet; see "Keyed partials" below). The
   softmax forward may compute half its exps after the wait by a polynomial on the FMA pipe,
   beside the MUFU unit's ex2 (POLY, `_exp2_poly`), and the forward may round its packed y to
-  16-bit pairs by one conversion instruction a word (CVT_X2, `_pack_x2`).
+  16-bit pairs by one conversion instruction a word (CVT_X2, `_pack_x2`). The backward of long
+  rows in larger grids runs pipelined (``softmax_bwd_pipe``): a persistent grid whose programs
+  load and publish their next chunk before they wait for the row of the chunk they hold.
 
 Arithmetic: float16/bfloat16/float32 inputs are computed in float32, float64 in float64
 (ACC_FP64), and the result is stored in the output pointer's dtype.
@@ -1109,3 +1111,184 @@ def softmax_bwd_coop(
             tl.store(dx_ptr + e_offs, _bwd_apply(ye, dye, dot, LOG).to(dx_ptr.dtype.element_ty), mask=e_mask)
         if PHASE == 3 and LATE_LEAVE:
             _leave_row(count_ptr, row, n_chunks)
+
+
+# --------------------------------------------------------------------------------------
+# The pipelined cooperative backward (softmax_bwd_pipe): a persistent grid whose programs each
+# take the next item (ticket), load it and publish its partial, and only then wait for the row
+# of the item they took before, write that item's dx and take the next ticket. So a program
+# holds two items across a wait, and its loads of the newer one are in flight while the older
+# one's row completes, where softmax_bwd_coop's programs hold one item and load nothing while
+# they wait. Rows are not left: a row's counter stays at n_chunks once whole, and the program
+# that finishes last (the exit counter count[M + 1]) sets every row counter back to 0; the
+# ticket counter (count[M]) is set back to 0 by the launch's last take (each program takes
+# exactly one ticket past the end: M * n_chunks + grid - 1 in all).
+#
+# Why every wait ends: every ticket a program takes is published before it next waits. Take
+# the programs running, R of them, all waiting; the lowest item any waits for is t, in row r.
+# Each holds two items at least t, published (or has taken a ticket past the end: then every
+# item is taken), so at least 2R tickets from t on are taken and published, and every taken
+# item of r below t was published too. Row r is whole once its last item is taken: once 2R >=
+# n_chunks. dispatch._pipe_launches asks for n_chunks <= 2 * min(grid, num_sms * max(1, 8 //
+# num_warps)): the programs the GPU holds at once whatever their registers (255 a thread: 8
+# warps of them in an SM's 65,536 registers).
+# --------------------------------------------------------------------------------------
+@triton.jit
+def _pipe_take(count_ptr, M, total):
+    """The next ticket (item row * n_chunks + chunk; total: M * n_chunks) from count[M]; the
+    launch's last take sets count[M] back to 0."""
+    t = tl.atomic_add(count_ptr + M, 1, sem="relaxed", scope="gpu")
+    if t == total + tl.num_programs(0) - 1:
+        tl.atomic_xchg(count_ptr + M, 0, sem="relaxed", scope="gpu")
+    return t
+
+
+@triton.jit
+def _pipe_values(p_ptr, t, total, n_chunks, N, stride, OTHER: tl.constexpr, CHUNK_N: tl.constexpr,
+                 VEC: tl.constexpr, ALIGN: tl.constexpr, PACK: tl.constexpr):
+    """Item t's chunk of one tensor (rows `stride` apart): 32-bit words of two values (PACK;
+    masked words 0) or float32 values (masked ones OTHER), nothing loaded past the last item."""
+    row = (t // n_chunks).to(tl.int64)
+    chunk = t % n_chunks
+    ok = t < total
+    if PACK:
+        offs, mask = _words(row * stride, chunk * (CHUNK_N // 2), N, stride, row, CHUNK_N // 2, False, VEC, ALIGN)
+    else:
+        cols = chunk * CHUNK_N + tl.arange(0, CHUNK_N)
+        offs, mask = row * _aligned(stride, ALIGN) + cols, cols < _aligned(N, ALIGN)
+    # (tl.where, not `mask & ok`: Triton's interpreter makes a block & a scalar int32, which tl.load refuses)
+    mask = tl.where(ok, mask, False)
+    if PACK:
+        v = tl.load(p_ptr.to(tl.pointer_type(tl.int32)) + offs, mask=mask, other=0)
+    else:
+        v = tl.load(p_ptr + offs, mask=mask, other=OTHER).to(tl.float32)
+    return v
+
+
+@triton.jit
+def _pipe_load(y_ptr, dy_ptr, t, total, n_chunks, N, stride_ym, stride_dym, CHUNK_N: tl.constexpr,
+               VEC: tl.constexpr, ALIGN: tl.constexpr, PACK: tl.constexpr, LOG: tl.constexpr, DEFER_Y: tl.constexpr):
+    """Item t's (y, dy) (`_pipe_values`). DEFER_Y: (dy, dy), y not loaded."""
+    dy = _pipe_values(dy_ptr, t, total, n_chunks, N, stride_dym, 0.0, CHUNK_N, VEC, ALIGN, PACK)
+    if DEFER_Y:
+        y = dy
+    else:
+        y = _pipe_values(y_ptr, t, total, n_chunks, N, stride_ym, -float("inf") if LOG else 0.0, CHUNK_N, VEC, ALIGN,
+                         PACK)
+    return y, dy
+
+
+@triton.jit
+def _pipe_publish(part_ptr, count_ptr, t, n_chunks, y, dy, io_ty: tl.constexpr, PACK: tl.constexpr,
+                  LOG: tl.constexpr, BITS: tl.constexpr, PHASE: tl.constexpr):
+    """Item t's partial row sum (of dy * y; log_softmax: of dy) into part, then (PHASE 3) its
+    arrival at its row's counter, released after the CTA barrier (as `_wait_for_row`)."""
+    row = (t // n_chunks).to(tl.int64)
+    if PACK:
+        dy_lo, dy_hi = _unpack(dy, io_ty, tl.float32, BITS)
+        if LOG:
+            dot = tl.sum(dy_lo + dy_hi, axis=0)
+        else:
+            y_lo, y_hi = _unpack(y, io_ty, tl.float32, BITS)
+            dot = tl.sum(_bwd_terms(y_lo, dy_lo, LOG) + _bwd_terms(y_hi, dy_hi, LOG), axis=0)
+    else:
+        dot = tl.sum(_bwd_terms(y, dy, LOG), axis=0)
+    tl.store(part_ptr + row * n_chunks + t % n_chunks, dot)
+    if PHASE == 3:
+        tl.debug_barrier()
+        tl.atomic_add(count_ptr + row, 1, sem="release", scope="gpu")
+
+
+@triton.jit
+def _pipe_finish(y_ptr, dx_ptr, part_ptr, count_ptr, t, total, n_chunks, N, stride_ym, stride_dxm, y, dy,
+                 io_ty: tl.constexpr, CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, VEC: tl.constexpr,
+                 ALIGN: tl.constexpr, PACK: tl.constexpr, LOG: tl.constexpr, BITS: tl.constexpr,
+                 DEFER_Y: tl.constexpr, PHASE: tl.constexpr):
+    """Item t's dx from its held (y, dy) (DEFER_Y: y loaded now), once (PHASE 3) every chunk of
+    its row has arrived: the arrival counter read (acquire) until it reaches n_chunks."""
+    row = (t // n_chunks).to(tl.int64)
+    chunk = t % n_chunks
+    if PHASE == 3:
+        arrived = tl.atomic_add(count_ptr + row, 0, sem="acquire", scope="gpu")
+        while arrived < n_chunks:
+            arrived = tl.atomic_add(count_ptr + row, 0, sem="acquire", scope="gpu")
+        tl.debug_barrier()
+    c = tl.arange(0, BLOCK_C)
+    dot = tl.sum(tl.load(part_ptr + row * n_chunks + c, mask=c < n_chunks, other=0.0, volatile=True), axis=0)
+    if DEFER_Y:
+        y = _pipe_values(y_ptr, t, total, n_chunks, N, stride_ym, -float("inf"), CHUNK_N, VEC, ALIGN, PACK)
+    if PACK:
+        dx_offs, mask = _words(row * stride_dxm, chunk * (CHUNK_N // 2), N, stride_dxm, row, CHUNK_N // 2, False, VEC,
+                               ALIGN)
+        y_lo, y_hi = _unpack(_fresh(y, PHASE), io_ty, tl.float32, BITS)
+        dy_lo, dy_hi = _unpack(_fresh(dy, PHASE), io_ty, tl.float32, BITS)
+        if LOG:  # as softmax_bwd_coop's packed log_softmax: exp(y) by one FFMA and one MUFU a value
+            dx = _pack(dy_lo - _exp2_ftz(y_lo * LOG2E, PHASE) * dot, dy_hi - _exp2_ftz(y_hi * LOG2E, PHASE) * dot,
+                       io_ty)
+        else:
+            dx = _pack(_bwd_apply(y_lo, dy_lo, dot, LOG), _bwd_apply(y_hi, dy_hi, dot, LOG), io_ty)
+        tl.store(dx_ptr.to(tl.pointer_type(tl.int32)) + dx_offs, dx, mask=mask)
+    else:
+        cols = chunk * CHUNK_N + tl.arange(0, CHUNK_N)
+        tl.store(dx_ptr + row * _aligned(stride_dxm, ALIGN) + cols,
+                 _bwd_apply(y, dy, dot, LOG).to(dx_ptr.dtype.element_ty), mask=cols < _aligned(N, ALIGN))
+
+
+@triton.jit(do_not_specialize=["M", "n_chunks"])
+def softmax_bwd_pipe(
+    y_ptr, dy_ptr, M, N, stride_ym, stride_dym, stride_dxm, n_chunks, count_init_ptr, part_ptr, count_ptr, dx_ptr,
+    CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, PHASE: tl.constexpr, VEC: tl.constexpr, LOG: tl.constexpr,
+    ALIGN: tl.constexpr, PACK: tl.constexpr, BITS: tl.constexpr, DEFER_Y: tl.constexpr,
+):
+    """The backward as softmax_bwd_coop computes it (partial row sums in part (M, n_chunks),
+    count (M + 2,) int32: row counters, ticket, exit counter, zero at launch and left zero),
+    pipelined on a persistent grid (see the section's comment above): a program holds two items
+    (CHUNK_N values of a row each) and loads the next while it waits for a row. PACK (16-bit,
+    N and the strides even: ALIGN >= 2), BITS and DEFER_Y (log_softmax: y loaded after the wait)
+    as in softmax_bwd_coop; rows unpeeled; float32 arithmetic (no float64). M and n_chunks are not
+    specialized (do_not_specialize), so that both launchers compile the same code: Triton's own
+    marks integer arguments that are multiples of 16, jax_triton does not (read as multiples of 16
+    through `_aligned`, as N is, 256 chunks took 18 more registers a thread: sm_90, Triton 3.6).
+    Interpreted (PHASE 1,
+    then 2) each program takes items program_id, program_id + grid, ... and neither waits nor
+    touches count. dispatch.PIPE_PLANS: where it pays and its constants."""
+    tl.static_assert(not PACK or ALIGN >= 2, "PACK needs whole words: N and the strides even")
+    tl.static_assert(not DEFER_Y or LOG, "DEFER_Y: log_softmax only")
+    tl.static_assert(y_ptr.dtype.element_ty != tl.float64, "float32 arithmetic: no float64")
+    io_ty = y_ptr.dtype.element_ty
+    total = M * n_chunks
+    if PHASE == 3:
+        t = _pipe_take(count_ptr, M, total)
+        y, dy = _pipe_load(y_ptr, dy_ptr, t, total, n_chunks, N, stride_ym, stride_dym, CHUNK_N, VEC, ALIGN, PACK,
+                           LOG, DEFER_Y)
+        if t < total:
+            _pipe_publish(part_ptr, count_ptr, t, n_chunks, y, dy, io_ty, PACK, LOG, BITS, PHASE)
+            t2 = _pipe_take(count_ptr, M, total)
+        else:
+            t2 = t
+        while t < total:
+            y2, dy2 = _pipe_load(y_ptr, dy_ptr, t2, total, n_chunks, N, stride_ym, stride_dym, CHUNK_N, VEC, ALIGN,
+                                 PACK, LOG, DEFER_Y)
+            if t2 < total:
+                _pipe_publish(part_ptr, count_ptr, t2, n_chunks, y2, dy2, io_ty, PACK, LOG, BITS, PHASE)
+            _pipe_finish(y_ptr, dx_ptr, part_ptr, count_ptr, t, total, n_chunks, N, stride_ym, stride_dxm, y, dy,
+                         io_ty, CHUNK_N, BLOCK_C, VEC, ALIGN, PACK, LOG, BITS, DEFER_Y, PHASE)
+            t, y, dy = t2, y2, dy2
+            if t < total:  # taken after the stores: no wait lies between a take and its publish
+                t2 = _pipe_take(count_ptr, M, total)
+        tl.debug_barrier()
+        done = tl.atomic_add(count_ptr + M + 1, 1, sem="acq_rel", scope="gpu")
+        if done == tl.num_programs(0) - 1:  # every program is past its last wait
+            for r in range(0, M, 1024):
+                rows = r + tl.arange(0, 1024)
+                tl.store(count_ptr + rows, tl.zeros((1024,), tl.int32), mask=rows < M)
+            tl.atomic_xchg(count_ptr + M + 1, 0, sem="relaxed", scope="gpu")
+    else:
+        for t in range(tl.program_id(0), total, tl.num_programs(0)):
+            y, dy = _pipe_load(y_ptr, dy_ptr, t, total, n_chunks, N, stride_ym, stride_dym, CHUNK_N, VEC, ALIGN, PACK,
+                               LOG, DEFER_Y)
+            if PHASE == 1:
+                _pipe_publish(part_ptr, count_ptr, t, n_chunks, y, dy, io_ty, PACK, LOG, BITS, PHASE)
+            else:
+                _pipe_finish(y_ptr, dx_ptr, part_ptr, count_ptr, t, total, n_chunks, N, stride_ym, stride_dxm, y, dy,
+                             io_ty, CHUNK_N, BLOCK_C, VEC, ALIGN, PACK, LOG, BITS, DEFER_Y, PHASE)
