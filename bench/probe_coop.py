@@ -2099,6 +2099,146 @@ PIPE_RULE_VARIANTS = {("bfloat16", False): [(4096, 4, 4, 1)], ("float16", False)
                       ("float32", False): [(2048, 4, 5, 1)], ("float32", True): [(4096, 8, 4, 2)]}
 
 
+# PIPEF (scratch kernel softmax_fwd_pipe): the forward pipelined as softmax_bwd_pipe is: each program
+# publishes its next chunk's (max, sum of exp) before it waits for the row of the chunk it holds. x held
+# as words (16-bit) or float32 values; y as exp(x - m) / s or (x - m) - log(s), tl.exp: no MUFU tricks,
+# no POLY, no exact path for large maxima (a probe of the schedule, not of the arithmetic).
+PIPEF_SRC = """
+import triton
+import triton.language as tl
+from multisoftmax.kernels.softmax import _aligned, _words, _unpack, _pack, _fresh, _pipe_take, _pipe_values
+
+
+@triton.jit
+def _x_values(x_ptr, t, total, n_chunks, N, stride, CHUNK_N: tl.constexpr, VEC: tl.constexpr, ALIGN: tl.constexpr,
+              PACK: tl.constexpr):
+    # item t's x: words (masked: two -inf values) or float32 values (masked: -inf)
+    row = (t // n_chunks).to(tl.int64)
+    chunk = t % n_chunks
+    if PACK:
+        offs, mask = _words(row * stride, chunk * (CHUNK_N // 2), N, stride, row, CHUNK_N // 2, False, VEC, ALIGN)
+        ninf = tl.full((), -float("inf"), tl.float32)
+        v = tl.load(x_ptr.to(tl.pointer_type(tl.int32)) + offs, mask=tl.where(t < total, mask, False),
+                    other=_pack(ninf, ninf, x_ptr.dtype.element_ty))
+    else:
+        v = _pipe_values(x_ptr, t, total, n_chunks, N, stride, -float("inf"), CHUNK_N, VEC, ALIGN, PACK)
+    return v
+
+
+@triton.jit
+def _fwd_partial(part_ptr, count_ptr, t, n_chunks, x, io_ty: tl.constexpr, PACK: tl.constexpr):
+    row = (t // n_chunks).to(tl.int64)
+    if PACK:
+        lo, hi = _unpack(x, io_ty, tl.float32, False)
+        m = tl.max(tl.maximum(lo, hi), axis=0)
+        m = tl.where(m == -float("inf"), 0.0, m)
+        s = tl.sum(tl.exp(lo - m) + tl.exp(hi - m), axis=0)
+    else:
+        m = tl.max(x, axis=0)
+        m = tl.where(m == -float("inf"), 0.0, m)
+        s = tl.sum(tl.exp(x - m), axis=0)
+    m = tl.where(s == 0.0, -float("inf"), m)
+    tl.store(part_ptr + row * 2 * n_chunks + t % n_chunks, m)
+    tl.store(part_ptr + row * 2 * n_chunks + n_chunks + t % n_chunks, s)
+    tl.debug_barrier()
+    tl.atomic_add(count_ptr + row, 1, sem="release", scope="gpu")
+
+
+@triton.jit(do_not_specialize=["M", "n_chunks"])
+def softmax_fwd_pipe(
+    x_ptr, M, N, stride_xm, stride_ym, n_chunks, count_init_ptr, part_ptr, count_ptr, y_ptr,
+    CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr,
+    PACK: tl.constexpr,
+):
+    io_ty = x_ptr.dtype.element_ty
+    total = M * n_chunks
+    t = _pipe_take(count_ptr, M, total)
+    x = _x_values(x_ptr, t, total, n_chunks, N, stride_xm, CHUNK_N, VEC, ALIGN, PACK)
+    if t < total:
+        _fwd_partial(part_ptr, count_ptr, t, n_chunks, x, io_ty, PACK)
+        t2 = _pipe_take(count_ptr, M, total)
+    else:
+        t2 = t
+    while t < total:
+        x2 = _x_values(x_ptr, t2, total, n_chunks, N, stride_xm, CHUNK_N, VEC, ALIGN, PACK)
+        if t2 < total:
+            _fwd_partial(part_ptr, count_ptr, t2, n_chunks, x2, io_ty, PACK)
+        row = (t // n_chunks).to(tl.int64)
+        chunk = t % n_chunks
+        arrived = tl.atomic_add(count_ptr + row, 0, sem="acquire", scope="gpu")
+        while arrived < n_chunks:
+            arrived = tl.atomic_add(count_ptr + row, 0, sem="acquire", scope="gpu")
+        tl.debug_barrier()
+        c = tl.arange(0, BLOCK_C)
+        m_c = tl.load(part_ptr + row * 2 * n_chunks + c, mask=c < n_chunks, other=-float("inf"), volatile=True)
+        s_c = tl.load(part_ptr + row * 2 * n_chunks + n_chunks + c, mask=c < n_chunks, other=0.0, volatile=True)
+        m = tl.max(m_c, axis=0)
+        m = tl.where(m == -float("inf"), 0.0, m)
+        s = tl.sum(s_c * tl.exp(m_c - m), axis=0)
+        if PACK:
+            offs, mask = _words(row * stride_ym, chunk * (CHUNK_N // 2), N, stride_ym, row, CHUNK_N // 2, False, VEC,
+                                ALIGN)
+            lo, hi = _unpack(_fresh(x, 3), io_ty, tl.float32, False)
+            if LOG:
+                sh = m + tl.log(s)
+                w = _pack(lo - sh, hi - sh, io_ty)
+            else:
+                r = 1.0 / s
+                w = _pack(tl.exp(lo - m) * r, tl.exp(hi - m) * r, io_ty)
+            tl.store(y_ptr.to(tl.pointer_type(tl.int32)) + offs, w, mask=mask)
+        else:
+            cols = chunk * CHUNK_N + tl.arange(0, CHUNK_N)
+            if LOG:
+                y = (x - m) - tl.log(s)
+            else:
+                y = tl.exp(x - m) / s
+            tl.store(y_ptr + row * _aligned(stride_ym, ALIGN) + cols, y.to(y_ptr.dtype.element_ty),
+                     mask=cols < _aligned(N, ALIGN))
+        t, x = t2, x2
+        if t < total:
+            t2 = _pipe_take(count_ptr, M, total)
+    tl.debug_barrier()
+    done = tl.atomic_add(count_ptr + M + 1, 1, sem="acq_rel", scope="gpu")
+    if done == tl.num_programs(0) - 1:
+        for r in range(0, M, 1024):
+            rows = r + tl.arange(0, 1024)
+            tl.store(count_ptr + rows, tl.zeros((1024,), tl.int32), mask=rows < M)
+        tl.atomic_xchg(count_ptr + M + 1, 0, sem="relaxed", scope="gpu")
+"""
+
+
+def _pipe_fwd_plan(M, N, dtype, log, chunk, warps, per_sm, sms):
+    """A one-launch plan of PIPEF's scratch kernel."""
+    from multisoftmax import dispatch
+    n_chunks = triton.cdiv(N, chunk)
+    itemsize = dispatch.ITEMSIZE[dtype]
+    meta = dict(CHUNK_N=chunk, BLOCK_C=triton.next_power_of_2(n_chunks), VEC=16 // itemsize, LOG=log,
+                ALIGN=dispatch.alignment(N), PACK=itemsize == 2, num_warps=warps, num_stages=1)
+    outs = dispatch.coop_outputs((M, 2, n_chunks), (M + 2,), "zeros", "y", (M, N))
+    return (dispatch.Launch("softmax_fwd_pipe", ("x",), (M, N, N, N, n_chunks), outs,
+                            (min(M * n_chunks, per_sm * sms),), tuple(meta.items())),)
+
+
+PIPEF_SHAPES = {"bfloat16": [(16, 1048576), (128, 1048576), (64, 256000), (256, 524288)],
+                "float32": [(16, 1048576), (64, 1048576), (64, 256000), (128, 524288)]}
+PIPEF_VARIANTS = {"bfloat16": [(8192, 8, 2), (4096, 4, 4), (4096, 8, 4)],
+                  "float32": [(4096, 8, 2), (4096, 8, 4), (2048, 4, 5), (2048, 4, 8)]}
+
+
+def pipe_fwd(sms, shapes=PIPEF_SHAPES, variants=PIPEF_VARIANTS):
+    """dispatch's forward on `shapes` (softmax and log_softmax) against PIPEF (F<chunk>x<warps>g<programs an
+    SM>), twice each, by the benchmark's clock, with registers and the largest error."""
+    from multisoftmax.kernels import softmax as kernels_src
+    kernels_src.softmax_fwd_pipe = _module_from_source("pipe_fwd", PIPEF_SRC).softmax_fwd_pipe
+    for dtype, cases in shapes.items():
+        for M, N in cases:
+            for log in (False, True):
+                plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
+                vs = [("dispatch", plan)] + [(f"F{c}x{w}g{g}", _pipe_fwd_plan(M, N, dtype, log, c, w, g, sms))
+                                             for c, w, g in variants[dtype]]
+                print(_head(M, N, dtype, "fwd", log, plan, sms) + _compare(M, N, dtype, "fwd", log, vs, sms), flush=True)
+
+
 def pipe_dispatch(sms, shapes=PIPE_RULE_SHAPES):
     """dispatch's backward plans on `shapes` (by dtype; softmax and log_softmax) where they take
     softmax_bwd_pipe, against the cooperative plan (force="coop"), twice each, by the benchmark's
@@ -2448,6 +2588,7 @@ def main():
              "--cvt-x2-log": lambda sms: cvt_x2(sms, CVT_X2_LOG_SHAPES, log=True), "--tag-wide": tag_wide, "--capped": capped, "--pack-mid": pack_mid, "--pack-mid2": lambda sms: pack_mid(sms, PACK_MID2_SHAPES), "--tag-poly": tag_poly, "--cap-bwd": cap_bwd, "--cap-log32": cap_log32, "--cap-fwd16": cap_fwd16, "--evict": evict, "--exact": exact, "--bwd16-4w": bwd16_4w, "--reload-dy": reload_dy, "--pipe": pipe, "--pipe2": lambda sms: pipe(sms, PIPE2_SHAPES, (False,), PIPE2_VARIANTS),
              "--pipe3": lambda sms: pipe(sms, PIPE3_SHAPES, (False, True), PIPE3_VARIANTS),
              "--pipe-rule": lambda sms: pipe(sms, PIPE_RULE_SHAPES, (False, True), PIPE_RULE_VARIANTS),
+             "--pipe-fwd": pipe_fwd,
              "--pipe-dispatch": lambda sms: pipe_dispatch(sms, {
                  d: PIPE_RULE_SHAPES[d] + [(M, N) for M, N in PIPE3_SHAPES.get(d, []) if (M, N) not in PIPE_RULE_SHAPES[d]]
                  for d in PIPE_RULE_SHAPES}),

@@ -686,8 +686,9 @@ def test_compile_hook():
 def test_register_cap_reaches_the_ptx_subprocess(tmp_path, monkeypatch):
     """The JAX adapter's capped kernels compile to PTX with `.maxnreg 64`, its other kernels
     without: jax-triton's own dump (JAX_TRITON_DUMP_DIR, read when it is imported) in a child
-    process, float32 log_softmax backward at 16 x 1048576 (dispatch's COOP_CAP32_REGS plan) and the
-    forward, and bfloat16 softmax forward at 128 x 1048576 (COOP_X2_CAP_REGS: POLY's with CVT_X2)."""
+    process, float32 log_softmax backward at 64 x 65536 (dispatch's COOP_CAP32_REGS plan; the rows of
+    1M values it was shown on take the pipelined kernel since PIPE_*) and the forward, and bfloat16
+    softmax forward at 128 x 1048576 (COOP_X2_CAP_REGS: POLY's with CVT_X2)."""
     from uninterpreted import run_uninterpreted
 
     monkeypatch.setenv("JAX_TRITON_DUMP_DIR", str(tmp_path))
@@ -696,8 +697,8 @@ def test_register_cap_reaches_the_ptx_subprocess(tmp_path, monkeypatch):
         "import jax, jax.numpy as jnp, numpy as np\n"
         "jax.config.update('jax_enable_x64', True)\n"
         "import multisoftmax.jax as mj, reference64 as ref\n"
-        "x = jnp.asarray(np.random.default_rng(0).standard_normal((16, 1048576)), jnp.float32)\n"
-        "dy = jnp.asarray(np.random.default_rng(1).standard_normal((16, 1048576)), jnp.float32)\n"
+        "x = jnp.asarray(np.random.default_rng(0).standard_normal((64, 65536)), jnp.float32)\n"
+        "dy = jnp.asarray(np.random.default_rng(1).standard_normal((64, 65536)), jnp.float32)\n"
         "y, pull = jax.vjp(mj.log_softmax, x)\n"
         "y64, dy64 = np.asarray(y, np.float64), np.asarray(dy, np.float64)\n"
         "ref.assert_close(np.asarray(pull(dy)[0], np.float64), ref.softmax_backward(y64, dy64, -1, True),"
