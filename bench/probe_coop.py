@@ -1860,10 +1860,8 @@ def reload_dy(sms, shapes=RELOAD_DY_SHAPES):
     _function_variants("_rdy", RELOAD_DY_EDITS)
     for dtype, cases in shapes.items():
         for M, N in cases:
-            plan, _ = _dispatch_plan(M, N, dtype, "bwd", sms)
+            plan, _ = _dispatch_plan(M, N, dtype, "bwd", sms, "coop")  # (dispatch's before PIPE_*)
             kw = plan[0].kwargs
-            if plan[0].kernel != "softmax_bwd_coop":
-                continue
             cap = RELOAD_DY_CAPS[(2 if dtype != "float32" else 4, kw["TAG"])]
             rdy = (dataclasses.replace(plan[0], kernel="softmax_bwd_coop_rdy"),)
             variants = [("dispatch", plan), ("D", tune.with_meta(rdy, RELOAD=False)),
@@ -1875,69 +1873,19 @@ def reload_dy(sms, shapes=RELOAD_DY_SHAPES):
 # PIPE (scratch kernel softmax_bwd_coop_pipe): a persistent cooperative backward that keeps its loads in
 # flight across the row's wait. Each program takes the next item (ticket), loads it and publishes its
 # partial (stored, then an arrival on its row's counter, released), and only then waits for the row of
-# the item it took before, writes that item's dx and leaves; so it holds two items' y and dy (words,
-# PACK) while one row is waited for. The wait always ends while the programs running hold at least
-# half a row's chunks between them: every ticket taken is published before its taker waits, so the
-# oldest waited row is whole once 2 * (programs running) - 1 >= n_chunks - 1 tickets follow its first.
-# The ticket counter is set back to 0 by the program that takes the launch's last ticket: each
-# program takes exactly one past the end (M * n_chunks + grid - 1 in all). Counters only (no TAG),
-# unpeeled rows.
+# the item it took before, writes that item's dx and leaves (a second arrival, whose result it waits for:
+# the row's last resets the counter); so it holds two items' y and dy (words, PACK) while one row is
+# waited for. Built from the committed kernel's helpers (kernels/softmax.py's `_pipe_*`, whose comment
+# gives why the wait ends); the ticket counter is set back to 0 by the launch's last take.
+# PIPE2 (Q; QD: the log_softmax with y loaded after the wait): PIPE with two round trips fewer an item,
+# rows not left (the launch's last program resets the counters) and the next ticket taken after the
+# stores: the committed softmax_bwd_pipe since 4d01546. The logs (probe_pipe2.log, probe_pipe3.log,
+# probe_pipe_rule.log) timed the scratch copy it was made from, which Triton's launcher specialized on M
+# and n_chunks (the committed kernel does not: do_not_specialize; a few registers apart, sm_90).
 PIPE_SRC = """
 import triton
 import triton.language as tl
-from multisoftmax.kernels.softmax import _aligned, _words, _unpack, _pack, _fresh, _bwd_terms, _bwd_apply
-
-
-@triton.jit
-def _pipe_take(count_ptr, M, total):
-    t = tl.atomic_add(count_ptr + M, 1, sem="relaxed", scope="gpu")
-    if t == total + tl.num_programs(0) - 1:
-        tl.atomic_xchg(count_ptr + M, 0, sem="relaxed", scope="gpu")
-    return t
-
-
-@triton.jit
-def _pipe_load(y_ptr, dy_ptr, t, total, n_chunks, N, stride_ym, stride_dym, CHUNK_N: tl.constexpr,
-               VEC: tl.constexpr, ALIGN: tl.constexpr, PACK: tl.constexpr, LOG: tl.constexpr, DEFER: tl.constexpr = False):
-    # (y, dy) of item t (words, PACK); DEFER: (dy, dy), y not loaded
-    row = (t // n_chunks).to(tl.int64)
-    chunk = t % n_chunks
-    ok = t < total
-    if PACK:
-        y_offs, mask = _words(row * stride_ym, chunk * (CHUNK_N // 2), N, stride_ym, row, CHUNK_N // 2, False,
-                              VEC, ALIGN)
-        dy_offs, _ = _words(row * stride_dym, chunk * (CHUNK_N // 2), N, stride_dym, row, CHUNK_N // 2, False,
-                            VEC, ALIGN)
-        b = tl.load(dy_ptr.to(tl.pointer_type(tl.int32)) + dy_offs, mask=mask & ok, other=0)
-        if DEFER:
-            a = b
-        else:
-            a = tl.load(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, mask=mask & ok, other=0)
-    else:
-        N, stride_ym, stride_dym = _aligned(N, ALIGN), _aligned(stride_ym, ALIGN), _aligned(stride_dym, ALIGN)
-        cols = chunk * CHUNK_N + tl.arange(0, CHUNK_N)
-        mask = (cols < N) & ok
-        b = tl.load(dy_ptr + row * stride_dym + cols, mask=mask, other=0.0).to(tl.float32)
-        if DEFER:
-            a = b
-        else:
-            a = tl.load(y_ptr + row * stride_ym + cols, mask=mask, other=-float("inf") if LOG else 0.0).to(tl.float32)
-    return a, b
-
-
-@triton.jit
-def _pipe_publish(part_ptr, count_ptr, t, n_chunks, a, b, io_ty: tl.constexpr, PACK: tl.constexpr,
-                  LOG: tl.constexpr, BITS: tl.constexpr):
-    row = (t // n_chunks).to(tl.int64)
-    if PACK:
-        y_lo, y_hi = _unpack(a, io_ty, tl.float32, BITS)
-        dy_lo, dy_hi = _unpack(b, io_ty, tl.float32, BITS)
-        dot = tl.sum(_bwd_terms(y_lo, dy_lo, LOG) + _bwd_terms(y_hi, dy_hi, LOG), axis=0)
-    else:
-        dot = tl.sum(_bwd_terms(a, b, LOG), axis=0)
-    tl.store(part_ptr + row * n_chunks + t % n_chunks, dot)
-    tl.debug_barrier()
-    tl.atomic_add(count_ptr + row, 1, sem="release", scope="gpu")
+from multisoftmax.kernels.softmax import _pipe_take, _pipe_load, _pipe_publish, _pipe_finish
 
 
 @triton.jit
@@ -1949,34 +1897,19 @@ def softmax_bwd_coop_pipe(
     io_ty = y_ptr.dtype.element_ty
     total = M * n_chunks
     t = _pipe_take(count_ptr, M, total)
-    a, b = _pipe_load(y_ptr, dy_ptr, t, total, n_chunks, N, stride_ym, stride_dym, CHUNK_N, VEC, ALIGN, PACK, LOG)
+    a, b = _pipe_load(y_ptr, dy_ptr, t, total, n_chunks, N, stride_ym, stride_dym, CHUNK_N, VEC, ALIGN, PACK, LOG,
+                      False)
     if t < total:
-        _pipe_publish(part_ptr, count_ptr, t, n_chunks, a, b, io_ty, PACK, LOG, BITS)
+        _pipe_publish(part_ptr, count_ptr, t, n_chunks, a, b, io_ty, PACK, LOG, BITS, 3)
     while t < total:
         t2 = _pipe_take(count_ptr, M, total)
         a2, b2 = _pipe_load(y_ptr, dy_ptr, t2, total, n_chunks, N, stride_ym, stride_dym, CHUNK_N, VEC, ALIGN,
-                            PACK, LOG)
+                            PACK, LOG, False)
         if t2 < total:
-            _pipe_publish(part_ptr, count_ptr, t2, n_chunks, a2, b2, io_ty, PACK, LOG, BITS)
+            _pipe_publish(part_ptr, count_ptr, t2, n_chunks, a2, b2, io_ty, PACK, LOG, BITS, 3)
+        _pipe_finish(y_ptr, dx_ptr, part_ptr, count_ptr, t, total, n_chunks, N, stride_ym, stride_dxm, a, b, io_ty,
+                     CHUNK_N, BLOCK_C, VEC, ALIGN, PACK, LOG, BITS, False, 3)
         row = (t // n_chunks).to(tl.int64)
-        chunk = t % n_chunks
-        arrived = tl.atomic_add(count_ptr + row, 0, sem="acquire", scope="gpu")
-        while arrived < n_chunks:
-            arrived = tl.atomic_add(count_ptr + row, 0, sem="acquire", scope="gpu")
-        tl.debug_barrier()
-        c = tl.arange(0, BLOCK_C)
-        dot = tl.sum(tl.load(part_ptr + row * n_chunks + c, mask=c < n_chunks, other=0.0, volatile=True), axis=0)
-        if PACK:
-            dx_offs, mask = _words(row * stride_dxm, chunk * (CHUNK_N // 2), N, stride_dxm, row, CHUNK_N // 2,
-                                   False, VEC, ALIGN)
-            y_lo, y_hi = _unpack(_fresh(a, 3), io_ty, tl.float32, BITS)
-            dy_lo, dy_hi = _unpack(_fresh(b, 3), io_ty, tl.float32, BITS)
-            dx = _pack(_bwd_apply(y_lo, dy_lo, dot, LOG), _bwd_apply(y_hi, dy_hi, dot, LOG), io_ty)
-            tl.store(dx_ptr.to(tl.pointer_type(tl.int32)) + dx_offs, dx, mask=mask)
-        else:
-            cols = chunk * CHUNK_N + tl.arange(0, CHUNK_N)
-            tl.store(dx_ptr + row * _aligned(stride_dxm, ALIGN) + cols,
-                     _bwd_apply(a, b, dot, LOG).to(dx_ptr.dtype.element_ty), mask=cols < _aligned(N, ALIGN))
         left = tl.atomic_add(count_ptr + row, 1, sem="relaxed", scope="gpu") + 1
         if left == 2 * n_chunks:
             tl.atomic_xchg(count_ptr + row, 0, sem="relaxed", scope="gpu")
@@ -1984,80 +1917,18 @@ def softmax_bwd_coop_pipe(
 """
 
 
-# PIPE2 (scratch kernel softmax_bwd_coop_pipe2): PIPE with two round trips fewer an item. Rows are not
-# left: a row's counter stays at n_chunks once whole, and the last program to finish (an exit counter,
-# count[M + 1]) sets every row counter back to 0; and the next ticket is taken at the end of an
-# iteration (after the stores of dx), not at the start of the next, so its round trip overlaps them
-# (no wait lies between taking a ticket and publishing it: the argument above holds).
-PIPE2_SRC = PIPE_SRC + """
-
-
-@triton.jit
-def softmax_bwd_coop_pipe2(
-    y_ptr, dy_ptr, M, N, stride_ym, stride_dym, stride_dxm, n_chunks, count_init_ptr, part_ptr, count_ptr, dx_ptr,
-    CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr,
-    PACK: tl.constexpr, BITS: tl.constexpr, DEFER: tl.constexpr,
-):
-    io_ty = y_ptr.dtype.element_ty
-    total = M * n_chunks
-    t = _pipe_take(count_ptr, M, total)
-    a, b = _pipe_load(y_ptr, dy_ptr, t, total, n_chunks, N, stride_ym, stride_dym, CHUNK_N, VEC, ALIGN, PACK, LOG,
-                      DEFER)
-    if t < total:
-        _pipe_publish(part_ptr, count_ptr, t, n_chunks, a, b, io_ty, PACK, LOG, BITS)
-        t2 = _pipe_take(count_ptr, M, total)
-    else:
-        t2 = t
-    while t < total:
-        a2, b2 = _pipe_load(y_ptr, dy_ptr, t2, total, n_chunks, N, stride_ym, stride_dym, CHUNK_N, VEC, ALIGN,
-                            PACK, LOG, DEFER)
-        if t2 < total:
-            _pipe_publish(part_ptr, count_ptr, t2, n_chunks, a2, b2, io_ty, PACK, LOG, BITS)
-        row = (t // n_chunks).to(tl.int64)
-        chunk = t % n_chunks
-        arrived = tl.atomic_add(count_ptr + row, 0, sem="acquire", scope="gpu")
-        while arrived < n_chunks:
-            arrived = tl.atomic_add(count_ptr + row, 0, sem="acquire", scope="gpu")
-        tl.debug_barrier()
-        c = tl.arange(0, BLOCK_C)
-        dot = tl.sum(tl.load(part_ptr + row * n_chunks + c, mask=c < n_chunks, other=0.0, volatile=True), axis=0)
-        if DEFER:  # y first loaded now (the log_softmax's sum is of dy alone)
-            a = _pipe_load(y_ptr, y_ptr, t, total, n_chunks, N, stride_ym, stride_ym, CHUNK_N, VEC, ALIGN, PACK, LOG,
-                           False)[0]
-        if PACK:
-            dx_offs, mask = _words(row * stride_dxm, chunk * (CHUNK_N // 2), N, stride_dxm, row, CHUNK_N // 2,
-                                   False, VEC, ALIGN)
-            y_lo, y_hi = _unpack(_fresh(a, 3), io_ty, tl.float32, BITS)
-            dy_lo, dy_hi = _unpack(_fresh(b, 3), io_ty, tl.float32, BITS)
-            dx = _pack(_bwd_apply(y_lo, dy_lo, dot, LOG), _bwd_apply(y_hi, dy_hi, dot, LOG), io_ty)
-            tl.store(dx_ptr.to(tl.pointer_type(tl.int32)) + dx_offs, dx, mask=mask)
-        else:
-            cols = chunk * CHUNK_N + tl.arange(0, CHUNK_N)
-            tl.store(dx_ptr + row * _aligned(stride_dxm, ALIGN) + cols,
-                     _bwd_apply(a, b, dot, LOG).to(dx_ptr.dtype.element_ty), mask=cols < _aligned(N, ALIGN))
-        t, a, b = t2, a2, b2
-        if t < total:
-            t2 = _pipe_take(count_ptr, M, total)
-    tl.debug_barrier()
-    done = tl.atomic_add(count_ptr + M + 1, 1, sem="acq_rel", scope="gpu")
-    if done == tl.num_programs(0) - 1:  # every program is past its last wait
-        for r in range(0, M, 1024):
-            rows = r + tl.arange(0, 1024)
-            tl.store(count_ptr + rows, tl.zeros((1024,), tl.int32), mask=rows < M)
-        tl.atomic_xchg(count_ptr + M + 1, 0, sem="relaxed", scope="gpu")
-"""
-
-
 def _pipe_plan(M, N, dtype, log, chunk, warps, per_sm, sms, kernel="softmax_bwd_coop_pipe", defer=False):
-    """A one-launch plan of PIPE's scratch kernel: chunks of `chunk` values at `warps` warps,
-    `per_sm` programs an SM (at most one an item)."""
+    """A one-launch plan of PIPE's scratch kernel (or, kernel="softmax_bwd_pipe", PIPE2: the committed
+    kernel, `defer` its DEFER_Y): chunks of `chunk` values at `warps` warps, `per_sm` programs an SM (at
+    most one an item)."""
     from multisoftmax import dispatch
     n_chunks = triton.cdiv(N, chunk)
     itemsize = dispatch.ITEMSIZE[dtype]
     align = dispatch.alignment(N)
     meta = dict(CHUNK_N=chunk, BLOCK_C=triton.next_power_of_2(n_chunks), VEC=16 // itemsize, LOG=log, ALIGN=align,
-                PACK=itemsize == 2, BITS=itemsize == 2, **({"DEFER": defer} if kernel.endswith("2") else {}),
-                num_warps=warps, num_stages=1)
+                PACK=itemsize == 2, BITS=itemsize == 2,
+                **({"DEFER_Y": defer, "PHASE": 3} if kernel == "softmax_bwd_pipe" else {}), num_warps=warps,
+                num_stages=1)
     outs = dispatch.coop_outputs((M, n_chunks), (M + 2,), "zeros", "dx", (M, N))
     return (dispatch.Launch(kernel, ("y", "dy"), (M, N, N, N, N, n_chunks), outs,
                             (min(M * n_chunks, per_sm * sms),), tuple(meta.items())),)
@@ -2106,7 +1977,8 @@ PIPE_RULE_VARIANTS = {("bfloat16", False): [(4096, 4, 4, 1)], ("float16", False)
 PIPEF_SRC = """
 import triton
 import triton.language as tl
-from multisoftmax.kernels.softmax import _aligned, _words, _unpack, _pack, _fresh, _pipe_take, _pipe_values
+from multisoftmax.kernels.softmax import (_aligned, _words, _unpack, _pack, _fresh, _pipe_take, _pipe_values,
+                                          _pipe_wait, _pipe_exit)
 
 
 @triton.jit
@@ -2165,10 +2037,7 @@ def softmax_fwd_pipe(
             _fwd_partial(part_ptr, count_ptr, t2, n_chunks, x2, io_ty, PACK)
         row = (t // n_chunks).to(tl.int64)
         chunk = t % n_chunks
-        arrived = tl.atomic_add(count_ptr + row, 0, sem="acquire", scope="gpu")
-        while arrived < n_chunks:
-            arrived = tl.atomic_add(count_ptr + row, 0, sem="acquire", scope="gpu")
-        tl.debug_barrier()
+        _pipe_wait(count_ptr, row, n_chunks)
         c = tl.arange(0, BLOCK_C)
         m_c = tl.load(part_ptr + row * 2 * n_chunks + c, mask=c < n_chunks, other=-float("inf"), volatile=True)
         s_c = tl.load(part_ptr + row * 2 * n_chunks + n_chunks + c, mask=c < n_chunks, other=0.0, volatile=True)
@@ -2197,13 +2066,7 @@ def softmax_fwd_pipe(
         t, x = t2, x2
         if t < total:
             t2 = _pipe_take(count_ptr, M, total)
-    tl.debug_barrier()
-    done = tl.atomic_add(count_ptr + M + 1, 1, sem="acq_rel", scope="gpu")
-    if done == tl.num_programs(0) - 1:
-        for r in range(0, M, 1024):
-            rows = r + tl.arange(0, 1024)
-            tl.store(count_ptr + rows, tl.zeros((1024,), tl.int32), mask=rows < M)
-        tl.atomic_xchg(count_ptr + M + 1, 0, sem="relaxed", scope="gpu")
+    _pipe_exit(count_ptr, M)
 """
 
 
@@ -2257,27 +2120,23 @@ def pipe_dispatch(sms, shapes=PIPE_RULE_SHAPES):
 
 
 def pipe(sms, shapes=PIPE_SHAPES, logs=(False, True), variants_of=None):
-    """dispatch's cooperative backward on `shapes` (by dtype) against PIPE (P<chunk>x<warps>g<programs
-    an SM>; Q: PIPE2), twice each, by the benchmark's clock, with registers a thread and the largest
-    error."""
+    """dispatch's cooperative backward on `shapes` (by dtype; "dispatch" in the logs: force="coop" since
+    dispatch takes PIPE2 itself) against PIPE (P<chunk>x<warps>g<programs an SM>; Q and QD: PIPE2), twice
+    each, by the benchmark's clock, with registers a thread and the largest error."""
     variants_of = variants_of or {(d, log): [v + (0,) for v in vs] for d, vs in PIPE_VARIANTS.items()
                                   for log in (False, True)}
     from multisoftmax.kernels import softmax as kernels_src
-    mod = _module_from_source("pipe", PIPE2_SRC)
-    kernels_src.softmax_bwd_coop_pipe, kernels_src.softmax_bwd_coop_pipe2 = mod.softmax_bwd_coop_pipe, \
-        mod.softmax_bwd_coop_pipe2
+    kernels_src.softmax_bwd_coop_pipe = _module_from_source("pipe", PIPE_SRC).softmax_bwd_coop_pipe
     for dtype, cases in shapes.items():
         for M, N in cases:
             for log in logs:
                 if (dtype, log) not in variants_of:
                     continue
-                plan, _ = _dispatch_plan(M, N, dtype, "bwd", sms, None, log)
-                if plan[0].kernel != "softmax_bwd_coop":
-                    continue
+                plan, _ = _dispatch_plan(M, N, dtype, "bwd", sms, "coop", log)
                 variants = [("dispatch", plan)] + [
                     (f"{'QD' if k == 2 else 'Q' if k else 'P'}{c}x{w}g{g}",
                      _pipe_plan(M, N, dtype, log, c, w, g, sms,
-                                "softmax_bwd_coop_pipe2" if k else "softmax_bwd_coop_pipe", defer=k == 2))
+                                "softmax_bwd_pipe" if k else "softmax_bwd_coop_pipe", defer=k == 2))
                     for c, w, g, k in variants_of[(dtype, log)] if k < 2 or log]
                 print(_head(M, N, dtype, "bwd", log, plan, sms) + f"tag={plan[0].kwargs.get('TAG', 0):d} | "
                       + _compare(M, N, dtype, "bwd", log, variants, sms), flush=True)

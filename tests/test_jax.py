@@ -513,6 +513,18 @@ def test_few_long_rows_split_and_cooperative(dtype):
                              f"bwd M={M} log={log}", scale_atol=True)
 
 
+def _vjp_matches_twice(ours, log, x, dy, name, what):
+    """`ours` (the adapter's softmax or log_softmax, `log`) over the last axis of x and its vjp of dy
+    against float64, twice over (a second call on the same compiled plan)."""
+    for _ in range(2):
+        y, pull = jax.vjp(lambda t: ours(t, -1), x)
+        ref.assert_close(np.asarray(y, np.float64), ref.softmax(np.asarray(x, np.float64), -1, log), name,
+                         f"{what} log={log}")
+        y64, dy64 = np.asarray(y, np.float64), np.asarray(dy, np.float64)
+        ref.assert_close(np.asarray(pull(dy)[0], np.float64), ref.softmax_backward(y64, dy64, -1, log), name,
+                         f"{what} bwd log={log}", scale_atol=True)
+
+
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
 def test_keyed_partials_forward(monkeypatch, dtype):
     """The cooperative forward on keyed partials (SENT: dispatch's wide packed chunks and
@@ -533,13 +545,7 @@ def test_keyed_partials_forward(monkeypatch, dtype):
             kw = dispatch.plan_forward(M, N, N, N, name, log, sms, counters_per_call=True)[-1].kwargs
             assert kw["SENT"] and not kw["TAG"] and (kw["LATE_LEAVE"] or not (log and dtype == jnp.float32))
             assert kw["POLY"] == (dtype == jnp.bfloat16 and not log)  # _exp2_poly on half the values
-            for _ in range(2):
-                y, pull = jax.vjp(lambda t: ours(t, -1), x)
-                ref.assert_close(np.asarray(y, np.float64), ref.softmax(np.asarray(x, np.float64), -1, log), name,
-                                 f"keyed log={log}")
-                y64, dy64 = np.asarray(y, np.float64), np.asarray(dy, np.float64)
-                ref.assert_close(np.asarray(pull(dy)[0], np.float64), ref.softmax_backward(y64, dy64, -1, log),
-                                 name, f"keyed bwd log={log}", scale_atol=True)
+            _vjp_matches_twice(ours, log, x, dy, name, "keyed")
     finally:
         monkeypatch.undo()
         dispatch.plan_forward.cache_clear()
@@ -549,8 +555,8 @@ def test_keyed_partials_forward(monkeypatch, dtype):
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
 def test_pipelined_backward(monkeypatch, dtype):
     """The pipelined backward (softmax_bwd_pipe; dispatch.PIPE_*), forced on a small grid, through the
-    JAX adapter (which zeroes its counters on every call): the vjp matches float64, twice over, where
-    PIPE_PLANS has a plan (the bfloat16 log_softmax keeps the cooperative kernel)."""
+    JAX adapter (which zeroes its counters on every call): the forward and its vjp match float64, twice
+    over, where PIPE_PLANS has a plan (the bfloat16 log_softmax keeps the cooperative kernel)."""
     from forced_plans import force_pipe
     from multisoftmax import dispatch
 
@@ -564,11 +570,7 @@ def test_pipelined_backward(monkeypatch, dtype):
         for ours, _, log in OPS:
             plan = dispatch.plan_backward(M, N, N, N, N, name, log, sms, counters_per_call=True)
             assert (plan[-1].kernel == "softmax_bwd_pipe") == (dtype == jnp.float32 or not log), plan[-1].kernel
-            for _ in range(2):
-                y, pull = jax.vjp(lambda t: ours(t, -1), x)
-                y64, dy64 = np.asarray(y, np.float64), np.asarray(dy, np.float64)
-                ref.assert_close(np.asarray(pull(dy)[0], np.float64), ref.softmax_backward(y64, dy64, -1, log),
-                                 name, f"pipelined bwd log={log}", scale_atol=True)
+            _vjp_matches_twice(ours, log, x, dy, name, "pipelined")
     finally:
         monkeypatch.undo()
         dispatch.plan_backward.cache_clear()

@@ -990,6 +990,21 @@ def softmax_bwd_split_apply(
 
 
 @triton.jit
+def _dx_words(wy, wdy, dot, io_ty: tl.constexpr, acc_ty: tl.constexpr, LOG: tl.constexpr, BITS: tl.constexpr,
+              PHASE: tl.constexpr):
+    """The packed backward's dx words from y's and dy's words (PACK), each unpacked anew (`_fresh`):
+    the softmax's y * (dy - dot); the log_softmax's dy - exp(y) * dot, exp(y) = 2 ** (y * log2(e)):
+    one FFMA and one MUFU a value (`_exp2_ftz`)."""
+    y_lo, y_hi = _unpack(_fresh(wy, PHASE), io_ty, acc_ty, BITS)
+    dy_lo, dy_hi = _unpack(_fresh(wdy, PHASE), io_ty, acc_ty, BITS)
+    if LOG:
+        dx = _pack(dy_lo - _exp2_ftz(y_lo * LOG2E, PHASE) * dot, dy_hi - _exp2_ftz(y_hi * LOG2E, PHASE) * dot, io_ty)
+    else:
+        dx = _pack(_bwd_apply(y_lo, dy_lo, dot, LOG), _bwd_apply(y_hi, dy_hi, dot, LOG), io_ty)
+    return dx
+
+
+@triton.jit
 def softmax_bwd_coop(
     y_ptr, dy_ptr, M, N, stride_ym, stride_dym, stride_dxm, n_chunks, count_init_ptr, part_ptr, count_ptr, dx_ptr,
     CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, PHASE: tl.constexpr, TICKET: tl.constexpr,
@@ -1091,13 +1106,7 @@ def softmax_bwd_coop(
         if PACK:
             if DEFER_Y:
                 wy = tl.load(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, mask=mask, other=0)
-            y_lo, y_hi = _unpack(_fresh(wy, PHASE), io_ty, acc_ty, BITS)
-            dy_lo, dy_hi = _unpack(_fresh(wdy, PHASE), io_ty, acc_ty, BITS)
-            if LOG:  # dy - exp(y) * dot, exp(y) = 2 ** (y * log2(e)): one FFMA and one MUFU a value
-                dx = _pack(dy_lo - _exp2_ftz(y_lo * LOG2E, PHASE) * dot, dy_hi - _exp2_ftz(y_hi * LOG2E, PHASE) * dot,
-                           io_ty)
-            else:
-                dx = _pack(_bwd_apply(y_lo, dy_lo, dot, LOG), _bwd_apply(y_hi, dy_hi, dot, LOG), io_ty)
+            dx = _dx_words(wy, wdy, dot, io_ty, acc_ty, LOG, BITS, PHASE)
             tl.store(dx_ptr.to(tl.pointer_type(tl.int32)) + dx_offs, dx, mask=mask)
         else:
             if RELOAD or DEFER_Y:
@@ -1200,6 +1209,30 @@ def _pipe_publish(part_ptr, count_ptr, t, n_chunks, y, dy, io_ty: tl.constexpr, 
 
 
 @triton.jit
+def _pipe_wait(count_ptr, row, n_chunks):
+    """Read the row's arrival counter (acquire) until all n_chunks chunks have arrived; then
+    the CTA barrier (as `_wait_for_row` after its arrival)."""
+    arrived = tl.atomic_add(count_ptr + row, 0, sem="acquire", scope="gpu")
+    while arrived < n_chunks:
+        arrived = tl.atomic_add(count_ptr + row, 0, sem="acquire", scope="gpu")
+    tl.debug_barrier()
+
+
+@triton.jit
+def _pipe_exit(count_ptr, M):
+    """A program's last step: the exit counter (count[M + 1]) counts it, and the launch's last
+    program, which every other one has passed its last wait before, sets the M row counters and
+    the exit counter back to 0."""
+    tl.debug_barrier()
+    done = tl.atomic_add(count_ptr + M + 1, 1, sem="acq_rel", scope="gpu")
+    if done == tl.num_programs(0) - 1:
+        for r in range(0, M, 1024):
+            rows = r + tl.arange(0, 1024)
+            tl.store(count_ptr + rows, tl.zeros((1024,), tl.int32), mask=rows < M)
+        tl.atomic_xchg(count_ptr + M + 1, 0, sem="relaxed", scope="gpu")
+
+
+@triton.jit
 def _pipe_finish(y_ptr, dx_ptr, part_ptr, count_ptr, t, total, n_chunks, N, stride_ym, stride_dxm, y, dy,
                  io_ty: tl.constexpr, CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, VEC: tl.constexpr,
                  ALIGN: tl.constexpr, PACK: tl.constexpr, LOG: tl.constexpr, BITS: tl.constexpr,
@@ -1209,10 +1242,7 @@ def _pipe_finish(y_ptr, dx_ptr, part_ptr, count_ptr, t, total, n_chunks, N, stri
     row = (t // n_chunks).to(tl.int64)
     chunk = t % n_chunks
     if PHASE == 3:
-        arrived = tl.atomic_add(count_ptr + row, 0, sem="acquire", scope="gpu")
-        while arrived < n_chunks:
-            arrived = tl.atomic_add(count_ptr + row, 0, sem="acquire", scope="gpu")
-        tl.debug_barrier()
+        _pipe_wait(count_ptr, row, n_chunks)
     c = tl.arange(0, BLOCK_C)
     dot = tl.sum(tl.load(part_ptr + row * n_chunks + c, mask=c < n_chunks, other=0.0, volatile=True), axis=0)
     if DEFER_Y:
@@ -1220,13 +1250,7 @@ def _pipe_finish(y_ptr, dx_ptr, part_ptr, count_ptr, t, total, n_chunks, N, stri
     if PACK:
         dx_offs, mask = _words(row * stride_dxm, chunk * (CHUNK_N // 2), N, stride_dxm, row, CHUNK_N // 2, False, VEC,
                                ALIGN)
-        y_lo, y_hi = _unpack(_fresh(y, PHASE), io_ty, tl.float32, BITS)
-        dy_lo, dy_hi = _unpack(_fresh(dy, PHASE), io_ty, tl.float32, BITS)
-        if LOG:  # as softmax_bwd_coop's packed log_softmax: exp(y) by one FFMA and one MUFU a value
-            dx = _pack(dy_lo - _exp2_ftz(y_lo * LOG2E, PHASE) * dot, dy_hi - _exp2_ftz(y_hi * LOG2E, PHASE) * dot,
-                       io_ty)
-        else:
-            dx = _pack(_bwd_apply(y_lo, dy_lo, dot, LOG), _bwd_apply(y_hi, dy_hi, dot, LOG), io_ty)
+        dx = _dx_words(y, dy, dot, io_ty, tl.float32, LOG, BITS, PHASE)
         tl.store(dx_ptr.to(tl.pointer_type(tl.int32)) + dx_offs, dx, mask=mask)
     else:
         cols = chunk * CHUNK_N + tl.arange(0, CHUNK_N)
@@ -1276,13 +1300,7 @@ def softmax_bwd_pipe(
             t, y, dy = t2, y2, dy2
             if t < total:  # taken after the stores: no wait lies between a take and its publish
                 t2 = _pipe_take(count_ptr, M, total)
-        tl.debug_barrier()
-        done = tl.atomic_add(count_ptr + M + 1, 1, sem="acq_rel", scope="gpu")
-        if done == tl.num_programs(0) - 1:  # every program is past its last wait
-            for r in range(0, M, 1024):
-                rows = r + tl.arange(0, 1024)
-                tl.store(count_ptr + rows, tl.zeros((1024,), tl.int32), mask=rows < M)
-            tl.atomic_xchg(count_ptr + M + 1, 0, sem="relaxed", scope="gpu")
+        _pipe_exit(count_ptr, M)
     else:
         for t in range(tl.program_id(0), total, tl.num_programs(0)):
             y, dy = _pipe_load(y_ptr, dy_ptr, t, total, n_chunks, N, stride_ym, stride_dym, CHUNK_N, VEC, ALIGN, PACK,
