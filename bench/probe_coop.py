@@ -2099,7 +2099,8 @@ def pipe_fwd(sms, shapes=PIPEF_SHAPES, variants=PIPEF_VARIANTS):
                 plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
                 vs = [("dispatch", plan)] + [(f"F{c}x{w}g{g}", _pipe_fwd_plan(M, N, dtype, log, c, w, g, sms))
                                              for c, w, g in variants[dtype]]
-                print(_head(M, N, dtype, "fwd", log, plan, sms) + _compare(M, N, dtype, "fwd", log, vs, sms), flush=True)
+                print(_head(M, N, dtype, "fwd", log, plan, sms) + _compare(M, N, dtype, "fwd", log, vs, sms),
+                      flush=True)
 
 
 def pipe_dispatch(sms, shapes=PIPE_RULE_SHAPES):
@@ -2114,9 +2115,9 @@ def pipe_dispatch(sms, shapes=PIPE_RULE_SHAPES):
                     continue
                 coop, _ = _dispatch_plan(M, N, dtype, "bwd", sms, "coop", log)
                 kw = plan[0].kwargs
-                print(f"{dtype} {M}x{N} {'log' if log else 'sm'} bwd | pipe: chunk={kw['CHUNK_N']},warps={kw['num_warps']},"
-                      f"grid={plan[0].grid[0]} | " + _compare(M, N, dtype, "bwd", log, [("pipe", plan), ("coop", coop)],
-                                                            sms), flush=True)
+                head = (f"{dtype} {M}x{N} {'log' if log else 'sm'} bwd | pipe: chunk={kw['CHUNK_N']},"
+                        f"warps={kw['num_warps']},grid={plan[0].grid[0]} | ")
+                print(head + _compare(M, N, dtype, "bwd", log, [("pipe", plan), ("coop", coop)], sms), flush=True)
 
 
 def pipe(sms, shapes=PIPE_SHAPES, logs=(False, True), variants_of=None):
@@ -2449,7 +2450,7 @@ def main():
              "--pipe-rule": lambda sms: pipe(sms, PIPE_RULE_SHAPES, (False, True), PIPE_RULE_VARIANTS),
              "--pipe-fwd": pipe_fwd,
              "--pipe-dispatch": lambda sms: pipe_dispatch(sms, {
-                 d: PIPE_RULE_SHAPES[d] + [(M, N) for M, N in PIPE3_SHAPES.get(d, []) if (M, N) not in PIPE_RULE_SHAPES[d]]
+                 d: PIPE_RULE_SHAPES[d] + [s for s in PIPE3_SHAPES.get(d, []) if s not in PIPE_RULE_SHAPES[d]]
                  for d in PIPE_RULE_SHAPES}),
              "--cap-log32b": lambda sms: cap_log32(sms, [], CAP_LOG32_MORE), "--scan": scan, "--mid16": mid16,
              "--mid16b": lambda sms: mid16(sms, [(341, 393216), (256, 524288), (170, 786432)], names=("dispatch", "P4", "T4")),

@@ -1201,8 +1201,9 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
                   force_peel: bool | None = None, counters_per_call: bool = False,
                   register_cap: bool = True) -> tuple[Launch, ...]:
     """Launches computing dx from y and dy over rows of an M x N view (see plan_forward; `force`
-    may also be "pipe", the pipelined kernel of PIPE_PLANS whatever the grid). `register_cap`: the launcher can pass Triton's maxnreg option (COOP_CAP32_REGS): Triton's
-    own launcher, and the JAX adapter's through its hook on jax-triton."""
+    may also be "pipe", the pipelined kernel of PIPE_PLANS whatever the grid). `register_cap`: the
+    launcher can pass Triton's maxnreg option (COOP_CAP32_REGS): Triton's own launcher, and the JAX
+    adapter's through its hook on jax-triton."""
     itemsize = ITEMSIZE[dtype]
     acc = dict(LOG=log, ALIGN=alignment(N, stride_ym, stride_dym, stride_dxm), ACC_FP64=dtype == "float64")
     fam = force or family(M, N, itemsize, num_sms, acc["ALIGN"] * itemsize >= 16)
@@ -1227,8 +1228,9 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
     if pipe:
         return _pipe_launches(M, N, (stride_ym, stride_dym, stride_dxm), itemsize, log, acc["ALIGN"], pipe, num_sms)
     if fam == "pipe":
-        raise ValueError(f"force='pipe': no pipelined plan for {dtype} {'log_softmax' if log else 'softmax'}"
-                         f"{'' if whole else ' on peeled rows or 16-bit rows not of whole words'} (dispatch.PIPE_PLANS)")
+        why = "" if whole else " on peeled rows or 16-bit rows not of whole words"
+        raise ValueError(f"force='pipe': no pipelined plan for {dtype} {'log_softmax' if log else 'softmax'}{why} "
+                         "(dispatch.PIPE_PLANS)")
     if fam == "rows":
         BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, forward=False, vec=vec if peeled else 0,
                                                               log=log, itemsize=itemsize, aligned=acc["ALIGN"] >= vec)
