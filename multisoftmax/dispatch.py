@@ -963,13 +963,19 @@ def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: in
     return None
 
 
+def _pipe_rows(itemsize: int, peeled: bool, align: int) -> bool:
+    """Whether softmax_bwd_pipe can take these rows: unpeeled, and 16-bit ones whole words (N and
+    the strides even: `align` >= 2)."""
+    return not peeled and (itemsize != 2 or align >= 2)
+
+
 def _pipe(M: int, itemsize: int, log: bool, n_chunks: int, tag: bool, peeled: bool, align: int,
           num_sms: int) -> tuple | None:
     """PIPE_PLANS's (CHUNK_N, num_warps, programs an SM) where the pipelined backward takes the place
     of the cooperative plan (M rows of `n_chunks` chunks of COOP_CHUNK_N values, waiting through
-    TAG or counters; see PIPE_*), else None: unpeeled rows (16-bit: N and the strides even)."""
+    TAG or counters; see PIPE_*), else None: rows `_pipe_rows` takes."""
     plan = PIPE_PLANS.get((itemsize, log))
-    if plan is None or peeled or (itemsize == 2 and align < 2):
+    if plan is None or not _pipe_rows(itemsize, peeled, align):
         return None
     per_sm = M * n_chunks / num_sms
     if itemsize == 2:
@@ -1222,7 +1228,7 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
         acc = dict(PEEL=peeled, VEC=vec, **acc)
     # The pipelined kernel where it pays over the cooperative one (PIPE_*), or where forced ("pipe":
     # PIPE_PLANS's plan for the dtype and op, whatever the grid).
-    whole = fam == "pipe" and not peeled and (itemsize != 2 or acc["ALIGN"] >= 2)  # 16-bit: words (PACK)
+    whole = fam == "pipe" and _pipe_rows(itemsize, peeled, acc["ALIGN"])
     pipe = (_pipe(M, itemsize, log, n_chunks, tag, peeled, acc["ALIGN"], num_sms) if fam == "coop" and not force
             else PIPE_PLANS.get((itemsize, log)) if whole else None)
     if pipe:

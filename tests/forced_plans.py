@@ -6,12 +6,18 @@ FORCE_SENT = (("_coop_tag_fwd", lambda *a: None), ("COOP_SENT32_MIN_PER_SM", 0),
               ("COOP_FWD_UNPACKED_PER_SM", 0), ("COOP_PACK_WIDE_MIN_PER_SM", 0), ("COOP_WIDE_MAX_N", 0))
 
 
-def force_sent(dispatch, set_attr=setattr):
-    """Patch `dispatch` (the module) by FORCE_SENT through `set_attr` (pytest's
-    monkeypatch.setattr to have it undone) and clear plan_forward's cache."""
-    for name, value in FORCE_SENT:
+def _force(dispatch, names_values, set_attr):
+    """Set each (name, value) of `names_values` on `dispatch` (the module) through `set_attr`
+    (pytest's monkeypatch.setattr to have it undone) and clear the plans' caches."""
+    for name, value in names_values:
         set_attr(dispatch, name, value)
     dispatch.plan_forward.cache_clear()
+    dispatch.plan_backward.cache_clear()
+
+
+def force_sent(dispatch, set_attr=setattr):
+    """Patch `dispatch` by FORCE_SENT (`_force`)."""
+    _force(dispatch, FORCE_SENT, set_attr)
 
 
 # The pipelined backward (softmax_bwd_pipe) wherever PIPE_PLANS has a plan for the dtype and op: any
@@ -21,9 +27,5 @@ FORCE_PIPE = (("PIPE16_MIN_PER_SM", 0), ("PIPE16_MAX_PER_SM", float("inf")), ("P
 
 
 def force_pipe(dispatch, set_attr=setattr):
-    """Patch `dispatch` (the module) by FORCE_PIPE through `set_attr` (pytest's monkeypatch.setattr
-    to have it undone) and clear the plans' caches."""
-    for name, value in FORCE_PIPE:
-        set_attr(dispatch, name, value)
-    dispatch.plan_forward.cache_clear()
-    dispatch.plan_backward.cache_clear()
+    """Patch `dispatch` by FORCE_PIPE (`_force`)."""
+    _force(dispatch, FORCE_PIPE, set_attr)

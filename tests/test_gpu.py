@@ -198,22 +198,28 @@ print(launches)
 """
 
 
+def _launches_back_to_back(script: str, what: str) -> int:
+    """Run a stress `script` (it loops for SECONDS, then prints its launch count) in a child process
+    with a time limit: a hang fails the test as `what`. Returns the launch count."""
+    import subprocess
+
+    from uninterpreted import run_uninterpreted
+
+    try:
+        out = run_uninterpreted("SECONDS = 20\n" + script, timeout=180)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{what}: a launch hung (no result in 180 s)")
+    assert out.returncode == 0, out.stderr[-3000:]
+    return int(out.stdout.split()[-1])
+
+
 def test_keyed_partials_many_launches_subprocess():
     """The cooperative forward on keyed partials (SENT), forced on a grid of many short rows,
     launched back to back for 20 s (float32 and bfloat16, both ops; in the GPU suite, beside
     the other workers' kernels), in a child process with a time limit: it must never hang.
     It did before `_sent_leave` waited for its program's warps (a warp still reading the
     row's words while the row's last arrival zeroed them)."""
-    import subprocess
-
-    from uninterpreted import run_uninterpreted
-
-    try:
-        out = run_uninterpreted("SECONDS = 20\n" + _KEYED_STRESS, timeout=180)
-    except subprocess.TimeoutExpired:
-        pytest.fail("keyed partials: a launch hung (no result in 180 s)")
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert int(out.stdout.split()[-1]) > 1000, out.stdout
+    assert _launches_back_to_back(_KEYED_STRESS, "keyed partials") > 1000
 
 
 _PIPE_STRESS = """
@@ -257,16 +263,7 @@ def test_pipelined_backward_many_launches_subprocess():
     to back for 20 s (float32 softmax and log_softmax, bfloat16 softmax; in the GPU suite, beside
     the other workers' kernels), in a child process with a time limit: it must never hang, stays
     right, and leaves its counters (rows, ticket, exit) at zero."""
-    import subprocess
-
-    from uninterpreted import run_uninterpreted
-
-    try:
-        out = run_uninterpreted("SECONDS = 20\n" + _PIPE_STRESS, timeout=180)
-    except subprocess.TimeoutExpired:
-        pytest.fail("pipelined backward: a launch hung (no result in 180 s)")
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert int(out.stdout.split()[-1]) > 1000, out.stdout
+    assert _launches_back_to_back(_PIPE_STRESS, "pipelined backward") > 1000
 
 
 def test_cooperative_plans_in_a_green_context():

@@ -1273,9 +1273,8 @@ def softmax_bwd_pipe(
     specialized (do_not_specialize), so that both launchers compile the same code: Triton's own
     marks integer arguments that are multiples of 16, jax_triton does not (read as multiples of 16
     through `_aligned`, as N is, 256 chunks took 18 more registers a thread: sm_90, Triton 3.6).
-    Interpreted (PHASE 1,
-    then 2) each program takes items program_id, program_id + grid, ... and neither waits nor
-    touches count. dispatch.PIPE_PLANS: where it pays and its constants."""
+    Interpreted (PHASE 1, then 2) each program takes items program_id, program_id + grid, ... and
+    neither waits nor touches count. dispatch.PIPE_PLANS: where it pays and its constants."""
     tl.static_assert(not PACK or ALIGN >= 2, "PACK needs whole words: N and the strides even")
     tl.static_assert(not DEFER_Y or LOG, "DEFER_Y: log_softmax only")
     tl.static_assert(y_ptr.dtype.element_ty != tl.float64, "float32 arithmetic: no float64")
