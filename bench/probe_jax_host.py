@@ -11,6 +11,12 @@ jax.nn.softmax. (The logs in results/h100/ came from the probe at 5c5babf, which
 lean copies itself beside the adapter's full payload.)
 
     python bench/probe_jax_host.py [--calls 2000] [--rounds 15]
+    python bench/probe_jax_host.py --fastpath
+
+--fastpath instead asks, for jitted jax.nn.softmax, `2 * x` and the adapter at 32 x 1024
+float32 (on a jnp array and on one taken from torch by DLPack, as bench/run.py's host section
+does): how many Python functions one call enters once compiled (JAX's C++ dispatch path enters
+none), and what the compiled program's entry computation holds; then host time in rounds.
 """
 
 from __future__ import annotations
@@ -64,11 +70,60 @@ def full_execute(launches, buffers, io_dtype):
         return mj._gpu_execute(launches, buffers, io_dtype)
 
 
+def python_calls(f, x) -> int:
+    """Python functions that one call of the compiled `f` enters (JAX's C++ fast path: none)."""
+    n = [0]
+
+    def count(frame, event, arg):
+        n[0] += event == "call"
+
+    sys.setprofile(count)
+    try:
+        r = f(x)
+    finally:
+        sys.setprofile(None)
+    jax.block_until_ready(r)
+    return n[0]
+
+
+def fastpath(args):
+    import torch
+
+    M, N = 32, 1024
+    xt = torch.randn(M, N, device="cuda")
+    inputs = {"jnp": jnp.asarray(xt.cpu().numpy()), "dlpack": jax.dlpack.from_dlpack(xt)}
+    fns = {"jax.nn.softmax": jax.jit(lambda a: jax.nn.softmax(a, axis=-1)), "2 * x": jax.jit(lambda a: 2 * a),
+           "adapter": jax.jit(lambda a: mj.softmax(a, -1))}
+    for name, f in fns.items():
+        for kind, x in inputs.items():
+            jax.block_until_ready(f(x))
+            jax.block_until_ready(f(x))
+            print(f"# {name} on a {kind} array: {python_calls(f, x)} Python calls a compiled call", flush=True)
+        hlo = f.lower(inputs["jnp"]).compile().as_text()
+        entry = hlo[hlo.index("ENTRY"):]
+        entry = entry[:entry.index("\n}") if "\n}" in entry else len(entry)]
+        print(f"# {name}: entry computation:\n" + "\n".join("#   " + line.strip()[:160]
+                                                          for line in entry.splitlines()[1:]), flush=True)
+    for kind, x in inputs.items():
+        entries = {name: (functools.partial(f, x), jax.block_until_ready) for name, f in fns.items()}
+        rounds = timing.host_rounds(entries, args.calls, args.rounds)
+        base = rounds["jax.nn.softmax"]
+        print(f"{M}x{N} float32 on a {kind} array:")
+        for name, us in rounds.items():
+            ratios = [a / b for a, b in zip(us, base)]
+            print(f"  {name:20s} best {min(us):6.1f} us  median {statistics.median(us):6.1f}  "
+                  f"per-round ratio to jax.nn.softmax: median {statistics.median(ratios):.3f}  "
+                  + " ".join(f"{u:.1f}" for u in us), flush=True)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--calls", type=int, default=2000)
     p.add_argument("--rounds", type=int, default=15)
+    p.add_argument("--fastpath", action="store_true")
     args = p.parse_args()
+    if args.fastpath:
+        return fastpath(args)
     install()
     sms = jax.devices()[0].core_count
     print(f"# {jax.devices()[0].device_kind}, jax {jax.__version__}, triton {triton.__version__}")
