@@ -5,6 +5,11 @@ as bench/timing.py reads them.
     python bench/probe_events.py > bench/results/h100/probe_events.log
     python bench/probe_events.py --big > bench/results/h100/probe_events_big.log
 
+--big also runs the torch adapter's plan with fresh outputs, and with fresh outputs and its
+counters zeroed by a kernel just before each call, as the JAX adapter has them: new ones each
+call, or one buffer zeroed again; and, beside those, with a buffer of its own for each call
+zeroed before all the calls (bench/results/h100/probe_jax_1m_lag.log).
+
 For few long bf16 rows (the shapes of the few-long-rows target), forward, softmax and
 log_softmax:
   * the JAX adapter, jitted, over 13 inputs: its Triton kernel and jax-triton's memset of the
@@ -17,6 +22,7 @@ log_softmax:
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 import statistics
 import sys
@@ -82,8 +88,22 @@ def main():
             sets = [torch.randn(M, N, device="cuda", dtype=getattr(torch, dtype)) for _ in range(copies)]
             plan = dispatch.plan_forward(M, N, N, N, dtype, log, torch.cuda.get_device_properties(0).multi_processor_count)
             out = torch.empty_like(sets[0])
-            for name, fn in (("torch-adapter", lambda a: (mst.log_softmax if log else mst.softmax)(a, -1)),
-                             ("plan, one output", lambda a: tune.run_plan(plan, {"x": a}, out))):
+            counters = {name: shape for name, shape, kind in plan[0].outputs if kind == "zeros"}
+            fns = [("torch-adapter", lambda a: (mst.log_softmax if log else mst.softmax)(a, -1)),
+                   ("plan, one output", lambda a: tune.run_plan(plan, {"x": a}, out))]
+            if big:  # as the JAX adapter has them: fresh outputs, counters zeroed just before each call
+                fns += [("plan, fresh outputs", lambda a: tune.run_plan(plan, {"x": a}, torch.empty_like(a))),
+                        ("plan, fresh outputs, counters zeroed each call", lambda a: tune.run_plan(
+                            plan, {"x": a, **{n: torch.zeros(shape, dtype=torch.int32, device=a.device)
+                                              for n, shape in counters.items()}}, torch.empty_like(a))),
+                        ("plan, fresh outputs, one counter buffer zeroed again each call", lambda a: tune.run_plan(
+                            plan, {"x": a, **{n: t.zero_() for n, t in kept.items()}}, torch.empty_like(a))),
+                        ("plan, fresh outputs, a counter buffer a call zeroed before the calls",
+                         lambda a: tune.run_plan(plan, {"x": a, **next(ahead)}, torch.empty_like(a)))]
+                kept = {n: torch.zeros(shape, dtype=torch.int32, device="cuda") for n, shape in counters.items()}
+                ahead = itertools.cycle([{n: torch.zeros(shape, dtype=torch.int32, device="cuda")
+                                          for n, shape in counters.items()} for _ in range(22)])
+            for name, fn in fns:
                 side = torch.cuda.Stream()
                 side.wait_stream(torch.cuda.current_stream())
                 with torch.cuda.stream(side):
