@@ -123,7 +123,8 @@ whose x fits in L2, read again from there, with eviction hints or not (lost); (-
 smallest grids, kernel times, in chunks of 2048 to 16384 values; (--jax-fresh) through the JAX
 adapter, whose memset of the counters the split plan avoids, dispatch's SPLIT_FRESH_* rule on and
 off (dispatch.py's SPLIT_FRESH_FWD_MAX_PER_SM, SPLIT_FRESH_CHUNKS); (--jax-lone) the same since the
-JAX adapter's zeros come from XLA, by the benchmark's clock and as lone calls.
+JAX adapter's zeros come from XLA, by the benchmark's clock and as lone calls; (--jax-lone-tag32) the
+same for float32 forwards whose cooperative plan takes TAG (JAX_TAG32_SHAPES).
 
     python bench/probe_coop.py --sentinel > bench/results/h100/probe_sentinel.log
 
@@ -1116,12 +1117,12 @@ def _jax_case(M, N, dtype, direction, log, residuals_as_argument):
     return (lambda d: pull(d)[0]), (dy,), 3 * x.nbytes
 
 
-def _jax_rule_cases(sms, shapes, dtypes, register_cap=True):
+def _jax_rule_cases(sms, shapes, dtypes, register_cap=True, directions=("fwd", "bwd")):
     """(dtype, M, N, direction, log, the JAX adapter's plan) for each case of the SPLIT_FRESH_* probes."""
     from multisoftmax import dispatch
     for dtype in dtypes:
         for M, N in shapes:
-            for direction in ("fwd", "bwd"):
+            for direction in directions:
                 for log in (False, True):
                     yield dtype, M, N, direction, log, (
                         dispatch.plan_forward(M, N, N, N, dtype, log, sms, counters_per_call=True)
@@ -1156,7 +1157,14 @@ JAX_LONE_SHAPES = [(1, 32768), (1, 65536), (1, 128256), (4, 128256), (8, 128256)
                    (1, 1048576)]
 
 
-def jax_lone(sms, shapes=JAX_LONE_SHAPES, dtypes=("bfloat16", "float32")):
+# --jax-lone-tag32: float32 forwards whose cooperative plan takes TAG (COOP_TAG_FWD32_MIN_PER_SM: from
+# 0.75 programs an SM, rows of at most COOP_TAG_MAX_CHUNKS chunks) inside the JAX adapter's split grids,
+# with rows just under TAG's grid (6 x 128256, 0.73 an SM) and on counters (1 x 1048576) beside them.
+JAX_TAG32_SHAPES = [(6, 128256), (8, 128256), (12, 128256), (16, 128256), (4, 256000), (8, 256000), (16, 65536),
+                    (32, 65536), (32, 32768), (64, 32768), (1, 1048576)]
+
+
+def jax_lone(sms, shapes=JAX_LONE_SHAPES, dtypes=("bfloat16", "float32"), directions=("fwd", "bwd")):
     """dispatch's SPLIT_FRESH_* rule since the JAX adapter takes the cooperative kernels' scratch from
     zeros that XLA makes (d56e883): the split plan against the cooperative one (the rule off), the
     forward and the backward set up as the benchmark sets them (the pullback of a jitted forward, an
@@ -1188,7 +1196,7 @@ def jax_lone(sms, shapes=JAX_LONE_SHAPES, dtypes=("bfloat16", "float32")):
             del sets
         return chain_us, lone_us
 
-    for dtype, M, N, direction, log, plan in _jax_rule_cases(sms, shapes, dtypes):
+    for dtype, M, N, direction, log, plan in _jax_rule_cases(sms, shapes, dtypes, directions=directions):
         coop, split = timed(M, N, dtype, direction, log, False), timed(M, N, dtype, direction, log, True)
         print(f"{dtype} {M}x{N} {'log' if log else 'sm'} {direction} | jax plan: "
               f"{'+'.join(l.kernel.split('_', 2)[2] for l in plan)} | coop chain {coop[0]:.2f} lone "
@@ -2443,7 +2451,8 @@ def main():
              "--sent-wide-gap": lambda sms: sent_wide(sms, [(18, 1048576), (21, 1048576)], ("bfloat16",)),
              "--sent-wide-llm": lambda sms: sent_wide(sms, [(64, 256000), (64, 128256), (32, 256000)], logs=(False,)),
              "--sent-more-few": lambda sms: sent_more(sms, SENT_MORE_FEW, ()), "--split-tiny": split_tiny,
-             "--jax-fresh": jax_fresh, "--jax-lone": jax_lone, "--narrow-llm": narrow_llm, "--reload-x": reload_x,
+             "--jax-fresh": jax_fresh, "--jax-lone": jax_lone,
+             "--jax-lone-tag32": lambda sms: jax_lone(sms, JAX_TAG32_SHAPES, ("float32",), ("fwd",)), "--narrow-llm": narrow_llm, "--reload-x": reload_x,
              "--poly": poly, "--poly-mix": poly_mix, "--pack-x2": pack_x2, "--pack-x2-fwd": pack_x2_fwd, "--cvt-x2": cvt_x2, "--cvt-x2-bits": lambda sms: cvt_x2(sms, time=False),
              "--cvt-x2-log": lambda sms: cvt_x2(sms, CVT_X2_LOG_SHAPES, log=True), "--tag-wide": tag_wide, "--capped": capped, "--pack-mid": pack_mid, "--pack-mid2": lambda sms: pack_mid(sms, PACK_MID2_SHAPES), "--tag-poly": tag_poly, "--cap-bwd": cap_bwd, "--cap-log32": cap_log32, "--cap-fwd16": cap_fwd16, "--evict": evict, "--exact": exact, "--bwd16-4w": bwd16_4w, "--reload-dy": reload_dy, "--pipe": pipe, "--pipe2": lambda sms: pipe(sms, PIPE2_SHAPES, (False,), PIPE2_VARIANTS),
              "--pipe3": lambda sms: pipe(sms, PIPE3_SHAPES, (False, True), PIPE3_VARIANTS),

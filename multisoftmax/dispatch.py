@@ -590,7 +590,9 @@ ROWS_PER_SM_FOR_ONLINE = 4
 # it (a chain, one zeros kernel for all its calls) and as lone calls (a zeros kernel each) only at
 # bf16 1 x 128256's log_softmax backward, float32 8 x 128256's forwards and 8 x 256000's softmax
 # forward (yet not float32 1 x 1048576's, of as many programs as 8 x 128256); elsewhere the chain
-# favoured it and lone calls the split plan, or they tied, with no grid bound between. Up to these grids (programs
+# favoured it and lone calls the split plan, or they tied, with no grid bound between (again for float32 forwards
+# with TAG, probe_jax_lone_tag32.log: the cooperative plan won both ways only on rows of 4-8 chunks at 32 x
+# 65536 and 32-64 x 32768, not at 16 x 65536, and lost 8 x 128256 as lone calls). Up to these grids (programs
 # an SM of the cooperative plan in COOP_CHUNK_N chunks) it gets the split plan instead, two
 # kernels with nothing to zero, the second reading x (y and dy) again from L2, in chunks of
 # SPLIT_FRESH_CHUNKS; in the backward for the log_softmax, and for the softmax where its
