@@ -126,6 +126,13 @@ off (dispatch.py's SPLIT_FRESH_FWD_MAX_PER_SM, SPLIT_FRESH_CHUNKS); (--jax-lone)
 JAX adapter's zeros come from XLA, by the benchmark's clock and as lone calls; (--jax-lone-tag32) the
 same for float32 forwards whose cooperative plan takes TAG (JAX_TAG32_SHAPES).
 
+    python bench/probe_coop.py --few-tp > bench/results/h100/probe_few_tp.log
+
+    python bench/probe_coop.py --few-t4 > bench/results/h100/probe_few_t4.log
+
+the 16-bit softmax forward of tens of long rows against TAG's 4-warp chunks with POLY, capped or not;
+then (--few-t4) against TAG's 4-warp chunks alone over grids of 1.9 to 31 programs an SM.
+
     python bench/probe_coop.py --sentinel > bench/results/h100/probe_sentinel.log
 
 the plans on counters against scratch kernels that wait without the release fence of the
@@ -2393,6 +2400,37 @@ def evict(sms, cases=EVICT_CASES):
               f"poly={kw['POLY']:d} | " + _compare(M, N, dtype, "fwd", log, variants, sms), flush=True)
 
 
+FEW_TP_SHAPES = [(64, 128256), (64, 256000), (32, 256000), (32, 128256), (16, 256000), (128, 128256)]
+
+
+# --few-t4: dispatch against T4 alone over grids of 1.9 to 31 programs an SM (8192-value chunks), the
+# rows TAG takes (at most COOP_TAG_MAX_CHUNKS chunks), bf16 and float16: COOP_TAG_FWD_MIN_PER_SM's softmax.
+FEW_T4_SHAPES = [(16, 128256), (24, 128256), (32, 128256), (48, 128256), (64, 128256), (96, 128256), (128, 128256),
+                 (192, 128256), (256, 128256), (8, 256000), (12, 256000), (16, 256000), (24, 256000), (32, 256000),
+                 (48, 256000), (64, 256000), (128, 256000), (64, 65536), (128, 65536), (256, 65536), (512, 65536)]
+
+
+def few_tp(sms, shapes=FEW_TP_SHAPES, dtypes=("bfloat16",), names=("dispatch", "T4", "T4P", "T4P64")):
+    """The 16-bit softmax forward of tens of long rows (the few-long-rows target's misses: MUFU.EX2
+    bounds the phase after the wait, where every program of a grid the GPU holds whole computes its
+    exps at once) against TAG's 4-warp packed chunks summed in halves (T4), the same with POLY (the
+    high halves' post-wait exps on the FMA pipe; T4P) and with POLY under Triton's maxnreg cap of 64
+    (T4P64, which keeps a grid of up to 8 programs an SM whole); twice each, by the benchmark's clock."""
+    from multisoftmax import dispatch
+    for dtype in dtypes:
+        for M, N in shapes:
+            plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, False)
+            with mock.patch.object(dispatch, "_coop_tag_fwd", lambda *a: dict(warps=4)):
+                t4, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, False)
+            assert t4[0].kwargs["TAG"] and t4[0].kwargs["SPLIT_SUM"] and t4[0].kwargs["PACK"]
+            variants = [("dispatch", plan), ("T4", t4), ("T4P", tune.with_meta(t4, POLY=True)),
+                        ("T4P64", tune.with_meta(t4, POLY=True, maxnreg=64))]
+            variants = [(name, p) for name, p in variants if name in names]
+            kw = plan[0].kwargs
+            print(_head(M, N, dtype, "fwd", False, plan, sms) + f"tag={kw['TAG']:d},sent={kw['SENT']:d},"
+                  f"poly={kw['POLY']:d} | " + _compare(M, N, dtype, "fwd", False, variants, sms), flush=True)
+
+
 # The packed forward's large row maxima (kernels/softmax.py: COOP_FAST_MAX, COOP_SCALED_L_MIN,
 # `_coop_fwd_exact`), against F: the same kernel with the one-op forms alone, as before them (the
 # sum's rounding of m * log2(e) left in, every row written from the held words).
@@ -2452,7 +2490,9 @@ def main():
              "--sent-wide-llm": lambda sms: sent_wide(sms, [(64, 256000), (64, 128256), (32, 256000)], logs=(False,)),
              "--sent-more-few": lambda sms: sent_more(sms, SENT_MORE_FEW, ()), "--split-tiny": split_tiny,
              "--jax-fresh": jax_fresh, "--jax-lone": jax_lone,
-             "--jax-lone-tag32": lambda sms: jax_lone(sms, JAX_TAG32_SHAPES, ("float32",), ("fwd",)), "--narrow-llm": narrow_llm, "--reload-x": reload_x,
+             "--jax-lone-tag32": lambda sms: jax_lone(sms, JAX_TAG32_SHAPES, ("float32",), ("fwd",)),
+             "--few-tp": few_tp,
+             "--few-t4": lambda sms: few_tp(sms, FEW_T4_SHAPES, ("bfloat16", "float16"), ("dispatch", "T4")), "--narrow-llm": narrow_llm, "--reload-x": reload_x,
              "--poly": poly, "--poly-mix": poly_mix, "--pack-x2": pack_x2, "--pack-x2-fwd": pack_x2_fwd, "--cvt-x2": cvt_x2, "--cvt-x2-bits": lambda sms: cvt_x2(sms, time=False),
              "--cvt-x2-log": lambda sms: cvt_x2(sms, CVT_X2_LOG_SHAPES, log=True), "--tag-wide": tag_wide, "--capped": capped, "--pack-mid": pack_mid, "--pack-mid2": lambda sms: pack_mid(sms, PACK_MID2_SHAPES), "--tag-poly": tag_poly, "--cap-bwd": cap_bwd, "--cap-log32": cap_log32, "--cap-fwd16": cap_fwd16, "--evict": evict, "--exact": exact, "--bwd16-4w": bwd16_4w, "--reload-dy": reload_dy, "--pipe": pipe, "--pipe2": lambda sms: pipe(sms, PIPE2_SHAPES, (False,), PIPE2_VARIANTS),
              "--pipe3": lambda sms: pipe(sms, PIPE3_SHAPES, (False, True), PIPE3_VARIANTS),

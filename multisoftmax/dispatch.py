@@ -363,7 +363,8 @@ COOP_LATE_LEAVE_MIN_PER_SM = 12
 # the atomic reads (2,716).
 COOP_TAG_MAX_CHUNKS = 32
 # COOP_TAG_FWD_MIN_PER_SM: the forward of 16-bit rows takes TAG only where its grid has at least
-# this many programs an SM, and there rows of whole words are held packed (PACK; the chunks:
+# this many programs an SM (since COOP_TAG_FWD16_SM_FEW_MAX_PER_SM: peeled rows, and rows not of whole
+# words; unpeeled rows of whole words at every grid), and there rows of whole words are held packed (PACK; the chunks:
 # COOP_FWD16_WARPS; float32: COOP_TAG_FWD32_MIN_PER_SM). When TAG came, in packed chunks of 16384
 # values at 8 warps, the softmax went from 2,640 to 2,892 GB/s at bf16 2048 x 65536 (probe_tag.log,
 # dispatch's plans: 2,645 to 2,890; the log_softmax 2,833 to 2,955) (unpacked wide
@@ -411,25 +412,41 @@ COOP_TAG_FWD32_MIN_PER_SM = 0.75
 # Triton's maxnreg option spilled and lost on unpeeled rows.)
 COOP_FWD16_WARPS = 4
 COOP_FWD16_LOG_WIDE_MIN_PER_SM = 96
-# COOP_TAG_FWD16_FEW_MAX_PER_SM, COOP_TAG_FWD16_FEW_MIN_PER_SM, COOP_TAG_FWD16_LOG_MIN_PER_SM: few long
-# rows. Unpeeled 16-bit rows in a grid of fewer than COOP_TAG_FWD16_FEW_MAX_PER_SM programs of 8192
-# values an SM take TAG too (below COOP_TAG_FWD_MIN_PER_SM, so on counters before), in 8192-value
-# chunks at COOP_WARPS warps: the log_softmax packed, from COOP_TAG_FWD16_LOG_MIN_PER_SM programs an
-# SM, the softmax unpacked, from COOP_TAG_FWD16_FEW_MIN_PER_SM; from COOP_TAG_FWD16_FEW_MAX_PER_SM on,
-# the log_softmax takes COOP_FWD16_WARPS's chunks at every grid, the softmax stays on counters up
-# to COOP_TAG_FWD_MIN_PER_SM. On the H100 (bench/results/h100/probe_few_tag16.log, bf16 and fp16
-# alike, the benchmark's clock with fresh outputs, two runs) the log_softmax went from 5.53 to 5.33
-# us at 4 x 256000 (0.97 an SM), 7.57 to 7.14-7.44 at 8 x 256000 and 7.58 to 6.85 at 16 x 128256
-# (1.94), 8.82 to 8.02 at 12 x 256000 (2.91), 10.9 to 9.65 at 16 x 256000 (3.88); in COOP_FWD16_WARPS's
-# chunks 17.3 to 16.1 at 32 x 256000 (7.76, where 8 warps tied) and 30.2 to 27.7 at 64 x 256000
-# (15.5); the softmax, unpacked, 7.63 to 7.23-7.48 at 8 x 256000, 7.6 to 7.25 at 16 x 128256, 8.9
-# to 8.64 at 12 x 256000 and 10.62 to 10.16 at 16 x 256000, but lost at 0.97 an SM (4 x 256000: 5.44
-# to 5.68) and at 7.76 (64 x 128256: 17.2 to 17.5; packed 18.9). Rows of more than COOP_TAG_MAX_CHUNKS
-# chunks lost every way (16 x 1048576: 33.3 to 35.8-44.4). Between 3.88 and 7.76 an SM the bound of 6
-# rests on nothing measured; peeled rows were not measured (they keep the rule above).
+# COOP_TAG_FWD16_FEW_MAX_PER_SM, COOP_TAG_FWD16_FEW_MIN_PER_SM, COOP_TAG_FWD16_LOG_MIN_PER_SM: few
+# long rows. Unpeeled 16-bit rows in a grid of fewer than COOP_TAG_FWD16_FEW_MAX_PER_SM programs of
+# 8192 values an SM take TAG too (below COOP_TAG_FWD_MIN_PER_SM, so on counters before), in
+# 8192-value chunks at COOP_WARPS warps: the log_softmax packed, from COOP_TAG_FWD16_LOG_MIN_PER_SM
+# programs an SM, the softmax unpacked, from COOP_TAG_FWD16_FEW_MIN_PER_SM; from
+# COOP_TAG_FWD16_FEW_MAX_PER_SM on, the log_softmax takes COOP_FWD16_WARPS's chunks at every grid,
+# the softmax stayed on counters up to COOP_TAG_FWD_MIN_PER_SM (since:
+# COOP_TAG_FWD16_SM_FEW_MAX_PER_SM, below). On the H100 (bench/results/h100/probe_few_tag16.log,
+# bf16 and fp16 alike, the benchmark's clock with fresh outputs, two runs) the log_softmax went from
+# 5.53 to 5.33 us at 4 x 256000 (0.97 an SM), 7.57 to 7.14-7.44 at 8 x 256000 and 7.58 to 6.85 at 16
+# x 128256 (1.94), 8.82 to 8.02 at 12 x 256000 (2.91), 10.9 to 9.65 at 16 x 256000 (3.88); in
+# COOP_FWD16_WARPS's chunks 17.3 to 16.1 at 32 x 256000 (7.76, where 8 warps tied) and 30.2 to 27.7
+# at 64 x 256000 (15.5); the softmax, unpacked, 7.63 to 7.23-7.48 at 8 x 256000, 7.6 to 7.25 at 16 x
+# 128256, 8.9 to 8.64 at 12 x 256000 and 10.62 to 10.16 at 16 x 256000, but lost at 0.97 an SM (4 x
+# 256000: 5.44 to 5.68) and at 7.76 (64 x 128256: 17.2 to 17.5; packed 18.9). Rows of more than
+# COOP_TAG_MAX_CHUNKS chunks lost every way (16 x 1048576: 33.3 to 35.8-44.4). Between 3.88 and 7.76
+# an SM the bound of 6 rests on nothing measured; peeled rows were not measured (they keep the rule
+# above).
 COOP_TAG_FWD16_FEW_MAX_PER_SM = 6
 COOP_TAG_FWD16_FEW_MIN_PER_SM = 1.5
 COOP_TAG_FWD16_LOG_MIN_PER_SM = 0.75
+# COOP_TAG_FWD16_SM_FEW_MAX_PER_SM: the softmax's few rows end here, not at COOP_TAG_FWD16_FEW_MAX_PER_SM,
+# and from here unpeeled 16-bit rows of whole words take TAG's COOP_FWD16_WARPS chunks (packed, summed in
+# halves) at every grid, where they waited on counters up to COOP_TAG_FWD_MIN_PER_SM. Those chunks took
+# CVT_X2 (46cddde) after that rule was measured, and on the H100 they now run ahead of every plan the
+# rule made between (bench/results/h100/probe_few_t4.log, probe_few_tp.log: the benchmark's clock, two
+# runs, dispatch -> TAG's chunks; grids in programs of 8192 values an SM): bf16 64 x 128256 (7.8)
+# 17.3-17.6 -> 15.4-15.6 us, 64 x 256000 (15.5) 30.0-31.6 -> 27.4-27.7, 32 x 256000 (7.8) 17.8-18.2 ->
+# 16.0-16.2, 128 x 128256 29.8-30.7 -> 26.8-27.0, 256 x 128256 (31) 54.2-54.4 -> 48.5-48.6, 128 x 256000
+# (31) 55.1-55.3 -> 49.6-49.7, 512 x 65536 (31) 54.5-54.9 -> 48.8, 48 x 128256 (5.8, unpacked 8-warp
+# TAG before) 13.9 -> 13.0-13.1, 24 x 256000 (5.8) 14.3-15.6 -> 13.7-13.8; float16 alike (64 x 128256
+# 16.9-17.2 -> 15.4-15.6). At 1.9 to 3.9 an SM the two ran even (bf16 32 x 128256 9.8-10.1 both, 16 x
+# 256000 9.8-10.0 -> 10.0-10.2, float16 10.4-10.5 -> 10.6): those keep their 8 warps. POLY on those
+# chunks (T4P, 72 registers; capped at 64, T4P64) lost 5-7% (probe_few_tp.log).
+COOP_TAG_FWD16_SM_FEW_MAX_PER_SM = 4
 # Keyed partials: the cooperative forward on counters (rows of more than COOP_TAG_MAX_CHUNKS
 # chunks) waits through keyed partials (SENT, kernels/softmax.py: published by relaxed atomic
 # exchanges, the arrival and polls relaxed: no release fence before the arrival) wherever 16-bit
@@ -938,25 +955,27 @@ def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: in
     arguments (wide, narrow, warps) and `pack=False` where 16-bit rows of whole words are not held
     packed, or None where the forward waits on counters instead.
     float32 rows, peeled or not, from COOP_TAG_FWD32_MIN_PER_SM programs an SM (narrow chunks for
-    the fewest programs, COOP_NARROW_MIN_SMS_PER_PROGRAM); 16-bit rows from COOP_TAG_FWD_MIN_PER_SM,
-    rows of whole words (`words`, peeled or not) at COOP_FWD16_WARPS warps, but the log_softmax's
-    (`log`) in a grid of at least COOP_FWD16_LOG_WIDE_MIN_PER_SM programs an SM in wide ones, and
-    never rows of more than COOP_TAG_MAX_CHUNKS such chunks; unpeeled ones in grids of fewer
-    programs as COOP_TAG_FWD16_FEW_MAX_PER_SM says; float64 never (as every TAG). Rows of at most
+    the fewest programs, COOP_NARROW_MIN_SMS_PER_PROGRAM); 16-bit peeled rows, and rows not of whole
+    words, from COOP_TAG_FWD_MIN_PER_SM, rows of whole words (`words`, peeled or not) at COOP_FWD16_WARPS
+    warps, but the log_softmax's (`log`) in a grid of at least COOP_FWD16_LOG_WIDE_MIN_PER_SM programs
+    an SM in wide ones, and never rows of more than COOP_TAG_MAX_CHUNKS such chunks; unpeeled rows of
+    whole words at every grid, in grids of few programs as COOP_TAG_FWD16_FEW_MAX_PER_SM (the log_softmax)
+    and COOP_TAG_FWD16_SM_FEW_MAX_PER_SM (the softmax) say; float64 never (as every TAG). Rows of at most
     COOP_TAG_MAX_CHUNKS chunks as TAG takes them, at most one an SM as every cooperative launch
     (_coop_launches)."""
     if itemsize == 4:
         take, min_per_sm = dict(narrow=_coop_narrow(programs, itemsize, num_sms)), COOP_TAG_FWD32_MIN_PER_SM
     elif not words:
         take, min_per_sm = {}, COOP_TAG_FWD_MIN_PER_SM
-    elif not peeled and programs < COOP_TAG_FWD16_FEW_MAX_PER_SM * num_sms:  # few programs: 8 warps
+    elif not peeled and programs < num_sms * (COOP_TAG_FWD16_FEW_MAX_PER_SM if log
+                                              else COOP_TAG_FWD16_SM_FEW_MAX_PER_SM):  # few programs: 8 warps
         take = {} if log else dict(pack=False)
         min_per_sm = COOP_TAG_FWD16_LOG_MIN_PER_SM if log else COOP_TAG_FWD16_FEW_MIN_PER_SM
     elif _coop_chunks(N, itemsize)[1] > COOP_TAG_MAX_CHUNKS:  # counters (COOP_TAG_FWD_MIN_PER_SM)
         return None
     elif peeled or not (log and programs >= COOP_FWD16_LOG_WIDE_MIN_PER_SM * num_sms):
-        take = dict(warps=COOP_FWD16_WARPS)
-        min_per_sm = COOP_TAG_FWD16_LOG_MIN_PER_SM if log and not peeled else COOP_TAG_FWD_MIN_PER_SM
+        take = dict(warps=COOP_FWD16_WARPS)  # unpeeled rows past the few: at every grid (the log_softmax from 0.75)
+        min_per_sm = COOP_TAG_FWD_MIN_PER_SM if peeled else COOP_TAG_FWD16_LOG_MIN_PER_SM if log else 0
     else:
         take, min_per_sm = dict(wide=True), COOP_TAG_FWD_MIN_PER_SM
     n_chunks = _coop_chunks(N, itemsize, take.get("wide", False), take.get("narrow", False))[1]
@@ -1139,7 +1158,7 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         return (Launch("softmax_fwd_rows", ("x",), (M, N, stride_xm, stride_ym),
                        (("y", (M, N), "io"),), grid, tuple(meta.items())),)
     if fam == "coop":
-        # TAG where it pays (COOP_TAG_FWD_MIN_PER_SM, COOP_TAG_FWD16_FEW_MAX_PER_SM), packed where
+        # TAG where it pays (COOP_TAG_FWD_MIN_PER_SM, COOP_TAG_FWD16_*FEW_MAX_PER_SM), packed where
         # rows are whole words, in the chunks of COOP_FWD16_WARPS (summed in halves) or wide ones.
         # Else, on counters: rows of 33 to 64 chunks in COOP_FWD16_WARPS's chunks with keyed partials
         # (COOP_SPLIT_SUM_MAX_CHUNKS), else unpacked wide chunks (COOP_WIDE_MAX_N), else PACK where it pays

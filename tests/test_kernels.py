@@ -195,8 +195,9 @@ def test_coop_pack_and_late_leave_rules():
                 assert bwd(M, N, dtype)["LATE_LEAVE"] and not bwd(M, N, dtype, log=True)["LATE_LEAVE"]
         for M, N in ((1, 128256), (8, 256000), (64, 128256), (4, 1048576)):  # at most 1024 programs
             assert not fwd(M, N, dtype)["LATE_LEAVE"] and not bwd(M, N, dtype)["LATE_LEAVE"]
-    wide = dispatch.plan_forward(64, 256000, 256000, 256000, "bfloat16", False, 132)[0].kwargs
-    assert wide["CHUNK_N"] == 16384 and not wide["LATE_LEAVE"] and not wide["PACK"]
+    # rows not of whole words (unequal odd strides: no PEEL) on counters, in wide unpacked chunks
+    wide = dispatch.plan_forward(64, 256000, 256001, 256003, "bfloat16", False, 132)[0].kwargs
+    assert wide["CHUNK_N"] == 16384 and not wide["LATE_LEAVE"] and not wide["PACK"] and not wide["TAG"]
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -250,21 +251,26 @@ def test_coop_deferred_y_backward(forced_family, torch_device, monkeypatch, dtyp
 
 
 def test_coop_forward_pack_rule():
-    # The 16-bit cooperative forward: the softmax takes unpacked wide chunks (16384 values) where
-    # their grid has more than COOP_WIDE_MIN_PER_SM programs an SM (132 SMs: 528); else x is held
-    # packed where the grid of 8192-value chunks has more than COOP_FWD_UNPACKED_PER_SM programs
-    # an SM (660); packed, unpeeled rows take 16384-value chunks from COOP_PACK_WIDE_MIN_PER_SM
-    # programs an SM (2244 of 8192); LATE_LEAVE by the grid taken (1584).
+    # The 16-bit cooperative forward on counters (rows of more than 32 chunks, and those TAG leaves:
+    # peeled rows below 4224 programs, rows not of whole words): the softmax takes unpacked wide
+    # chunks (16384 values) where their grid has more than COOP_WIDE_MIN_PER_SM programs an SM (132
+    # SMs: 528); else x is held packed where the grid of 8192-value chunks has more than
+    # COOP_FWD_UNPACKED_PER_SM programs an SM (660); packed, unpeeled rows take 16384-value chunks
+    # from COOP_PACK_WIDE_MIN_PER_SM programs an SM (2244 of 8192); LATE_LEAVE by the grid taken
+    # (1584). Unpeeled rows of whole words of at most 32 chunks: TAG (test_coop_tag_few_rule).
     def fwd(M, N, dtype, log=False, strides=None):
         kw = dispatch.plan_forward(M, N, *(strides or (N, N)), dtype, log, 132)[0].kwargs
         return kw["PACK"], kw["CHUNK_N"], kw["LATE_LEAVE"]
 
     for dtype in ("bfloat16", "float16"):
         assert fwd(2048, 65536, dtype) == (True, 8192, False)  # TAG: packed, 4 warps (test_coop_tag_rule)
-        assert fwd(64, 256000, dtype) == (False, 16384, False)  # 1024 wide programs > 528
-        assert fwd(64, 128256, dtype) == (True, 8192, False)  # 512 wide programs <= 528
+        odd = (256001, 256003)  # unequal odd strides: not whole words, no PEEL, counters
+        assert fwd(64, 256000, dtype, strides=odd) == (False, 16384, False)  # 1024 wide programs > 528
+        assert fwd(32, 256000, dtype, strides=odd) == (False, 8192, False)  # 512 wide programs <= 528, 1024 <= 660
+        assert fwd(64, 256000, dtype) == (True, 8192, False)  # TAG's 4-warp chunks (test_coop_tag_few_rule)
+        assert fwd(64, 128256, dtype) == (True, 8192, False)
         assert fwd(32, 256000, dtype) == (True, 8192, False)
-        assert fwd(32, 128256, dtype) == (False, 8192, False)  # 512 programs of 8192 <= 660
+        assert fwd(32, 128256, dtype) == (False, 8192, False)  # TAG, few rows: unpacked
         assert fwd(2048, 65536, dtype, log=True) == (True, 16384, False)  # TAG, 16384 programs of 8192 >= 12672
         assert fwd(1024, 65536, dtype, log=True) == (True, 8192, False)  # TAG, 8192 programs < 12672
         assert fwd(512, 151936, dtype, log=True) == (True, 8192, False)  # TAG: 9728 >= 4224, 19 chunks
@@ -312,12 +318,13 @@ def test_coop_defer_y_rule():
 
 def test_coop_tag_rule():
     # TAG (tagged partials in place of arrival counters): the backward of float32 and 16-bit rows
-    # of at most COOP_TAG_MAX_CHUNKS chunks (of the chunks taken); the forward of unpeeled ones in
-    # a grid of at least COOP_TAG_FWD_MIN_PER_SM programs an SM (132 SMs: 4224), 16-bit rows of
-    # whole words then packed in 8192-value chunks at COOP_FWD16_WARPS warps, summed in halves
-    # (SPLIT_SUM), the log_softmax's in 16384-value chunks at 8 warps from
-    # COOP_FWD16_LOG_WIDE_MIN_PER_SM programs an SM; never rows of more than COOP_TAG_MAX_CHUNKS
-    # chunks of 8192 (those wait on counters). Never float64, never LATE_LEAVE with it.
+    # of at most COOP_TAG_MAX_CHUNKS chunks (of the chunks taken); the forward of peeled 16-bit ones
+    # in a grid of at least COOP_TAG_FWD_MIN_PER_SM programs an SM (132 SMs: 4224), unpeeled ones of
+    # whole words at every grid (test_coop_tag_few_rule), 16-bit rows of whole words then packed in
+    # 8192-value chunks at COOP_FWD16_WARPS warps, summed in halves (SPLIT_SUM), the log_softmax's in
+    # 16384-value chunks at 8 warps from COOP_FWD16_LOG_WIDE_MIN_PER_SM programs an SM; never rows of
+    # more than COOP_TAG_MAX_CHUNKS chunks of 8192 (those wait on counters). Never float64, never
+    # LATE_LEAVE with it.
     def plan(M, N, dtype, fwd, log=False, strides=None):
         if fwd:
             kw = dispatch.plan_forward(M, N, *(strides or (N, N)), dtype, log, 132)[0].kwargs
@@ -334,9 +341,10 @@ def test_coop_tag_rule():
                 assert not plan(M, N, dtype, False, log)["TAG"], (M, N, dtype)
             assert plan(2048, 65536, dtype, True, log)["TAG"]
             assert plan(1024, 131072, dtype, True, log)["TAG"]
-            # 16-bit: a grid of 2048 programs of 8192, whose log_softmax takes TAG at every grid
-            # (COOP_TAG_FWD16_LOG_MIN_PER_SM), the softmax from 4224; float32 from 99 programs (0.75 an SM)
-            assert plan(64, 256000, dtype, True, log)["TAG"] == (dtype == "float32" or log)
+            # 16-bit: a grid of 2048 programs of 8192, unpeeled: TAG at every grid (the softmax since
+            # COOP_TAG_FWD16_SM_FEW_MAX_PER_SM, in COOP_FWD16_WARPS's packed chunks); float32 from 99 programs
+            kw = plan(64, 256000, dtype, True, log)
+            assert kw["TAG"] and (kw["CHUNK_N"], kw["num_warps"]) == ((8192, 4) if dtype != "float32" else (8192, 8))
             kw = plan(2670, 50257, dtype, True, log)  # peeled
             assert kw["TAG"] and (kw["CHUNK_N"], kw["num_warps"]) == ((8192, 4) if dtype != "float32" else (8192, 8))
             assert kw["SPLIT_SUM"] == (dtype != "float32")
@@ -346,8 +354,10 @@ def test_coop_tag_rule():
         if dtype == "float32":
             assert plan(13, 65536, dtype, True)["TAG"] and not plan(12, 65536, dtype, True)["TAG"]  # 104, 96
             assert plan(4, 256000, dtype, True)["TAG"] and not plan(1, 50257, dtype, True)["TAG"]
-        else:
-            assert plan(528, 65536, dtype, True)["TAG"] and not plan(527, 65536, dtype, True)["TAG"]  # 4224
+        else:  # the softmax of unpeeled rows: 4 warps' packed chunks from 528 programs (4 an SM), 8 warps' below
+            assert [(plan(M, 65536, dtype, True)["TAG"], plan(M, 65536, dtype, True)["num_warps"],
+                     plan(M, 65536, dtype, True)["PACK"]) for M in (66, 65)] == [(True, 4, True), (True, 8, False)]
+            assert not plan(603, 50257, dtype, True)["TAG"]  # peeled: from 4224 programs (above)
         # 32 chunks of 8192 at 262144 (TAG; 16-bit at 4 warps), 64 at 524288 and 128 at 1048576
         # (counters, with keyed partials; 16-bit: COOP_SPLIT_SUM_MAX_CHUNKS's chunks, wide ones).
         kw = plan(512, 262144, dtype, True)
@@ -425,11 +435,11 @@ def test_split_fresh_rule():
 
 
 def test_coop_tag_few_rule():
-    # Few long rows (COOP_TAG_FWD16_FEW_MAX_PER_SM): unpeeled 16-bit rows in a grid of fewer than 6
-    # programs of 8192 values an SM (132 SMs: 792) take TAG in 8192-value chunks at 8 warps, the
-    # log_softmax packed from 0.75 an SM (99), the softmax unpacked from 1.5 (198); past 792 the
-    # log_softmax takes 4 warps' chunks (SPLIT_SUM), the softmax counters up to 4224. Peeled rows,
-    # float32 and rows of more than 32 chunks keep their rules.
+    # Few long rows (COOP_TAG_FWD16_FEW_MAX_PER_SM, COOP_TAG_FWD16_SM_FEW_MAX_PER_SM): unpeeled 16-bit
+    # rows take TAG in 8192-value chunks at 8 warps, the log_softmax packed from 0.75 an SM (99) in a
+    # grid of fewer than 6 programs of 8192 values an SM (132 SMs: 792), the softmax unpacked from 1.5
+    # (198) in a grid of fewer than 4 (528); past those the 4 warps' packed chunks (SPLIT_SUM) at every
+    # grid. Peeled rows, float32 and rows of more than 32 chunks keep their rules.
     def kw(M, N, dtype, log, strides=None):
         return dispatch.plan_forward(M, N, *(strides or (N, N)), dtype, log, 132)[0].kwargs
 
@@ -445,13 +455,13 @@ def test_coop_tag_few_rule():
         assert tag(6, 256000, dtype, False) is None  # 192
         for log in (False, True):
             assert tag(16, 256000, dtype, log) == (True, log, 8192, 8, False)  # 512
-            assert tag(24, 256000, dtype, log) == (True, log, 8192, 8, False)  # 768
             assert tag(16, 1048576, dtype, log) is None  # 128 chunks a row
-        assert tag(25, 256000, dtype, True) == (True, True, 8192, 4, True)  # 800
-        assert tag(25, 256000, dtype, False) is None
-        assert tag(64, 256000, dtype, True) == (True, True, 8192, 4, True)
-        assert tag(64, 128256, dtype, True) == (True, True, 8192, 4, True)
-        assert tag(64, 128256, dtype, False) is None
+            for M, N in ((25, 256000), (64, 256000), (64, 128256), (256, 128256)):  # 800 to 4096
+                assert tag(M, N, dtype, log) == (True, True, 8192, 4, True)
+        assert tag(24, 256000, dtype, True) == (True, True, 8192, 8, False)  # 768
+        assert tag(24, 256000, dtype, False) == (True, True, 8192, 4, True)
+        assert tag(17, 256000, dtype, False) == (True, True, 8192, 4, True)  # 544
+        assert tag(16, 128256, dtype, False) == (True, False, 8192, 8, False)  # 256
         assert tag(16, 100003, dtype, True) is None  # peeled: from 4224 programs
     assert not kw(7, 256000, "float32", False)["PACK"] and kw(7, 256000, "float32", False)["TAG"]
 
@@ -658,8 +668,10 @@ def test_coop_cvt_x2_rule():
             k = kw(M, N, dtype, True)  # few rows: 8-warp chunks of 8192, up to 5 programs an SM (660)
             assert k["TAG"] and k["PACK"] and k["CHUNK_N"] == 8192 and k["num_warps"] == 8, (M, N)
             assert k["CVT_X2"] == x2 and "maxnreg" not in k, (M, N)
-        k = kw(64, 256000, dtype)  # wide unpacked chunks
-        assert not k["PACK"] and not k["CVT_X2"]
+        k = dispatch.plan_forward.__wrapped__(64, 256000, 256001, 256003, dtype, False, 132)[0].kwargs
+        assert not k["PACK"] and not k["CVT_X2"]  # wide unpacked chunks (rows not of whole words)
+        k = kw(64, 256000, dtype)  # TAG's 4-warp chunks, unpeeled: packed, CVT_X2
+        assert k["TAG"] and k["PACK"] and k["num_warps"] == 4 and k["CVT_X2"] and "maxnreg" not in k
     for dtype in ("float32", "float64"):
         for M, N in ((16, 1048576), (256, 256000), (2048, 65536)):
             assert not kw(M, N, dtype).get("CVT_X2"), (M, N, dtype)  # float64 16 x 1048576: the split plan
