@@ -484,6 +484,7 @@ def test_coop_tagged_partials(forced_family, torch_device, monkeypatch, dtype, l
     monkeypatch.setattr(dispatch, "COOP_TAG_FWD16_LOG_MIN_PER_SM", 0)
     monkeypatch.setattr(dispatch, "COOP_TAG_FWD16_FEW_MIN_PER_SM", 0)
     monkeypatch.setattr(dispatch, "COOP_TAG_FWD16_FEW_MAX_PER_SM", 1e9 if few else 0)
+    monkeypatch.setattr(dispatch, "COOP_TAG_FWD16_SM_FEW_MAX_PER_SM", 1e9 if few else 0)
     sync = torch.zeros(4096, dtype=torch.int32, device=torch_device)
     launches = 0
     for M, N in ((3, 200), (5, 136), (3, 200), (4, 131), (3, 121)):
@@ -1108,15 +1109,15 @@ def test_coop_plan(M, N):
             assert plan[0].outputs[2][1] == plan[0].outputs[0][1] == (words,)
         assert kw.get("SENT", False) == (plan[0].kernel == "softmax_fwd_coop" and (M, N) == (16, 1048576))
         assert kw["TICKET"] == (M * n_chunks > 132)  # a grid the GPU holds at once: no ticket
-    # Wider chunks for the forward of aligned 16-bit rows only: the softmax's unpacked up to
-    # COOP_WIDE_MAX_N, packed beyond, and the log_softmax's, from 2244 programs of 8192; with TAG
-    # (4224 programs of 8192, at most 32 a row) 8192 values at 4 warps, but the log_softmax's
-    # from 12672 programs.
+    # Wider chunks for the forward of aligned 16-bit rows only: the softmax's packed past 32 chunks
+    # (rows not of whole words: unpacked up to COOP_WIDE_MAX_N), the log_softmax's from 2244
+    # programs of 8192; with TAG (rows of at most 32 chunks: the softmax's from 528 programs of
+    # 8192, test_coop_tag_few_rule) 8192 values at 4 warps, but the log_softmax's from 12672 programs.
     chunk = {(N, dtype, log): dispatch.plan_forward(512, N, N, N, dtype, log, 132)[0].kwargs["CHUNK_N"]
              for N in (65536, 262144, 1048576) for dtype in ("bfloat16", "float32") for log in (False, True)}
     assert {k for k, c in chunk.items() if c == 16384} == {
-        (65536, "bfloat16", False), (262144, "bfloat16", True), (1048576, "bfloat16", False),
-        (1048576, "bfloat16", True)}
+        (262144, "bfloat16", True), (1048576, "bfloat16", False), (1048576, "bfloat16", True)}
+    assert dispatch.plan_forward(512, 65536, 65537, 65539, "bfloat16", False, 132)[0].kwargs["CHUNK_N"] == 16384
     assert {c for c in chunk.values() if c != 16384} == {8192}
     assert dispatch.plan_forward(512, 50257, 50257, 50257, "float16", False, 132)[0].kwargs["CHUNK_N"] == 8192
     assert dispatch.plan_forward(8, 128256, 128256, 128256, "bfloat16", False, 132)[0].kwargs["CHUNK_N"] == 8192
