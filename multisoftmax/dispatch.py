@@ -445,7 +445,7 @@ COOP_TAG_FWD16_LOG_MIN_PER_SM = 0.75
 # TAG before) 13.9 -> 13.0-13.1, 24 x 256000 (5.8) 14.3-15.6 -> 13.7-13.8; float16 alike (64 x 128256
 # 16.9-17.2 -> 15.4-15.6). At 1.9 to 3.9 an SM the two ran even (bf16 32 x 128256 9.8-10.1 both, 16 x
 # 256000 9.8-10.0 -> 10.0-10.2, float16 10.4-10.5 -> 10.6): those keep their 8 warps. POLY on those
-# chunks (T4P, 72 registers; capped at 64, T4P64) lost 5-7% (probe_few_tp.log).
+# chunks (T4P, 72 registers; capped at 64, T4P64) lost 3-9% (probe_few_tp.log).
 COOP_TAG_FWD16_SM_FEW_MAX_PER_SM = 4
 # Keyed partials: the cooperative forward on counters (rows of more than COOP_TAG_MAX_CHUNKS
 # chunks) waits through keyed partials (SENT, kernels/softmax.py: published by relaxed atomic
@@ -974,7 +974,7 @@ def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: in
     elif _coop_chunks(N, itemsize)[1] > COOP_TAG_MAX_CHUNKS:  # counters (COOP_TAG_FWD_MIN_PER_SM)
         return None
     elif peeled or not (log and programs >= COOP_FWD16_LOG_WIDE_MIN_PER_SM * num_sms):
-        take = dict(warps=COOP_FWD16_WARPS)  # unpeeled rows past the few: at every grid (the log_softmax from 0.75)
+        take = dict(warps=COOP_FWD16_WARPS)  # peeled rows from 32 an SM; unpeeled ones past the few at every grid
         min_per_sm = COOP_TAG_FWD_MIN_PER_SM if peeled else COOP_TAG_FWD16_LOG_MIN_PER_SM if log else 0
     else:
         take, min_per_sm = dict(wide=True), COOP_TAG_FWD_MIN_PER_SM
