@@ -12,8 +12,9 @@ zeroed before all the calls (bench/results/h100/probe_jax_1m_lag.log).
 
 For few long bf16 rows (the shapes of the few-long-rows target), forward, softmax and
 log_softmax:
-  * the JAX adapter, jitted, over 13 inputs: its Triton kernel and jax-triton's memset of the
-    cooperative kernels' counters or TAG words (`zeroed_outputs`), which a torch call avoids;
+  * the JAX adapter, jitted, over 13 inputs: its Triton kernel and what zeroes the cooperative
+    kernels' counters or TAG words for each call, which a torch call avoids (jax-triton's memset,
+    `zeroed_outputs`, until d56e883; since, zeros that XLA makes, a loop_broadcast_fusion);
   * the torch adapter, in a CUDA graph over 13 inputs and 20 calls, against the same plan run
     by `tune.run_plan` into one reused output (as bench/probe_coop.py timed before 2026-11-24
     09:00 UTC): where y fits in L2, a reused output stays there and the same kernel reads faster.
