@@ -1,11 +1,12 @@
 """Probe (GPU): does where y starts cost the cooperative forward of ~256 MB rows time?
 
 The JAX adapter runs the forwards of bf16 128 x 1048576 and float32 64 x 1048576 1-2% slower
-than the torch adapter, the same PTX (bench/results/h100/probe_events_big.log), while XLA's
-own `2 * x` on buffers it places moves as much as torch's (probe_copy_jax.log). This prints
-where XLA puts the outputs of a jitted chain of 5 adapter calls (the benchmark's: offsets in a
-2 MiB page), then times, by the benchmark's clock (bench/timing.py), the torch adapter's plan
-writing y at those offsets and at others from a 2 MiB-aligned allocation, twice each.
+than the torch adapter, the same PTX (bench/results/h100/probe_events_big.log), while XLA's own
+`2 * x` on buffers it places moves as much as torch's (probe_copy_jax.log). This prints where
+XLA puts the outputs of a jitted chain of 5 adapter calls (timing.call_chain, the benchmark's:
+offsets in a 2 MiB page), then times, by the benchmark's clock (bench/timing.py), the torch
+adapter's plan writing y at those offsets and at others from a 2 MiB-aligned allocation, twice
+each.
 
     python bench/probe_align.py
 """
@@ -40,14 +41,13 @@ def main():
         nbytes = 2 * x.numel() * x.element_size()
         xj = to_jax(x)
         f = mj.log_softmax if log else mj.softmax
-        chain = jax.jit(lambda a: _chain(f, a, 5))
+        chain = jax.jit(lambda a: timing.call_chain(lambda t: f(t, -1), ((a,),), 5))
         ys = jax.block_until_ready(chain(xj))
         where = [y.unsafe_buffer_pointer() % PAGE for y in ys]
         print(f"{dtype} {M}x{N} {'log' if log else 'sm'}: x at {x.data_ptr() % PAGE} in its 2 MiB page; "
               f"XLA's 5 outputs at {where}", flush=True)
-        _, us, _, _ = timing.jax_time(lambda a: f(a, -1), (xj,), nbytes, gpu=True, l2_bytes=l2)
-        _, us2, _, _ = timing.jax_time(lambda a: f(a, -1), (xj,), nbytes, gpu=True, l2_bytes=l2)
-        print(f"  JAX adapter (jitted chain): {us:.1f}/{us2:.1f} us", flush=True)
+        figs = [timing.jax_time(lambda a: f(a, -1), (xj,), nbytes, gpu=True, l2_bytes=l2)[1] for _ in range(2)]
+        print("  JAX adapter (jitted chain): " + "/".join(f"{u:.1f}" for u in figs) + " us", flush=True)
         del ys
         plan = dispatch.plan_forward(M, N, N, N, dtype, log, sms)
         offsets = sorted({0, 256, 4096, 65536} | {w % 65536 for w in where} | set(where))
@@ -66,17 +66,6 @@ def main():
                   flush=True)
         del x, xj
         torch.cuda.empty_cache()
-
-
-def _chain(f, a, k):
-    outs, prev = [], None
-    for _ in range(k):
-        b = a
-        if prev is not None:
-            prev, b = jax.lax.optimization_barrier((prev, a))
-        prev = f(b, -1)
-        outs.append(prev)
-    return tuple(outs)
 
 
 if __name__ == "__main__":

@@ -93,6 +93,9 @@ def main():
             fns = [("torch-adapter", lambda a: (mst.log_softmax if log else mst.softmax)(a, -1)),
                    ("plan, one output", lambda a: tune.run_plan(plan, {"x": a}, out))]
             if big:  # as the JAX adapter has them: fresh outputs, counters zeroed just before each call
+                kept = {n: torch.zeros(shape, dtype=torch.int32, device="cuda") for n, shape in counters.items()}
+                ahead = itertools.cycle([{n: torch.zeros(shape, dtype=torch.int32, device="cuda")
+                                          for n, shape in counters.items()} for _ in range(22)])
                 fns += [("plan, fresh outputs", lambda a: tune.run_plan(plan, {"x": a}, torch.empty_like(a))),
                         ("plan, fresh outputs, counters zeroed each call", lambda a: tune.run_plan(
                             plan, {"x": a, **{n: torch.zeros(shape, dtype=torch.int32, device=a.device)
@@ -101,9 +104,6 @@ def main():
                             plan, {"x": a, **{n: t.zero_() for n, t in kept.items()}}, torch.empty_like(a))),
                         ("plan, fresh outputs, a counter buffer a call zeroed before the calls",
                          lambda a: tune.run_plan(plan, {"x": a, **next(ahead)}, torch.empty_like(a)))]
-                kept = {n: torch.zeros(shape, dtype=torch.int32, device="cuda") for n, shape in counters.items()}
-                ahead = itertools.cycle([{n: torch.zeros(shape, dtype=torch.int32, device="cuda")
-                                          for n, shape in counters.items()} for _ in range(22)])
             for name, fn in fns:
                 side = torch.cuda.Stream()
                 side.wait_stream(torch.cuda.current_stream())

@@ -254,22 +254,27 @@ def jax_time(f, args: tuple, nbytes: int, *, gpu: bool, l2_bytes: int, repeats: 
 
     sets = (args,) + tuple(fresh(args) for _ in range(n_copies - 1))
 
-    def chain(sets):
-        outs, prev = [], None
-        for i in range(k):
-            a = sets[i % n_copies]
-            if prev is not None:  # call i waits for call i-1: no fusing, no reordering
-                prev, a = jax.lax.optimization_barrier((prev, a))
-            prev = f(*a)
-            outs.append(prev)
-        return tuple(outs)
-
-    jchain = jax.jit(chain)
+    jchain = jax.jit(lambda sets: call_chain(f, sets, k))
     us = profiled_gpu_us(lambda: jax.block_until_ready(jchain(sets)), k, repeats)
     del sets
     if us is None:
         return out, call_us, call_us, "back-to-back jitted calls, wall clock (the profiler saw no GPU work)"
     return out, us, call_us, f"profiler: jitted chain of {k} calls over {n_copies} input copies"
+
+
+def call_chain(f, sets, k: int) -> tuple:
+    """The outputs of k calls f(*sets[i % len(sets)]), call i made to wait for call i-1 by
+    `lax.optimization_barrier` (XLA can neither merge nor reorder them): the chain jax_time jits."""
+    import jax
+
+    outs, prev = [], None
+    for i in range(k):
+        a = sets[i % len(sets)]
+        if prev is not None:  # call i waits for call i-1: no fusing, no reordering
+            prev, a = jax.lax.optimization_barrier((prev, a))
+        prev = f(*a)
+        outs.append(prev)
+    return tuple(outs)
 
 
 def host_rounds(entries: dict, calls: int, rounds: int) -> dict:
