@@ -975,7 +975,7 @@ def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: in
         return None
     elif peeled or not (log and programs >= COOP_FWD16_LOG_WIDE_MIN_PER_SM * num_sms):
         take = dict(warps=COOP_FWD16_WARPS)  # peeled rows from 32 an SM; unpeeled ones past the few at every grid
-        min_per_sm = COOP_TAG_FWD_MIN_PER_SM if peeled else COOP_TAG_FWD16_LOG_MIN_PER_SM if log else 0
+        min_per_sm = COOP_TAG_FWD_MIN_PER_SM if peeled else 0
     else:
         take, min_per_sm = dict(wide=True), COOP_TAG_FWD_MIN_PER_SM
     n_chunks = _coop_chunks(N, itemsize, take.get("wide", False), take.get("narrow", False))[1]

@@ -355,8 +355,8 @@ def test_coop_tag_rule():
             assert plan(13, 65536, dtype, True)["TAG"] and not plan(12, 65536, dtype, True)["TAG"]  # 104, 96
             assert plan(4, 256000, dtype, True)["TAG"] and not plan(1, 50257, dtype, True)["TAG"]
         else:  # the softmax of unpeeled rows: 4 warps' packed chunks from 528 programs (4 an SM), 8 warps' below
-            assert [(plan(M, 65536, dtype, True)["TAG"], plan(M, 65536, dtype, True)["num_warps"],
-                     plan(M, 65536, dtype, True)["PACK"]) for M in (66, 65)] == [(True, 4, True), (True, 8, False)]
+            assert [(kw["TAG"], kw["num_warps"], kw["PACK"]) for kw in (plan(M, 65536, dtype, True) for M in (66, 65))
+                    ] == [(True, 4, True), (True, 8, False)]
             assert not plan(603, 50257, dtype, True)["TAG"]  # peeled: from 4224 programs (above)
         # 32 chunks of 8192 at 262144 (TAG; 16-bit at 4 warps), 64 at 524288 and 128 at 1048576
         # (counters, with keyed partials; 16-bit: COOP_SPLIT_SUM_MAX_CHUNKS's chunks, wide ones).
