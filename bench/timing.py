@@ -127,7 +127,7 @@ def torch_time(fn, args: tuple, nbytes: int, *, cuda: bool, graphable: bool, l2_
             return _graph_time(fn, args, nbytes, l2_bytes)
         except Exception as e:  # noqa: BLE001  (not capturable: fall back to plain calls)
             torch.cuda.synchronize()
-            why = f"graph failed: {type(e).__name__}"
+            why = f"graph failed: {type(e).__name__}: {(str(e).splitlines() or [''])[0][:80]}"
     else:
         why = "not capturable"
     sets, n_copies, calls = _torch_sets(args, nbytes, l2_bytes)
@@ -177,7 +177,11 @@ def _graph_time(fn, args, nbytes, l2_bytes):
     outs = []
     # Captured on the stream it warmed up on: state kept per stream (multisoftmax's coop
     # counters, zeroed once per stream) then exists already, as a user's warm-up would make it.
-    with torch.cuda.graph(graph, stream=side):
+    # thread_local: the default ("global") lets any thread's unsafe CUDA call end the capture,
+    # and JAX's runtime threads make such calls. At fac7aa0 a capture (torch's bf16 65536 x 2048
+    # backward) failed, XLA's stream was then in an error state and the run died, most likely so
+    # (results/h100/run_softmax_fac7aa0_crash.log); with thread_local the rerun went through.
+    with torch.cuda.graph(graph, stream=side, capture_error_mode="thread_local"):
         for i in range(calls):
             outs.append(fn(*sets[i % n_copies]))
 
