@@ -86,6 +86,17 @@ def python_calls(f, x) -> int:
     return n[0]
 
 
+def print_rounds(rounds: dict) -> None:
+    """One line an entry of timing.host_rounds' {name: [us a call, a round]}: its best and median
+    round, and the median over rounds of its ratio to jax.nn.softmax's figure in the same round."""
+    base = rounds["jax.nn.softmax"]
+    for name, us in rounds.items():
+        ratios = [a / b for a, b in zip(us, base)]
+        print(f"  {name:20s} best {min(us):6.1f} us  median {statistics.median(us):6.1f}  "
+              f"per-round ratio to jax.nn.softmax: median {statistics.median(ratios):.3f}  "
+              + " ".join(f"{u:.1f}" for u in us), flush=True)
+
+
 def fastpath(args):
     import torch
 
@@ -106,14 +117,8 @@ def fastpath(args):
                                                           for line in entry.splitlines()[1:]), flush=True)
     for kind, x in inputs.items():
         entries = {name: (functools.partial(f, x), jax.block_until_ready) for name, f in fns.items()}
-        rounds = timing.host_rounds(entries, args.calls, args.rounds)
-        base = rounds["jax.nn.softmax"]
         print(f"{M}x{N} float32 on a {kind} array:")
-        for name, us in rounds.items():
-            ratios = [a / b for a, b in zip(us, base)]
-            print(f"  {name:20s} best {min(us):6.1f} us  median {statistics.median(us):6.1f}  "
-                  f"per-round ratio to jax.nn.softmax: median {statistics.median(ratios):.3f}  "
-                  + " ".join(f"{u:.1f}" for u in us), flush=True)
+        print_rounds(timing.host_rounds(entries, args.calls, args.rounds))
 
 
 def main():
@@ -144,13 +149,8 @@ def main():
             print(f"# {M}x{N} {dtype} {name}: payloads {SIZES[n0:]} bytes")
             entries[name] = (functools.partial(f, x), jax.block_until_ready)
         rounds = timing.host_rounds(entries, args.calls, args.rounds)
-        base = rounds["jax.nn.softmax"]
         print(f"{M}x{N} {dtype}: plan " + " + ".join(f"{l.kernel}{list(l.grid)}" for l in plan) + f" (SMs {sms})")
-        for name, us in rounds.items():
-            ratios = [a / b for a, b in zip(us, base)]
-            print(f"  {name:20s} best {min(us):6.1f} us  median {statistics.median(us):6.1f}  "
-                  f"per-round ratio to jax.nn.softmax: median {statistics.median(ratios):.3f}  "
-                  + " ".join(f"{u:.1f}" for u in us))
+        print_rounds(rounds)
 
 
 if __name__ == "__main__":
