@@ -830,10 +830,10 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
         return (Launch("softmax_bwd_rows", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm),
                        (("dx", (M, N), "io"),), grid, tuple(meta.items())),)
     if fam == "coop":
-        # See COOP_PACK_MIN_CHUNKS (and _PEELED_), COOP_UNPACKED_PER_SM, COOP_DEFER_Y (which packs whole words
-        # whatever the chunks, and unpacks unpeeled bfloat16 ones by bit operations: BITS),
-        # COOP_RELOAD, COOP_LATE_LEAVE (not with TAG), COOP_NARROW_MIN_SMS_PER_PROGRAM,
-        # COOP_TAG_MAX_CHUNKS and COOP_CAP32_REGS (float32 rows deferred under a register cap).
+        # See COOP_PACK_MIN_CHUNKS (and _PEELED_; RELOAD there), COOP_UNPACKED_PER_SM, COOP_DEFER_Y
+        # (which packs whole words whatever the chunks, and unpacks unpeeled bfloat16 ones by bit
+        # operations: BITS, in bench/DISPATCH.md's COOP_CAP32_REGS), COOP_LATE_LEAVE (not with TAG),
+        # COOP_NARROW_MIN_SMS_PER_PROGRAM, COOP_TAG_MAX_CHUNKS and COOP_CAP32_REGS.
         words = _whole_words(itemsize, peeled, acc["ALIGN"])
         cap = register_cap and _coop_cap32(n_chunks, itemsize, log, peeled, tag, programs, num_sms)
         acc["DEFER_Y"] = _coop_defer_y(programs, itemsize, log, num_sms) or cap
