@@ -62,6 +62,12 @@ ROWS_SHORT_FWD_WARPS = 2
 # Measured: bench/DISPATCH.md, ROWS_BWD_1KB_N.
 ROWS_BWD_1KB_N = {2: (128, 256, 512), 4: (128, 256)}
 ROWS_FWD_ONE_ROW_N = {2: (1024,)}
+# ...and the float32 softmax (not log_softmax) forward of full rows of ROWS_FWD32_HALF_N values holds
+# half the rows a program (4 at 2 warps: 8 values a thread, not 16). H100 65536 x 128, the
+# benchmark's clock: 24.49-24.56 -> 24.16-24.18 us (torch.compile 24.18-24.22). The log_softmax (16
+# rows at 4 warps) ran no faster so, 16-bit rows at most 0.3% faster: not taken. Measured:
+# bench/results/h100/probe_rows_fwd32_128.log.
+ROWS_FWD32_HALF_N = (128,)
 # EVEN_M (M a multiple of BLOCK_M: no row mask), else ALIGN_M (16 where M is a multiple of 16), make
 # the rows kernels compile alike under torch's launcher (which tells the compiler M is a multiple of
 # 16) and jax_triton's; only where BLOCK_M > 1, and no EVEN_M for the float32 forward of 32 rows a
@@ -320,7 +326,8 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool =
     value (16-bit forward rows that fill few of their lanes hold more rows, SPARSE_ROWS_FILL, and
     so does the 16-bit log_softmax backward in ROWS_LOG_BWD16_DOUBLE_LANES lanes; the forward of
     short full rows runs on fewer warps, ROWS_SHORT_FWD_LANES, and some full rows in smaller
-    programs, ROWS_BWD_1KB_N, where `aligned`: rows that start 16-byte aligned)."""
+    programs, ROWS_BWD_1KB_N and ROWS_FWD32_HALF_N, where `aligned`: rows that start 16-byte
+    aligned)."""
     BLOCK_N, TAIL_N = row_segments(N) if not vec else (triton.next_power_of_2(max(1, N // vec * vec)), 2 * vec)
     # The edges of PEEL rows are not counted: 16 more lanes must not double the warps or
     # halve the rows a program (bf16 N = 781 measured 1494 vs 2616 GB/s when they did).
@@ -338,6 +345,8 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool =
     if full and N in (ROWS_FWD_ONE_ROW_N if forward else ROWS_BWD_1KB_N).get(itemsize, ()):
         # smaller programs (ROWS_BWD_1KB_N): 1 KB of each tensor, or one row
         BLOCK_M = min(1 if forward else 1024 // (N * itemsize), triton.next_power_of_2(M))
+    if forward and full and not log and itemsize == 4 and N in ROWS_FWD32_HALF_N:
+        BLOCK_M = max(1, BLOCK_M // 2)  # 8 values a thread (ROWS_FWD32_HALF_N)
     sparse = N < SPARSE_ROWS_FILL * lanes and SPARSE_ROWS_LANES[0] <= lanes <= SPARSE_ROWS_LANES[1]
     if itemsize == 2 and not vec and (sparse if forward else log and lanes == ROWS_LOG_BWD16_DOUBLE_LANES):
         BLOCK_M = min(2 * BLOCK_M, triton.next_power_of_2(M))

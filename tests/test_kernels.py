@@ -1257,7 +1257,8 @@ def test_even_m_rule():
     assert [k for k, kw in fwd.items() if not kw["EVEN_M"]] == [
         (64, "float32", False), (64, "float32", True), (128, "float32", True)]
     # (N = 128 and 256 at 2 warps but float32's log_softmax at 128: ROWS_SHORT_FWD_LANES)
-    assert [kw["BLOCK_M"] for kw in fwd.values()] == [32] * 4 + [8, 16, 8, 8] + [4] * 4
+    # (float32's softmax at 128: 4 rows a program, ROWS_FWD32_HALF_N)
+    assert [kw["BLOCK_M"] for kw in fwd.values()] == [32] * 4 + [4, 16, 8, 8] + [4] * 4
     assert all(kw["ALIGN_M"] == 16 for kw in fwd.values())
     assert dispatch.plan_backward(65536, 128, 128, 128, 128, "float32", True, 132)[0].kwargs["EVEN_M"]
     # ALIGN_M: 16 where M is a multiple of 16 and a program has more than one row.
@@ -1278,7 +1279,8 @@ def _rows_kw(N, dtype="bfloat16", log=False, direction="fwd", M=65536):
 
 def test_rows_short_forward_rule():
     """The forward of rows that fill 128 or 256 lanes runs programs of 2 warps (half the rows, 16
-    values a thread: dispatch.ROWS_SHORT_FWD_LANES), but float32's log_softmax at 128; the
+    values a thread: dispatch.ROWS_SHORT_FWD_LANES), but float32's log_softmax at 128; float32's
+    softmax at 128 holds half those rows again (8 values a thread: dispatch.ROWS_FWD32_HALF_N); the
     backward, other lengths and unfilled lanes keep 4 warps."""
     def tiling(*args, **kwargs):
         kw = _rows_kw(*args, **kwargs)
@@ -1287,11 +1289,15 @@ def test_rows_short_forward_rule():
     for dtype in ("float32", "bfloat16", "float16"):
         for log in (False, True):
             assert tiling(256, dtype, log) == (4, 2)
-            assert tiling(128, dtype, log) == ((16, 4) if dtype == "float32" and log else (8, 2))
+            assert tiling(128, dtype, log) == (((16, 4) if log else (4, 2)) if dtype == "float32" else (8, 2))
             assert tiling(256, dtype, log, "bwd")[1] == 4 and tiling(128, dtype, log, "bwd")[1] == 4  # (ROWS_BWD_1KB_N)
             assert tiling(512, dtype, log) == (4, 4) and tiling(64, dtype, log)[1] == 4
             assert tiling(200, dtype, log)[1] == 4  # lanes it does not fill
     assert tiling(128, M=3) == (4, 2)  # BLOCK_M: at most M, a power of two
+    assert tiling(128, "float32", M=3) == (2, 2) and tiling(128, "float32", M=1) == (1, 2)
+    # Not for peeled or unaligned float32 rows of 128 (ROWS_FWD32_HALF_N: full rows only)
+    kw = dispatch.plan_forward(64, 128, 129, 129, "float32", False, 132)[0].kwargs
+    assert kw["PEEL"] and kw["BLOCK_M"] == 16
     # Peeled rows (float32 256 in rows of 257: not 16-byte aligned) keep 4 warps, and so do rows
     # that start unaligned unpeeled (bfloat16 256 in rows of 257) and float64's (none measured).
     kw = dispatch.plan_forward(64, 256, 257, 257, "float32", False, 132)[0].kwargs
