@@ -652,7 +652,6 @@ def rows16(sms, Ns=ROWS16_N, dtypes=("bfloat16", "float16"), directions=("fwd",)
     """dispatch's rows plans (~256 MB, softmax and log_softmax) against other tilings: wN = N
     warps, bmB = B rows a program, tail = a 1024-lane block and a 128-lane tail (N = 1152), by
     the benchmark's clock, twice each. `only_double`: against twice the rows a program alone."""
-    from multisoftmax import dispatch
     for dtype in dtypes:
         for N in Ns:
             itemsize = getattr(torch, dtype).itemsize
@@ -671,8 +670,7 @@ def rows16(sms, Ns=ROWS16_N, dtypes=("bfloat16", "float16"), directions=("fwd",)
                     for name, (B, W) in shapes.items():
                         if W < 2:
                             continue
-                        variants.append((name, tune.with_meta(plan, grid=(triton.cdiv(M, B),), BLOCK_M=B, num_warps=W,
-                                                              **dispatch._rows_m(M, B, itemsize, log, direction == "fwd"))))
+                        variants.append((name, tune.with_rows_tiling(plan, M, B, W, itemsize, log, direction == "fwd")))
                     if N == 1152 and not only_double:
                         variants.append(("tail", tune.with_meta(plan, BLOCK_N=1024, TAIL_N=128)))
                     print(f"{dtype} {M}x{N} {'log' if log else 'sm'} {direction} | dispatch: block_m={bm},"
@@ -941,7 +939,6 @@ def rows_few(sms, shapes=ROWS_FEW_SHAPES, directions=("bwd",)):
     """The rows plans (65536 rows; softmax and log_softmax) against programs of fewer rows and
     warps, down to one row a program at 4 warps as Liger-Kernel's softmax backward runs
     (bmBwW: B rows a program, W warps), by the benchmark's clock, twice each."""
-    from multisoftmax import dispatch
     for dtype, N in shapes:
         M = 65536
         itemsize = getattr(torch, dtype).itemsize
@@ -955,8 +952,7 @@ def rows_few(sms, shapes=ROWS_FEW_SHAPES, directions=("bwd",)):
                     if B < 1 or W < 1 or (B, W) == (kw["BLOCK_M"], kw["num_warps"]) or any(
                             n == f"bm{B}w{W}" for n, _ in variants):
                         continue
-                    variants.append((f"bm{B}w{W}", tune.with_meta(plan, grid=(triton.cdiv(M, B),), BLOCK_M=B, num_warps=W,
-                                                                  **dispatch._rows_m(M, B, itemsize, log, direction == "fwd"))))
+                    variants.append((f"bm{B}w{W}", tune.with_rows_tiling(plan, M, B, W, itemsize, log, direction == "fwd")))
                 print(f"{dtype} {M}x{N} {'log' if log else 'sm'} {direction} | dispatch: block_m={kw['BLOCK_M']},"
                       f"warps={kw['num_warps']} | " + _compare(M, N, dtype, direction, log, variants, sms), flush=True)
 

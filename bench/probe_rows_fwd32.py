@@ -42,8 +42,7 @@ def main():
         op = torch.log_softmax if log else torch.softmax
         fns = {f"dispatch bm{kw['BLOCK_M']}w{kw['num_warps']}": plan}
         for bm, w in TILINGS:
-            fns[f"bm{bm}w{w}"] = tune.with_meta(plan, grid=(M // bm,), BLOCK_M=bm, num_warps=w,
-                                                **dispatch._rows_m(M, bm, tdt.itemsize, log, True))
+            fns[f"bm{bm}w{w}"] = tune.with_rows_tiling(plan, M, bm, w, tdt.itemsize, log, True)
         fns = {k: (lambda p: lambda a: tune.run_plan(p, {"x": a}, torch.empty_like(a)))(p) for k, p in fns.items()}
         fns["torch.compile"] = torch.compile(lambda a: op(a, -1), fullgraph=True, dynamic=False)
         ref = op(x.double(), -1)

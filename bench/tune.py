@@ -50,6 +50,13 @@ def with_meta(plan, grid=None, **meta):
     return (dataclasses.replace(l, meta=tuple(kw.items()), grid=grid or l.grid),)
 
 
+def with_rows_tiling(plan, M, BLOCK_M, num_warps, itemsize, log, forward):
+    """A copy of a rows-family plan for M rows re-tiled to BLOCK_M rows a program at num_warps
+    warps, with the EVEN_M / ALIGN_M that dispatch gives such a tiling (`dispatch._rows_m`)."""
+    return with_meta(plan, grid=(triton.cdiv(M, BLOCK_M),), BLOCK_M=BLOCK_M, num_warps=num_warps,
+                     **dispatch._rows_m(M, BLOCK_M, itemsize, log, forward))
+
+
 def variants(M, N, dtype, direction, sms):
     """(label, plan) pairs: the current choice first, then alternatives."""
     fwd = direction == "fwd"
