@@ -20,6 +20,7 @@ batch axis just becomes more rows. vmap, grad, jit, value_and_grad and their nes
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import os
 
@@ -177,30 +178,76 @@ def _capped_kernel(name: str, maxnreg: int):
     return fn
 
 
+# Kept scratch. The cooperative kernels read and write their scratch (counters, TAG's words)
+# through its "init" argument and leave it as the next launch needs it (kernels/softmax.py's
+# docstring), so that a launcher can keep one buffer from call to call, as the torch launcher
+# does per stream. A JAX call is functional, but a constant of a jitted program is such a buffer:
+# XLA loads each constant once with the compiled program (per device) and hands that same buffer
+# to every execution, and a kernel's writes through it stay (bench/probe_kept_scratch.py,
+# bench/results/h100/probe_kept_scratch.log; tests/test_gpu.py checks it on each jaxlib). So on a
+# GPU the adapter passes, as each cooperative call's "init", a constant `_kept_scratch` makes:
+# no zeros kernel before each call, and dispatch plans as for torch (counters_per_call=False,
+# no SPLIT_FRESH plans). An XLA that copied constants anew for each execution would still give
+# right results (the constant holds what the kernels leave: zeros); what the scheme needs is
+# that two calls holding the same constant never run at once, which holds while XLA runs a
+# program's custom calls one after another on one stream, as it does. MULTISOFTMAX_JAX_KEPT_SCRATCH=0
+# goes back to zeros that XLA makes for each call, aliased to the scratch output (the adapter
+# before): cheaper than jax-triton's memset (zeroed_outputs), one kernel for the zeros of
+# several calls where XLA can (dispatch.py, "A launcher that zeroes").
+_KEPT_TAGS = itertools.count(1)
+_KEPT_MAGIC = {"zeros": 0x6D736D30, "sync": 0x6D736D31}  # "msm0", "msm1": no constant of the user's
+
+
+def _kept_scratch_on() -> bool:
+    """Whether cooperative calls get kept scratch (above): compiled on a GPU, unless
+    MULTISOFTMAX_JAX_KEPT_SCRATCH=0."""
+    return (jax.default_backend() == "gpu" and not kernels.INTERPRETED
+            and os.environ.get("MULTISOFTMAX_JAX_KEPT_SCRATCH", "1") != "0")
+
+
+def _kept_scratch(shape: tuple, kind: str) -> np.ndarray:
+    """The constant a cooperative call's kernel keeps its scratch of `shape` (int32 words) and
+    `kind` ("zeros": counters that rest at 0; "sync": TAG's words) in: zeros, as the kernels
+    leave it, and two more words they never touch, the kind's magic and a number new to each
+    call made, so that XLA neither merges the constant with another (a constant of the user's,
+    or another call's, whose kernel might leave other words) nor makes it a broadcast anew for
+    each execution, which it does with a constant of one value."""
+    words = np.zeros(math.prod(shape) + 2, np.int32)
+    words[-2], words[-1] = _KEPT_MAGIC[kind], next(_KEPT_TAGS)
+    return words
+
+
 def _gpu_execute(launches, buffers: dict, io_dtype):
     jt = _jax_triton()
     acc_dtype = jnp.float64 if io_dtype == jnp.float64 else jnp.float32
+    kept = _kept_scratch_on()
 
     dtypes = {"io": io_dtype, "acc": acc_dtype, "zeros": jnp.int32, "sync": jnp.int32}
 
     def call(l, inputs, bufs):
         assert not any(name in bufs for name, _, _ in l.outputs), "GPU plans make every buffer once"
         # The cooperative kernels' scratch (dispatch.coop_outputs): its "init" argument, just before
-        # the outputs, gets zeros that XLA makes, aliased to the scratch output, which so starts at
-        # zero; cheaper than jax-triton's memset (zeroed_outputs), and XLA makes the zeros of several
-        # calls in one kernel where it can (figures: dispatch.py, "A launcher that zeroes").
+        # the outputs, is the buffer the kernels use: kept scratch (above), or zeros that XLA makes
+        # for the call, aliased to the scratch output.
         inits = [(name, shape) for name, shape, kind in l.outputs if kind == "init"]
         outs = l.outputs[len(inits):]
         assert all(kind != "init" for _, _, kind in outs), "a launch's init arguments come before its outputs"
         names = [name for name, _, _ in outs]
+        kinds = {name: kind for name, _, kind in outs}
+        if kept:  # the scratch outputs the inits stand for are not touched: one word each
+            outs = [(name, (1,) if name in dict(inits) else shape, kind) for name, shape, kind in outs]
+            init_args = [_kept_scratch(shape, kinds[name]) for name, shape in inits]
+            aliases = {}
+        else:
+            init_args = [jnp.zeros(shape, jnp.int32) for _, shape in inits]
+            aliases = {len(inputs) + i: names.index(name) for i, (name, _) in enumerate(inits)}
         out_shape = [jax.ShapeDtypeStruct(shape, dtypes[kind]) for _, shape, kind in outs]
-        aliases = {len(inputs) + i: names.index(name) for i, (name, _) in enumerate(inits)}
         zeroed = tuple(i for i, (name, _, kind) in enumerate(outs)
-                       if kind in ("zeros", "sync") and i not in aliases.values())
+                       if kind in ("zeros", "sync") and i not in aliases.values() and name not in dict(inits))
         meta = dict(l.kwargs)
         maxnreg = meta.pop("maxnreg", None)
         kernel = _capped_kernel(l.kernel, maxnreg) if maxnreg else kernels.get(l.kernel)
-        written = jt.triton_call(*inputs, *l.scalars, *(jnp.zeros(shape, jnp.int32) for _, shape in inits),
+        written = jt.triton_call(*inputs, *l.scalars, *init_args,
                                  kernel=kernel, out_shape=out_shape, grid=l.grid, input_output_aliases=aliases,
                                  zeroed_outputs=zeroed, **meta)
         return [written[names.index(name)] for name, _ in inits] + list(written)
@@ -261,7 +308,7 @@ def _fwd_call(log: bool):
     def call(x):
         M, N = x.shape
         plan = dispatch.plan_forward(M, N, N, N, _DTYPE_NAMES[x.dtype], log, _num_sms(),
-                                     counters_per_call=True, register_cap=_register_caps_work())
+                                     counters_per_call=not _kept_scratch_on(), register_cap=_register_caps_work())
         return _execute(plan, {"x": x}, x.dtype)
 
     @call.def_vmap
@@ -278,7 +325,7 @@ def _bwd_call(log: bool):
     def call(y, dy):
         M, N = y.shape
         plan = dispatch.plan_backward(M, N, N, N, N, _DTYPE_NAMES[y.dtype], log, _num_sms(),
-                                      counters_per_call=True, register_cap=_register_caps_work())
+                                      counters_per_call=not _kept_scratch_on(), register_cap=_register_caps_work())
         return _execute(plan, {"y": y, "dy": dy}, y.dtype)
 
     @call.def_vmap

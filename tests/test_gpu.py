@@ -5,6 +5,8 @@ Skipped cleanly without a CUDA device; run on the GPU machine with the rest of t
 
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 import multisoftmax.torch as mt
 import reference64 as ref
@@ -639,16 +641,54 @@ def test_jax_where_at_real_sizes():
                              scale_atol=ref.backward_scale(y64, dy64, -1, log))
 
 
+def test_xla_keeps_constants():
+    """What the JAX adapter's kept scratch stands on (multisoftmax.jax, "Kept scratch"): a constant
+    of a jitted program (not of one value: XLA makes such a one a broadcast anew each execution)
+    that a Triton kernel adds to through its pointer is one buffer for every execution of the
+    program and keeps what the kernel left; the calls of one program that hold it see each other's
+    adds one after another, in a loop too. Should a jaxlib copy its constants anew each execution
+    instead, the adapter's results stay right but it pays as the fresh scratch does: this fails
+    then so that multisoftmax.jax's note and the plans (counters_per_call) are looked at again."""
+    import jax
+    import jax.numpy as jnp
+    import multisoftmax.jax as mj
+
+    jt = mj._jax_triton()
+
+    def add_one(x, words):
+        return jt.triton_call(x, words, kernel=_add_one_to_word_0, grid=(1,),
+                              out_shape=jax.ShapeDtypeStruct((1,), jnp.int32))
+
+    words = mj._kept_scratch((64,), "zeros")
+    x = jnp.zeros((1,), jnp.int32)
+    lone = jax.jit(lambda a: add_one(a, words))
+    assert [int(lone(x)[0]) for _ in range(3)] == [0, 1, 2]
+    two = jax.jit(lambda a: jnp.concatenate([add_one(a, words), add_one(a + 1, words)]))
+    assert sorted(sum((two(x).tolist() for _ in range(2)), [])) == [0, 1, 2, 3]
+    looped = jax.jit(lambda a: jax.lax.scan(lambda c, _: (c, add_one(a, words)), 0, None, length=3)[1].reshape(-1))
+    assert sum((looped(x).tolist() for _ in range(2)), []) == [0, 1, 2, 3, 4, 5]
+    assert int(words[:-2].max()) == 0, "the host's array is not written"
+
+
+@triton.jit
+def _add_one_to_word_0(x_ptr, words_ptr, old_ptr):
+    """(test_xla_keeps_constants) old = words[0]; words[0] += 1."""
+    tl.store(old_ptr, tl.atomic_add(words_ptr, 1) + tl.load(x_ptr) * 0)
+
+
+@pytest.mark.parametrize("scratch", ["kept", "fresh"])
 @pytest.mark.parametrize("M,N,dtype", [(16, 262144, "float32"), (32, 128256, "bfloat16"), (4, 1048576, "float32")],
                          ids=["TAG", "TAG bf16", "counters"])
-def test_jax_cooperative_scratch_from_xla(M, N, dtype):
-    """The JAX adapter's cooperative calls take their scratch from zeros that XLA makes, aliased to the
-    kernel's scratch output (dispatch.coop_outputs): values and gradients right where XLA schedules
-    those zeros otherwise than before one lone call: a lax.scan whose every step makes a forward and a
-    backward (zeros inside a loop), jax.checkpoint (the forward made again for the backward), several
-    calls in one jit (XLA may make their zeros in one kernel) and vmap (a batch of rows is more
-    rows). Against float64. (The counters' backward, float32 4 x 1048576's, is the pipelined
-    kernel's: dispatch.PIPE_*.)"""
+def test_jax_cooperative_scratch(monkeypatch, M, N, dtype, scratch):
+    """The JAX adapter's cooperative calls keep their scratch in a constant of the jitted program
+    ("kept": multisoftmax.jax's "Kept scratch"), or take it from zeros that XLA makes for each call,
+    aliased to the kernel's scratch output ("fresh": MULTISOFTMAX_JAX_KEPT_SCRATCH=0): values and
+    gradients right, each call made twice or more on one compiled program (kept: the state the
+    calls before left), where XLA places the calls otherwise than as one lone call: a lax.scan whose
+    every step makes a forward and a backward, jax.checkpoint (the forward made again for the
+    backward), several calls in one jit (fresh: XLA may make their zeros in one kernel) and vmap (a
+    batch of rows is more rows). Against float64. (The counters' backward, float32 4 x 1048576's,
+    is the pipelined kernel's: dispatch.PIPE_*.)"""
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -656,6 +696,10 @@ def test_jax_cooperative_scratch_from_xla(M, N, dtype):
     import multisoftmax.jax as mj
     from multisoftmax import dispatch
 
+    if scratch == "fresh":
+        monkeypatch.setenv("MULTISOFTMAX_JAX_KEPT_SCRATCH", "0")
+    jax.clear_caches()
+    assert mj._kept_scratch_on() == (scratch == "kept")
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for plan in (dispatch.plan_forward(M, N, N, N, dtype, True, sms, counters_per_call=True),
                  dispatch.plan_backward(M, N, N, N, N, dtype, True, sms, counters_per_call=True)):
@@ -677,14 +721,19 @@ def test_jax_cooperative_scratch_from_xla(M, N, dtype):
 
     plain = lambda a: mj.log_softmax(a, axis=-1)  # noqa: E731
     for name, f in (("scan", plain), ("scan of jax.checkpoint", jax.checkpoint(plain))):
-        total, grads = jax.jit(lambda xs, f=f: jax.lax.scan(body(f), jnp.float32(0), xs))(x)
-        assert abs(float(total) - want_total) <= (1e-5 if dtype == "float32" else 1e-2) * scale, name
-        ref.assert_close(np.asarray(grads, np.float64), want_grads, dtype, name, scale_atol=True)
+        scanned = jax.jit(lambda xs, f=f: jax.lax.scan(body(f), jnp.float32(0), xs))
+        for run in range(2):
+            total, grads = scanned(x)
+            assert abs(float(total) - want_total) <= (1e-5 if dtype == "float32" else 1e-2) * scale, (name, run)
+            ref.assert_close(np.asarray(grads, np.float64), want_grads, dtype, f"{name}, {run}", scale_atol=True)
 
     many = jax.jit(lambda xs: [mj.softmax(xs[i], axis=-1) for i in range(3)] + [mj.log_softmax(xs[0], axis=-1)])
-    got = many(x)
-    for i in range(3):
-        ref.assert_close(np.asarray(got[i], np.float64), ref.softmax(x64[i], -1), dtype, f"call {i} of a jit")
-    ref.assert_close(np.asarray(got[3], np.float64), y64[0], dtype, "log_softmax call of a jit")
-    batched = jax.jit(jax.vmap(lambda a: mj.softmax(a, axis=-1)))(x)
-    ref.assert_close(np.asarray(batched, np.float64), ref.softmax(x64, -1), dtype, "vmap")
+    batched = jax.jit(jax.vmap(lambda a: mj.softmax(a, axis=-1)))
+    for run in range(3):
+        got = many(x)
+        for i in range(3):
+            ref.assert_close(np.asarray(got[i], np.float64), ref.softmax(x64[i], -1), dtype,
+                             f"call {i} of a jit, {run}")
+        ref.assert_close(np.asarray(got[3], np.float64), y64[0], dtype, f"log_softmax call of a jit, {run}")
+        ref.assert_close(np.asarray(batched(x), np.float64), ref.softmax(x64, -1), dtype, f"vmap, {run}")
+    jax.clear_caches()

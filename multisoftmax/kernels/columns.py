@@ -342,6 +342,7 @@ def softmax_fwd_coop_cols(
     TICKET: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ALIGN_N: tl.constexpr, ACC_FP64: tl.constexpr,
 ):
     """y over chunk `item % n_chunks` of the group `item // n_chunks` (see above)."""
+    count_ptr = count_init_ptr  # the scratch is read and written through its input (module docstring)
     N, n_chunks = _aligned(N, ALIGN_N), _aligned(n_chunks, ALIGN_N)
     T, stride_xb, stride_xn = _aligned(T, ALIGN), _aligned(stride_xb, ALIGN), _aligned(stride_xn, ALIGN)
     stride_yb, stride_yn = _aligned(stride_yb, ALIGN), _aligned(stride_yn, ALIGN)
@@ -385,6 +386,7 @@ def softmax_bwd_coop_cols(
 ):
     """dx over chunk `item % n_chunks` of the group `item // n_chunks`: each column's partial sum of
     the backward's term published (part (groups, 1, n_chunks, BLOCK_T)), summed after the wait."""
+    count_ptr = count_init_ptr  # the scratch is read and written through its input (module docstring)
     N, n_chunks = _aligned(N, ALIGN_N), _aligned(n_chunks, ALIGN_N)
     T, stride_yb, stride_yn = _aligned(T, ALIGN), _aligned(stride_yb, ALIGN), _aligned(stride_yn, ALIGN)
     stride_dyb, stride_dyn = _aligned(stride_dyb, ALIGN), _aligned(stride_dyn, ALIGN)

@@ -9,11 +9,14 @@ Argument order follows `jax_triton.triton_call`: input pointers, then runtime sc
 then output pointers, then `tl.constexpr` parameters (passed by keyword). The torch
 launcher calls them in the same order, so one signature serves both frameworks. The
 cooperative kernels (here, in `columns` and in `where`) take one more pointer just before
-their outputs, `count_init_ptr`, which they never read: the initial contents of their
-int32 scratch `count_ptr` (zero), as an input that a launcher can alias to it. The JAX
-adapter passes zeros that XLA makes and aliases them (`input_output_aliases`), which costs
-less than jax-triton's memset of the output (`zeroed_outputs`); the torch launcher passes
-the scratch itself (dispatch.Launch, kind "init").
+their outputs, `count_init_ptr`: their int32 scratch (counters, TAG's words), which they read
+and write through that input, leaving it as the next launch needs it (zero, or TAG's words),
+so that a launcher can hand in a buffer kept from call to call, not an output. The output
+`count_ptr` after it is not touched. The torch launcher passes its kept scratch as both
+(dispatch.Launch, kind "init"). The JAX adapter passes a constant of its jitted program
+(`multisoftmax.jax`, "Kept scratch": XLA loads it once and the kernels leave it fit for the
+next call), or, where XLA does not keep constants so, zeros that XLA makes for each call,
+aliased to the output (`input_output_aliases`).
 
 Four families, each for softmax (LOG=False) and log_softmax (LOG=True):
 
@@ -683,6 +686,7 @@ def softmax_fwd_coop(
     CVT_X2 (PACK): y's words by `_pack_x2`, one conversion instruction a word
     (dispatch.COOP_CVT_X2: where that pays).
     """
+    count_ptr = count_init_ptr  # the scratch is read and written through its input (module docstring)
     tl.static_assert(not PACK or PEEL or ALIGN >= 2, "PACK needs whole words: PEEL, or ALIGN >= 2")
     tl.static_assert(not POLY or (PACK and not LOG), "POLY: the packed softmax only")
     tl.static_assert(not CVT_X2 or PACK, "CVT_X2: packed words only")
@@ -1026,6 +1030,7 @@ def softmax_bwd_coop(
     only dy is held across it (dispatch.COOP_DEFER_Y: where that pays). BITS (PACK): bfloat16
     words are unpacked by bit operations (`_unpack`), which took fewer registers there. TAG as
     in softmax_fwd_coop (count_ptr: 1 + M * n_chunks words)."""
+    count_ptr = count_init_ptr  # the scratch is read and written through its input (module docstring)
     tl.static_assert(not PACK or PEEL or ALIGN >= 2, "PACK needs whole words: PEEL, or ALIGN >= 2")
     tl.static_assert(not DEFER_Y or LOG, "DEFER_Y: log_softmax only (the softmax's row sum needs y)")
     tl.static_assert(not (TAG and ACC_FP64), "TAG: float32 partials only")
@@ -1275,6 +1280,7 @@ def softmax_bwd_pipe(
     through `_aligned`, as N is, 256 chunks took 18 more registers a thread: sm_90, Triton 3.6).
     Interpreted (PHASE 1, then 2) each program takes items program_id, program_id + grid, ... and
     neither waits nor touches count. dispatch.PIPE_PLANS: where it pays and its constants."""
+    count_ptr = count_init_ptr  # the scratch is read and written through its input (module docstring)
     tl.static_assert(not PACK or ALIGN >= 2, "PACK needs whole words: N and the strides even")
     tl.static_assert(not DEFER_Y or LOG, "DEFER_Y: log_softmax only")
     tl.static_assert(y_ptr.dtype.element_ty != tl.float64, "float32 arithmetic: no float64")

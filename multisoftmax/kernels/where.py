@@ -211,6 +211,7 @@ def softmax_fwd_coop_where(
     used). PHASE and TICKET as there (3: one launch on the GPU; 1 then 2: the partials, then the
     rest, under Triton's interpreter). SKIP: x read only by the vectors that hold a kept value
     (the rows kernels' way), else by every vector of the chunk, while the mask is read."""
+    count_ptr = count_init_ptr  # the scratch is read and written through its input (module docstring)
     tl.static_assert(not (TAG and ACC_FP64), "TAG: float32 partials only")
     N, stride_xm, stride_ym = _aligned(N, ALIGN), _aligned(stride_xm, ALIGN), _aligned(stride_ym, ALIGN)
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
@@ -253,6 +254,7 @@ def softmax_bwd_coop_where(
 ):
     """softmax_bwd_rows_where for long rows, cooperative as softmax_fwd_coop_where: part (M, 1,
     n_chunks) holds each chunk's sum over its kept values (of y * dy; log_softmax: of dy)."""
+    count_ptr = count_init_ptr  # the scratch is read and written through its input (module docstring)
     tl.static_assert(not (TAG and ACC_FP64), "TAG: float32 partials only")
     N, stride_ym, stride_dym, stride_dxm = (
         _aligned(N, ALIGN), _aligned(stride_ym, ALIGN), _aligned(stride_dym, ALIGN), _aligned(stride_dxm, ALIGN))
