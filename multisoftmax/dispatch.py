@@ -225,7 +225,9 @@ MIN_CHUNK = 8192
 # idles, and rows are split across programs instead.
 ROWS_PER_SM_FOR_ONLINE = 4
 # A launcher that zeroes the cooperative kernels' counters (or TAG's words) on every call (the JAX
-# adapter: counters_per_call=True) pays that each call, so up to these grids (programs an SM of the
+# adapter in the interpreter or with MULTISOFTMAX_JAX_KEPT_SCRATCH=0; on a GPU it keeps them in a
+# constant since 2026-11-27, multisoftmax.jax's "Kept scratch": counters_per_call=True) pays that each
+# call, so up to these grids (programs an SM of the
 # cooperative plan in COOP_CHUNK_N chunks) it gets the split plan: two kernels with nothing to zero,
 # the second reading x (y and dy) again from L2; backward: the log_softmax, the softmax on counters;
 # not float64. H100 bf16 1 x 128256 forward: 4.55 -> 3.96 us; float32 16 x 128256 softmax lost.
@@ -266,10 +268,10 @@ class Launch:
              the tensor's own dtype, "acc" the accumulation dtype (float32, or float64),
              "zeros" int32 set to 0 before the launch, "sync" int32 zeroed once and then
              handed from launch to launch as the kernels leave it (TAG's words; a fresh
-             zeroed one will do), "init" the initial contents of the "zeros" or "sync" output
-             of the same name that follows: a kernel argument not read, which the torch
-             launcher fills with that output itself and the JAX adapter with zeros made by
-             XLA, aliased to it (`coop_outputs`). A name an earlier launch of the plan
+             zeroed one will do), "init" the buffer that the kernel reads and writes as the
+             "zeros" or "sync" output of the same name that follows (which it does not touch):
+             the torch launcher passes that output itself, the JAX adapter a constant it keeps
+             or zeros made by XLA, aliased to it (`coop_outputs`). A name an earlier launch of the plan
              already made is passed on, not made anew (the cooperative kernel's PHASE 2).
     grid:    launch grid.
     meta:    constexpr parameters plus num_warps and num_stages (and maxnreg, Triton's register
@@ -653,10 +655,11 @@ def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, i
 
 
 def coop_outputs(part_shape: tuple, count_shape: tuple, count_kind: str, out: str, out_shape: tuple) -> tuple:
-    """The outputs of a cooperative launch, in its kernel's order: count's initial contents ("init":
-    the kernel's count_init_ptr, not read), part ("acc": the partials), count (int32 scratch, `count_kind`
-    "zeros" or "sync") and `out` ("io"). A launcher that must zero count on every call (the JAX adapter)
-    aliases zeros made by its framework through the "init" argument (see kernels/softmax.py's docstring)."""
+    """The outputs of a cooperative launch, in its kernel's order: the scratch the kernel uses ("init":
+    its count_init_ptr, read and written, left as the next launch needs it), part ("acc": the partials),
+    count (the int32 scratch's output, `count_kind` "zeros" or "sync", not touched) and `out` ("io"). The
+    torch launcher passes its kept scratch as both; the JAX adapter a constant it keeps, or zeros its
+    framework makes for each call, aliased to count (see kernels/softmax.py's docstring)."""
     return (("count", count_shape, "init"), ("part", part_shape, "acc"), ("count", count_shape, count_kind),
             (out, out_shape, "io"))
 
@@ -709,7 +712,8 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
     `force` picks a family ("rows", "coop", "online", "split") and `force_peel` the PEEL
     choice of the rows and coop families regardless of the heuristics: for tests and the
     benchmark. `counters_per_call`: the launcher zeroes "zeros" and "sync" outputs on every
-    call (the JAX adapter), not once (torch): see SPLIT_FRESH_FWD_MAX_PER_SM. `register_cap`: the
+    call (the JAX adapter without its kept scratch), not once (torch; the JAX adapter's kept
+    scratch): see SPLIT_FRESH_FWD_MAX_PER_SM. `register_cap`: the
     launcher can pass Triton's maxnreg option (COOP_X2_CAP_REGS; see plan_backward). M and N must be
     >= 1.
     """

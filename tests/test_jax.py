@@ -487,10 +487,11 @@ def test_backward_matches_reference(dtype):
 
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
 def test_few_long_rows_split_and_cooperative(dtype):
-    """Few long rows: the JAX adapter (counters zeroed on every call) runs the split plan where
-    the cooperative grid is small (dispatch.SPLIT_FRESH_FWD_MAX_PER_SM; in the backward the
-    log_softmax's, and the softmax's on counters, SPLIT_FRESH_BWD_MAX_PER_SM), the cooperative
-    kernels beyond; both match float64."""
+    """Few long rows: a launcher that zeroes counters on every call (the JAX adapter in the
+    interpreter, or with MULTISOFTMAX_JAX_KEPT_SCRATCH=0) gets the split plan where the cooperative
+    grid is small (dispatch.SPLIT_FRESH_FWD_MAX_PER_SM; in the backward the log_softmax's, and the
+    softmax's on counters, SPLIT_FRESH_BWD_MAX_PER_SM), the cooperative kernels beyond; the adapter's
+    results (on a GPU: the cooperative plans, on kept scratch) match float64."""
     from multisoftmax import dispatch
 
     sms, name = mj._num_sms(), jnp.dtype(dtype).name
@@ -529,8 +530,8 @@ def _vjp_matches_twice(ours, log, x, dy, name, what):
 def test_keyed_partials_forward(monkeypatch, dtype):
     """The cooperative forward on keyed partials (SENT: dispatch's wide packed chunks and
     COOP_SENT32_*; the bfloat16 softmax with POLY), forced on a small grid, through the JAX adapter
-    (which zeroes its counters and words on every call): the forward and its vjp match float64,
-    twice over."""
+    (its counters and words kept from call to call on a GPU, zeroed for each call in the
+    interpreter): the forward and its vjp match float64, twice over."""
     from forced_plans import force_sent
     from multisoftmax import dispatch
 
@@ -555,8 +556,9 @@ def test_keyed_partials_forward(monkeypatch, dtype):
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
 def test_pipelined_backward(monkeypatch, dtype):
     """The pipelined backward (softmax_bwd_pipe; dispatch.PIPE_*), forced on a small grid, through the
-    JAX adapter (which zeroes its counters on every call): the forward and its vjp match float64, twice
-    over, where PIPE_PLANS has a plan (the bfloat16 log_softmax keeps the cooperative kernel)."""
+    JAX adapter (its counters kept on a GPU, zeroed for each call in the interpreter): the forward and
+    its vjp match float64, twice over, where PIPE_PLANS has a plan (the bfloat16 log_softmax keeps the
+    cooperative kernel)."""
     from forced_plans import force_pipe
     from multisoftmax import dispatch
 
@@ -840,12 +842,16 @@ def test_middle_axis_columns(monkeypatch, ops, kind):
     jax.clear_caches()
 
 
+@pytest.mark.parametrize("scratch", ["kept", "fresh"])
 @pytest.mark.parametrize("kind", ["TAG", "counters", "columns"])
-def test_gpu_launcher_zeroes_scratch_through_xla(monkeypatch, kind):
+def test_gpu_launcher_scratch(monkeypatch, kind, scratch):
     """The GPU launcher (`_gpu_execute`, here with jax-triton's triton_call recorded rather than run)
-    passes a cooperative launch's "init" argument as zeros that XLA makes, aliased to the scratch
-    output, after the scalars and before the outputs (the kernel's count_init_ptr), and asks
-    jax-triton to zero nothing; the outputs come back in the plan's order."""
+    passes a cooperative launch's "init" argument (the kernel's count_init_ptr, after the scalars and
+    before the outputs) as kept scratch (multisoftmax.jax's "Kept scratch": a numpy constant of zeros
+    and two words past the scratch, the kind's magic and a number new to each call made, not aliased;
+    the scratch output it stands for shrunk to one word) or, fresh, as zeros that XLA makes, aliased
+    to the scratch output; it asks jax-triton to zero nothing; the outputs come back in the plan's
+    order."""
     import dataclasses
     import types
 
@@ -866,13 +872,23 @@ def test_gpu_launcher_zeroes_scratch_through_xla(monkeypatch, kind):
         return [arrays[source[i]] if i in source else jnp.ones(o.shape, o.dtype) for i, o in enumerate(out_shape)]
 
     monkeypatch.setattr(mj, "_jax_triton", lambda: types.SimpleNamespace(triton_call=triton_call))
+    monkeypatch.setattr(mj, "_kept_scratch_on", lambda: scratch == "kept")
     x = randn(*one.outputs[-1][1])
     got = mj._gpu_execute((one,), {"x": x}, jnp.float32)
-    (args, out_shape, aliases, zeroed, meta), = calls
+    mj._gpu_execute((one,), {"x": x}, jnp.float32)
+    (args, out_shape, aliases, zeroed, meta), (args_2, *_) = calls
     assert one.inputs == ("x",) and args[0] is x and args[1:1 + len(one.scalars)] == one.scalars
-    init = args[1 + len(one.scalars):]
-    assert len(init) == 1 and init[0].dtype == jnp.int32 and init[0].shape == one.outputs[0][1]
-    assert not np.asarray(init[0]).any()
-    assert [o.shape for o in out_shape] == [s for _, s, _ in one.outputs[1:]]
-    assert aliases == {1: 1} and zeroed == () and meta["PHASE"] == 3
+    init, init_2 = args[1 + len(one.scalars):], args_2[1 + len(one.scalars):]
+    shapes = [s for _, s, _ in one.outputs[1:]]
+    if scratch == "kept":
+        (words,), (words_2,) = init, init_2
+        assert isinstance(words, np.ndarray) and words.dtype == np.int32
+        assert words.shape == (one.outputs[0][1][0] + 2,) and not words[:-2].any()
+        assert words[-2] == mj._KEPT_MAGIC[one.outputs[2][2]] and words_2[-1] != words[-1]
+        assert [o.shape for o in out_shape] == [shapes[0], (1,), shapes[2]] and aliases == {}
+    else:
+        assert len(init) == 1 and init[0].dtype == jnp.int32 and init[0].shape == one.outputs[0][1]
+        assert not np.asarray(init[0]).any()
+        assert [o.shape for o in out_shape] == shapes and aliases == {1: 1}
+    assert zeroed == () and meta["PHASE"] == 3
     assert got.shape == x.shape and np.asarray(got).tolist() == np.ones(x.shape).tolist()
