@@ -226,9 +226,9 @@ MIN_CHUNK = 8192
 ROWS_PER_SM_FOR_ONLINE = 4
 # A launcher that zeroes the cooperative kernels' counters (or TAG's words) on every call (the JAX
 # adapter in the interpreter or with MULTISOFTMAX_JAX_KEPT_SCRATCH=0; on a GPU it keeps them in a
-# constant since 2026-11-27, multisoftmax.jax's "Kept scratch": counters_per_call=True) pays that each
-# call, so up to these grids (programs an SM of the
-# cooperative plan in COOP_CHUNK_N chunks) it gets the split plan: two kernels with nothing to zero,
+# constant since 2026-11-27, multisoftmax.jax's "Kept scratch": counters_per_call=True) pays that
+# each call, so up to these grids (programs an SM of the cooperative plan in COOP_CHUNK_N chunks)
+# it gets the split plan: two kernels with nothing to zero,
 # the second reading x (y and dy) again from L2; backward: the log_softmax, the softmax on counters;
 # not float64. H100 bf16 1 x 128256 forward: 4.55 -> 3.96 us; float32 16 x 128256 softmax lost.
 # The benchmark's chains (one zeros kernel for all calls) favour the cooperative plan; whole jitted

@@ -194,8 +194,12 @@ def _capped_kernel(name: str, maxnreg: int):
 # goes back to zeros that XLA makes for each call, aliased to the scratch output (the adapter
 # before): cheaper than jax-triton's memset (zeroed_outputs), one kernel for the zeros of
 # several calls where XLA can (dispatch.py, "A launcher that zeroes").
+# A call whose scratch is larger than _KEPT_MAX_WORDS (TAG's words of many rows: 2 a chunk and row)
+# takes zeros made for it instead: a constant that size would weigh on the compiled program, and
+# the zeros kernel is small beside a launch that moves that many rows.
 _KEPT_TAGS = itertools.count(1)
 _KEPT_MAGIC = {"zeros": 0x6D736D30, "sync": 0x6D736D31}  # "msm0", "msm1": no constant of the user's
+_KEPT_MAX_WORDS = 1 << 18  # 1 MiB
 
 
 def _kept_scratch_on() -> bool:
@@ -234,7 +238,8 @@ def _gpu_execute(launches, buffers: dict, io_dtype):
         assert all(kind != "init" for _, _, kind in outs), "a launch's init arguments come before its outputs"
         names = [name for name, _, _ in outs]
         kinds = {name: kind for name, _, kind in outs}
-        if kept:  # the scratch outputs the inits stand for are not touched: one word each
+        if kept and sum(math.prod(shape) for _, shape in inits) <= _KEPT_MAX_WORDS:
+            # the scratch outputs the inits stand for are not touched: one word each
             outs = [(name, (1,) if name in dict(inits) else shape, kind) for name, shape, kind in outs]
             init_args = [_kept_scratch(shape, kinds[name]) for name, shape in inits]
             aliases = {}

@@ -842,16 +842,16 @@ def test_middle_axis_columns(monkeypatch, ops, kind):
     jax.clear_caches()
 
 
-@pytest.mark.parametrize("scratch", ["kept", "fresh"])
+@pytest.mark.parametrize("scratch", ["kept", "fresh", "kept, too large"])
 @pytest.mark.parametrize("kind", ["TAG", "counters", "columns"])
 def test_gpu_launcher_scratch(monkeypatch, kind, scratch):
     """The GPU launcher (`_gpu_execute`, here with jax-triton's triton_call recorded rather than run)
     passes a cooperative launch's "init" argument (the kernel's count_init_ptr, after the scalars and
     before the outputs) as kept scratch (multisoftmax.jax's "Kept scratch": a numpy constant of zeros
     and two words past the scratch, the kind's magic and a number new to each call made, not aliased;
-    the scratch output it stands for shrunk to one word) or, fresh, as zeros that XLA makes, aliased
-    to the scratch output; it asks jax-triton to zero nothing; the outputs come back in the plan's
-    order."""
+    the scratch output it stands for shrunk to one word) or, fresh (and kept where the scratch is
+    larger than _KEPT_MAX_WORDS), as zeros that XLA makes, aliased to the scratch output; it asks
+    jax-triton to zero nothing; the outputs come back in the plan's order."""
     import dataclasses
     import types
 
@@ -872,7 +872,9 @@ def test_gpu_launcher_scratch(monkeypatch, kind, scratch):
         return [arrays[source[i]] if i in source else jnp.ones(o.shape, o.dtype) for i, o in enumerate(out_shape)]
 
     monkeypatch.setattr(mj, "_jax_triton", lambda: types.SimpleNamespace(triton_call=triton_call))
-    monkeypatch.setattr(mj, "_kept_scratch_on", lambda: scratch == "kept")
+    monkeypatch.setattr(mj, "_kept_scratch_on", lambda: scratch.startswith("kept"))
+    if scratch == "kept, too large":
+        monkeypatch.setattr(mj, "_KEPT_MAX_WORDS", one.outputs[0][1][0] - 1)
     x = randn(*one.outputs[-1][1])
     got = mj._gpu_execute((one,), {"x": x}, jnp.float32)
     mj._gpu_execute((one,), {"x": x}, jnp.float32)

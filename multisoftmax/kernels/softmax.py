@@ -15,8 +15,8 @@ so that a launcher can hand in a buffer kept from call to call, not an output. T
 `count_ptr` after it is not touched. The torch launcher passes its kept scratch as both
 (dispatch.Launch, kind "init"). The JAX adapter passes a constant of its jitted program
 (`multisoftmax.jax`, "Kept scratch": XLA loads it once and the kernels leave it fit for the
-next call), or, where XLA does not keep constants so, zeros that XLA makes for each call,
-aliased to the output (`input_output_aliases`).
+next call), or zeros that XLA makes for each call, aliased to the output (`input_output_aliases`;
+MULTISOFTMAX_JAX_KEPT_SCRATCH=0, and scratch past multisoftmax.jax._KEPT_MAX_WORDS).
 
 Four families, each for softmax (LOG=False) and log_softmax (LOG=True):
 
