@@ -5,12 +5,16 @@ Skipped cleanly without a CUDA device; run on the GPU machine with the rest of t
 
 import pytest
 import torch
-import triton
-import triton.language as tl
 
 import multisoftmax.torch as mt
 import reference64 as ref
 from multisoftmax import dispatch
+
+# After multisoftmax: without a GPU it sets TRITON_INTERPRET before triton is first imported, and
+# Triton's own library must be built for the interpreter too (a first import here broke every
+# interpreted kernel of the suite that ran after this module was collected).
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 
