@@ -16,6 +16,12 @@ with the kernels each step ran (name, count a step, median us), so one can see w
 stood alone or were fused with a neighbour.
 
     python bench/probe_jax_step.py > bench/results/h100/probe_jax_step.log
+
+With --kept, the same steps through the JAX adapter as it stands since 2026-11-27 (kept scratch:
+the cooperative plans, no zeros; multisoftmax.jax's "Kept scratch") against the adapter before it
+(MULTISOFTMAX_JAX_KEPT_SCRATCH=0: zeros that XLA makes for each call, with the split plans):
+
+    python bench/probe_jax_step.py --kept > bench/results/h100/probe_jax_step_kept.log
 """
 
 from __future__ import annotations
@@ -65,12 +71,16 @@ def main():
     from probe_coop import _split_fresh_rule
     from probe_events import _events
 
+    kept = "--kept" in sys.argv
+    labels = ("fresh", "kept") if kept else ("split", "coop")
     print(f"{torch.cuda.get_device_name()}  jax {jax.__version__}  K = {K}, {CALLS} steps a run", flush=True)
     for dtype, M, N in SHAPES:
         for name in ("decode sm", "decode log", "scaled sm", "train log"):
             row = []
             for rule_on in (True, False):
-                with _split_fresh_rule(rule_on):
+                if kept:  # read when the step is traced: _split_fresh_rule clears JAX's traces
+                    os.environ["MULTISOFTMAX_JAX_KEPT_SCRATCH"] = "0" if rule_on else "1"
+                with _split_fresh_rule(rule_on or kept):
                     f, args = steps(M, N, dtype)[name]
 
                     def run():
@@ -82,9 +92,10 @@ def main():
                     ev, _ = _events(run)
                     row.append((us, ev))
             (split_us, split_ev), (coop_us, coop_ev) = row
-            print(f"{dtype} {M}x{N} {name}: split {split_us:.2f} us a step, coop {coop_us:.2f} "
-                  f"(coop - split {coop_us - split_us:+.2f})", flush=True)
-            print(f"    split: {split_ev}\n    coop:  {coop_ev}", flush=True)
+            a, b = labels
+            print(f"{dtype} {M}x{N} {name}: {a} {split_us:.2f} us a step, {b} {coop_us:.2f} "
+                  f"({b} - {a} {coop_us - split_us:+.2f})", flush=True)
+            print(f"    {a}: {split_ev}\n    {b}: {coop_ev}", flush=True)
 
 
 if __name__ == "__main__":
