@@ -238,17 +238,17 @@ def _gpu_execute(launches, buffers: dict, io_dtype):
         assert all(kind != "init" for _, _, kind in outs), "a launch's init arguments come before its outputs"
         names = [name for name, _, _ in outs]
         kinds = {name: kind for name, _, kind in outs}
+        scratch = {name for name, _ in inits}  # the outputs the inits stand for: kept or aliased, never zeroed
         if kept and sum(math.prod(shape) for _, shape in inits) <= _KEPT_MAX_WORDS:
-            # the scratch outputs the inits stand for are not touched: one word each
-            outs = [(name, (1,) if name in dict(inits) else shape, kind) for name, shape, kind in outs]
+            # the scratch outputs are not touched: one word each
+            outs = [(name, (1,) if name in scratch else shape, kind) for name, shape, kind in outs]
             init_args = [_kept_scratch(shape, kinds[name]) for name, shape in inits]
             aliases = {}
         else:
             init_args = [jnp.zeros(shape, jnp.int32) for _, shape in inits]
             aliases = {len(inputs) + i: names.index(name) for i, (name, _) in enumerate(inits)}
         out_shape = [jax.ShapeDtypeStruct(shape, dtypes[kind]) for _, shape, kind in outs]
-        zeroed = tuple(i for i, (name, _, kind) in enumerate(outs)
-                       if kind in ("zeros", "sync") and i not in aliases.values() and name not in dict(inits))
+        zeroed = tuple(i for i, (name, _, kind) in enumerate(outs) if kind in ("zeros", "sync") and name not in scratch)
         meta = dict(l.kwargs)
         maxnreg = meta.pop("maxnreg", None)
         kernel = _capped_kernel(l.kernel, maxnreg) if maxnreg else kernels.get(l.kernel)
