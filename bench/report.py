@@ -202,6 +202,9 @@ def markdown(data) -> str:
     md = [f"# multisoftmax benchmark: {dev['name']}", ""]
     md.append(f"{meta['date']}; driver {dev.get('driver')}, CUDA {dev.get('cuda')}; "
               + ", ".join(f"{k} {val}" for k, val in v.items() if val) + ".")
+    tree = (meta.get("source") or {}).get("multisoftmax_tree")
+    if tree and not meta.get("merged_runs"):
+        md += ["", f"The package that ran: git tree `{tree}` (`git rev-parse <commit>:multisoftmax`)."]
     if meta.get("smoke"):
         md += ["", "**SMOKE RUN on the CPU: tiny shapes, wall-clock timings; the numbers mean nothing.**"]
     md += ["", f"Copy bandwidth (`b.copy_(a)`, {'64 MiB' if meta.get('smoke') else '1 GiB'} fp32, read + write, "
@@ -234,7 +237,8 @@ def markdown(data) -> str:
             few = r.get("impls") and len(r["impls"]) <= 2
             only = f", {' and '.join(r['impls'])} only" if few else ""
             what = f"{r['records']} records" if r["records"] else "host overhead only (--only '^host/')"
-            md += [f"{i}. {r['date']}: {what}, copy {r['copy_GBps']:.0f} GB/s{only}{cut}"]
+            ran = f", package tree `{r['multisoftmax_tree'][:12]}`" if r.get("multisoftmax_tree") else ""
+            md += [f"{i}. {r['date']}: {what}, copy {r['copy_GBps']:.0f} GB/s{only}{ran}{cut}"]
     elif b.get("hit_at"):
         md += ["", f"**Time budget ({b['max_seconds']:.0f} s) reached at `{b['hit_at']}`: "
                f"{b['skipped_measurements']} measurements not run.**"]
@@ -417,6 +421,7 @@ def merge(runs: list) -> dict:
         data["meta"] = {**data["meta"], "merged_runs": [
             m for r in runs for m in r["meta"].get("merged_runs") or [
                 {"date": r["meta"].get("date"), "copy_GBps": r.get("copy_GBps"), "records": len(r["results"]),
+                 "multisoftmax_tree": (r["meta"].get("source") or {}).get("multisoftmax_tree"),
                  "budget": r["meta"].get("budget"), "impls": sorted({x["impl"] for x in r["results"]})}]]}
     return data
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import hashlib
 import json
 import math
 import os
@@ -79,6 +80,34 @@ def setup_env(smoke: bool):
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
         if os.environ.get("TRITON_INTERPRET") == "1":
             os.environ.setdefault("MULTISOFTMAX_INTERPRET", "1")
+
+
+def git_tree(folder: str) -> str | None:
+    """git's id for the tree of `folder`'s .py files (`__pycache__` left out), computed without git.
+
+    For the benchmark's record of which code ran: `git rev-parse <commit>:multisoftmax` prints
+    this id for exactly the commits whose package holds these files. (The GPU machine gets a copy
+    of the working tree whose own git metadata need not match it, so asking git there can name
+    the wrong commit.) Files count as mode 100644, as every tracked file of the package is.
+    Returns None for a folder holding no .py file, which git would not record either.
+    Source: git's object format (`git hash-object`, `git mktree`).
+    """
+    entries = []
+    for name in os.listdir(folder):
+        path = os.path.join(folder, name)
+        if os.path.isdir(path):
+            sub = None if name == "__pycache__" else git_tree(path)
+            if sub:  # git sorts a folder as its name followed by "/"
+                entries.append((name + "/", b"40000 %s\0%s" % (name.encode(), bytes.fromhex(sub))))
+        elif name.endswith(".py"):
+            with open(path, "rb") as f:
+                data = f.read()
+            blob = hashlib.sha1(b"blob %d\0%s" % (len(data), data)).digest()
+            entries.append((name, b"100644 %s\0%s" % (name.encode(), blob)))
+    if not entries:
+        return None
+    body = b"".join(e for _, e in sorted(entries, key=lambda e: e[0].encode()))
+    return hashlib.sha1(b"tree %d\0%s" % (len(body), body)).hexdigest()
 
 
 def versions() -> dict:
@@ -406,7 +435,8 @@ class Bench:
     def data(self) -> dict:
         return {
             "meta": {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "smoke": self.smoke, "device": self.dev,
-                     "versions": self.versions, "args": vars(self.args), "elapsed_s": round(self.elapsed(), 1),
+                     "versions": self.versions, "source": self.source, "args": vars(self.args),
+                     "elapsed_s": round(self.elapsed(), 1),
                      "budget": {"max_seconds": self.args.max_seconds, "hit_at": self.budget_hit_at,
                                 "skipped_measurements": self.skipped_by_budget},
                      "bytes": "fwd: 2*M*N*itemsize (read x, write y); bwd: 3*M*N*itemsize (read y, dy; write dx)",
@@ -442,14 +472,16 @@ class Bench:
         self.device = "cuda" if self.cuda else "cpu"
         self.dev = device_info(self.cuda)
         self.versions = versions()
+        self.source = {"multisoftmax_tree": git_tree(os.path.join(os.path.dirname(HERE), "multisoftmax")),
+                       "how": "git rev-parse <commit>:multisoftmax prints this for the commits whose package ran"}
         self.out = args.out or (os.path.join(HERE, "results", self.dev["slug"]) if self.cuda else
                                 tempfile.mkdtemp(prefix="multisoftmax-bench-smoke-"))
         os.makedirs(self.out, exist_ok=True)
         interpret = os.environ.get("TRITON_INTERPRET") == "1"
         print(f"[{self.elapsed():5.0f}s] {self.dev['name']}  out={self.out}  smoke={self.smoke}  "
               f"interpret={interpret}  budget={args.max_seconds:.0f}s", flush=True)
-        print(f"[{self.elapsed():5.0f}s] versions: " + ", ".join(f"{k} {v}" for k, v in self.versions.items()),
-              flush=True)
+        print(f"[{self.elapsed():5.0f}s] versions: " + ", ".join(f"{k} {v}" for k, v in self.versions.items())
+              + f"; multisoftmax tree {self.source['multisoftmax_tree']}", flush=True)
         self.impls, self.unavailable = peers.make_impls(cuda=self.cuda, smoke=self.smoke, interpret=interpret,
                                                         num_sms=self.dev["sms"])
         print(f"[{self.elapsed():5.0f}s] impls: {', '.join(i.name for i in self.impls)}", flush=True)
