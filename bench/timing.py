@@ -202,7 +202,7 @@ def copy_bandwidth(cuda: bool) -> float:
     """GB/s of b.copy_(a) on 1 GiB fp32 (64 MiB on the CPU), bytes read + written, by the
     module's clock: LARGE_CALLS back-to-back copies, not a graph: captured in one, the copy ran
     at 2,287 GB/s on the H100 against 3,019 on the stream
-    (bench/results/h100/clock_check_graph_copy.log, run_softmax.log)."""
+    (bench/results/h100/clock_check_graph_copy.log, run_f4c822d/run_softmax.log)."""
     import torch
 
     n = (2**30 if cuda else 2**26) // 4

@@ -1,4 +1,4 @@
-"""The benchmark's record of which code ran (bench/run.py, `git_tree`): git's tree id of the
+"""The benchmark's record of which code ran (bench/run.py, `git_tree`; report.py): git's tree id of the
 package, computed without git, so that a results.json names its commit however the GPU
 machine's copy of the repository got there."""
 
@@ -47,3 +47,23 @@ def test_git_tree_of_the_package_names_this_checkouts_commit():
 def test_git_tree_of_a_folder_without_py_files_is_none(tmp_path):
     (tmp_path / "notes.txt").write_text("no code\n")
     assert run.git_tree(str(tmp_path)) is None
+
+
+def test_report_names_the_package_of_each_merged_run():
+    import copy
+    import json
+
+    import report
+
+    path = os.path.join(os.path.dirname(__file__), os.pardir, "bench", "results", "h100", "run_f4c822d",
+                        "log_softmax", "results.json")
+    with open(path) as f:
+        run_a = json.load(f)
+    tree = run_a["meta"]["source"]["multisoftmax_tree"]
+    run_b = copy.deepcopy(run_a)
+    md = report.markdown(report.merge([run_a, run_b]))
+    assert "runs of one package" in md and md.count(f"package tree `{tree[:12]}`") == 2
+    run_b["meta"]["source"]["multisoftmax_tree"] = "0" * 40  # another package: a rerun after a change
+    md = report.markdown(report.merge([run_a, run_b]))
+    assert "runs of one package" not in md and "re-measures the shapes that a change" in md
+    assert f"package tree `{tree[:12]}`" in md and "package tree `000000000000`" in md
