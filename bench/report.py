@@ -226,16 +226,14 @@ def markdown(data) -> str:
     b = meta["budget"]
     if meta.get("merged_runs"):
         trees = {r.get("multisoftmax_tree") for r in meta["merged_runs"]}
-        if len(trees) == 1 and None not in trees:  # one package: a run split across calls
-            md += ["", f"**Merged from {len(meta['merged_runs'])} runs of one package, a run split across calls "
-                   "of `bench/run.py` by `--only`; a later run's record of a shape and impl replaces an earlier "
-                   "one** (`python bench/report.py run1.json run2.json ...`):"]
-        else:
-            md += ["", f"**Merged from {len(meta['merged_runs'])} runs; a later run's record of a shape and impl "
-                   "replaces an earlier one** (`python bench/report.py run1.json run2.json ...`). A later run "
-                   "re-measures the shapes that a change of the code since the first run moves, with every peer "
-                   "unless its line names the impls it ran; every other shape runs the same kernels and plans "
-                   "as when it was measured:"]
+        one_package = len(trees) == 1 and None not in trees  # a run split across calls
+        runs = (" of one package, a run split across calls of `bench/run.py` by `--only`" if one_package else "")
+        why = (":" if one_package else
+               ". A later run re-measures the shapes that a change of the code since the first run moves, with "
+               "every peer unless its line names the impls it ran; every other shape runs the same kernels and "
+               "plans as when it was measured:")
+        md += ["", f"**Merged from {len(meta['merged_runs'])} runs{runs}; a later run's record of a shape and impl "
+               f"replaces an earlier one** (`python bench/report.py run1.json run2.json ...`){why}"]
         for i, r in enumerate(meta["merged_runs"], 1):
             rb = r.get("budget") or {}
             cut = (f", its time budget cut {rb['skipped_measurements']} measurements from `{rb['hit_at']}` on"
