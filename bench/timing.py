@@ -11,10 +11,17 @@ writes a small call's output back from L2 after its kernel has ended, which woul
 slow-to-launch impls.
 
   * torch: a CUDA graph of k calls that rotate over enough copies of the inputs that their
-    total exceeds twice the L2 (so no call finds its input in L2; calls moving >= SMALL_BYTES
-    need no copy and k = LARGE_CALLS), replayed under the profiler. Impls that cannot be
-    captured (the Numba reference) are called back to back instead: their figure may be
-    flattered as above.
+    total exceeds twice the L2 (so no call finds its input in L2), replayed under the profiler.
+    Calls moving >= SMALL_BYTES need no copy and no graph (launch time is a fraction of a
+    percent of theirs): k = LARGE_CALLS calls back to back on the stream, as the copy ceiling
+    and the JAX chains run. A graph there would give torch impls another launch than the JAX
+    side and the ceiling, and one kernel notices: the cooperative forward of 1048576-value rows
+    runs 1-1.5% shorter replayed from a graph (or launched on an idle GPU) than launched right
+    after another kernel on the stream, where `2 * x` takes the same time every way
+    (bench/results/h100/probe_overlap.log, probe_ticket.log). Impls that cannot be captured (the
+    Numba reference) are called back to back at every size: their small-shape figures may be
+    flattered as above. Every way keeps the calls' outputs until the run ends, as a graph and
+    a jitted chain do.
   * JAX (it cannot run inside a torch graph): one jitted function making k calls on rotating
     input copies, each call made to wait for the previous one with `lax.optimization_barrier`
     (so XLA can neither merge nor reorder them); XLA's executor launches them back to back.
@@ -122,20 +129,22 @@ def torch_time(fn, args: tuple, nbytes: int, *, cuda: bool, graphable: bool, l2_
         return cpu_time_us(lambda: fn(*args)), "perf_counter"
     import torch
 
-    if graphable:
+    if not graphable:
+        why = "not capturable"
+    elif nbytes >= SMALL_BYTES:
+        why = f"on the stream: moves >= {SMALL_BYTES >> 20} MiB"
+    else:
         try:
             return _graph_time(fn, args, nbytes, l2_bytes)
         except Exception as e:  # noqa: BLE001  (not capturable: fall back to plain calls)
             torch.cuda.synchronize()
             why = f"graph failed: {type(e).__name__}: {(str(e).splitlines() or [''])[0][:80]}"
-    else:
-        why = "not capturable"
     sets, n_copies, calls = _torch_sets(args, nbytes, l2_bytes)
 
     def run():
-        for i in range(calls):
-            fn(*sets[i % n_copies])
+        outs = [fn(*sets[i % n_copies]) for i in range(calls)]  # kept, as a graph's and a chain's
         torch.cuda.synchronize()
+        del outs
 
     us = profiled_gpu_us(run, calls)
     if us is not None:

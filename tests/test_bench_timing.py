@@ -85,3 +85,39 @@ def test_host_rounds_interleave_entries_and_wait_once_a_round():
     assert order == ["a"] * 4 + ["b"] * 4 + ["a"] * 4 + ["b"] * 4  # a warm call, then 3 timed
     assert waits == ["a", "a", "b", "b", "a", "a", "b", "b"]
     assert set(rounds) == {"a", "b"} and all(len(v) == 2 and min(v) > 0 for v in rounds.values())
+
+
+def test_torch_calls_of_256_mib_or_more_run_on_the_stream_smaller_ones_in_a_graph(monkeypatch):
+    """Calls moving >= SMALL_BYTES: LARGE_CALLS calls back to back on the stream (as the copy
+    ceiling and the JAX chains), outputs kept until the run ends; smaller calls: a CUDA graph."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(timing, "_graph_time", lambda *a: pytest.fail("a call of >= SMALL_BYTES was graphed"))
+    made, alive = [], [0]
+
+    class Out:  # counts the outputs alive
+        def __init__(self):
+            alive[0] += 1
+
+        def __del__(self):
+            alive[0] -= 1
+
+    def profiled(run, calls):
+        run()
+        return 7.0 + len(made)
+
+    def fn(a):
+        made.append(a)
+        assert alive[0] == len(made) - 1  # every earlier output still held
+        return Out()
+
+    monkeypatch.setattr(timing, "profiled_gpu_us", profiled)
+    x = torch.ones(4)
+    us, method = timing.torch_time(fn, (x,), timing.SMALL_BYTES, cuda=True, graphable=True, l2_bytes=50 * 2**20)
+    assert len(made) == timing.LARGE_CALLS and all(a is x for a in made) and alive == [0]
+    assert us == 7.0 + timing.LARGE_CALLS
+    assert method == (f"profiler: {timing.LARGE_CALLS} back-to-back calls over 1 input copies "
+                      f"(on the stream: moves >= {timing.SMALL_BYTES >> 20} MiB)")
+    monkeypatch.setattr(timing, "_graph_time", lambda *a: (3.0, "graph"))
+    assert timing.torch_time(fn, (x,), timing.SMALL_BYTES - 1, cuda=True, graphable=True,
+                             l2_bytes=50 * 2**20) == (3.0, "graph")
