@@ -196,6 +196,17 @@ def table(data, suite, dtype, op, direction, with_us: bool) -> list:
     return out
 
 
+def torch_timing(data) -> str:
+    """How the run timed torch impls, from its records' method strings: since 9105ad6 calls moving
+    >= 256 MiB on the stream (timing.torch_time), before it every capturable call in a graph."""
+    stream = any("(on the stream: moves >=" in (r.get("method") or "") for r in data["results"])
+    if stream:
+        return ("calls moving >= 256 MiB: 5 back to back on the stream, as the JAX chains and the copy ceiling "
+                "run; smaller calls: a CUDA graph of k >= 20 calls rotating over input copies that exceed 2x L2")
+    return "a CUDA graph of k calls (>= 20 rotating over input copies that exceed 2x L2; 5 on one copy for " \
+           "calls moving >= 256 MB)"
+
+
 def markdown(data) -> str:
     meta, s = data["meta"], data.get("summary") or summarize(data)
     dev, v = meta["device"], meta["versions"]
@@ -218,11 +229,10 @@ def markdown(data) -> str:
            "", "Timing (bench/timing.py): GPU time, one clock for torch and JAX: the durations of the kernels, "
            "memsets and copies that CUPTI records (read through the JAX profiler, which sees every CUDA launch in "
            "the process), summed over k calls / k, median of 5 runs; gaps between kernels not counted. torch "
-           "impls: a CUDA graph of k calls (>= 20 rotating over input copies that exceed 2x L2; 5 on one copy for "
-           "calls moving >= 256 MB); JAX impls: one jitted chain of k calls, each waiting for the previous through "
-           "an optimization barrier, on up to 64 input copies; the copy ceiling: 5 back-to-back `b.copy_(a)`. "
-           "Backward of JAX impls = the jitted vjp pullback applied to dy (residuals from a forward outside the "
-           "timed function)."]
+           f"impls: {torch_timing(data)}; JAX impls: one jitted chain of k calls, each waiting for the previous "
+           "through an optimization barrier, on up to 64 input copies; the copy ceiling: 5 back-to-back "
+           "`b.copy_(a)`. Backward of JAX impls = the jitted vjp pullback applied to dy (residuals from a forward "
+           "outside the timed function)."]
     b = meta["budget"]
     if meta.get("merged_runs"):
         trees = {r.get("multisoftmax_tree") for r in meta["merged_runs"]}

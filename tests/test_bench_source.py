@@ -67,3 +67,20 @@ def test_report_names_the_package_of_each_merged_run():
     md = report.markdown(report.merge([run_a, run_b]))
     assert "runs of one package" not in md and "re-measures the shapes that a change" in md
     assert f"package tree `{tree[:12]}`" in md and "package tree `000000000000`" in md
+
+
+def test_report_says_how_the_run_timed_torch_impls():
+    """results.md's timing sentence follows the records: graphs at every size before 9105ad6,
+    the stream for calls moving >= 256 MiB since."""
+    import json
+
+    import report
+
+    h100 = os.path.join(os.path.dirname(__file__), os.pardir, "bench", "results", "h100")
+    with open(os.path.join(h100, "run_f4c822d", "log_softmax", "results.json")) as f:
+        before = json.load(f)
+    with open(os.path.join(h100, "run_9105ad6", "log_softmax", "results.json")) as f:
+        after = json.load(f)
+    assert report.torch_timing(before).startswith("a CUDA graph of k calls")
+    assert report.torch_timing(after).startswith("calls moving >= 256 MiB: 5 back to back on the stream")
+    assert report.torch_timing(after) in report.markdown(after)
