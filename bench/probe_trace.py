@@ -290,6 +290,61 @@ def run(name, plan, x, log, plain, traced, sms):
     return lines, tr
 
 
+def launch_ways(plan, x, log, traced, sms):
+    """The traced copy of `plan` launched three ways, each traced launch the second of two (the
+    trace keeps the last launch's stamps): right after an idle GPU (a synchronize before it), right
+    after another launch of it on the stream (as eager torch and JAX's chains launch), and the
+    second of two launches replayed from a CUDA graph (as the benchmark times small torch calls);
+    also after torch's `2 * x` on the same bytes on the stream. Its lines of text: for each way the
+    traced launch's span by the globaltimer and analyse()'s lines. bench/probe_overlap.py: the
+    kernel runs 1-1.5% longer launched right after another on the stream than the other ways."""
+    (l,) = plan
+    kw = l.kwargs
+    outs = buffers(l, x)
+    n_items = l.grid[0]
+    trace = torch.zeros(n_items * WORDS, dtype=torch.int64, device="cuda")
+
+    def once():
+        traced.softmax_fwd_coop[l.grid](x, *l.scalars, *outs, trace, **kw)
+
+    def idle():
+        once()
+        torch.cuda.synchronize()
+        once()
+
+    def stream():
+        once()
+        once()
+
+    def after_2x():
+        torch.mul(x, 2)
+        once()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        once()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=side, capture_error_mode="thread_local"):
+        once()
+        once()
+    ways = {"idle": idle, "stream": stream, "after 2*x": after_2x, "graph": graph.replay}
+    lines, traces = [], {}
+    M, N = x.shape
+    for rnd in range(2):
+        for name, fn in ways.items():
+            torch.cuda.synchronize()
+            fn()
+            torch.cuda.synchronize()
+            tr = trace.view(n_items, WORDS).cpu().numpy().copy()
+            traces[f"{name}_{rnd}"] = tr
+            lines.append(f"{x.dtype} {M}x{N} {'log' if log else 'sm'} traced, {name}, round {rnd + 1}:")
+            lines += analyse(tr, kw["CHUNK_N"] * x.element_size(), sms, l.scalars[-1])
+    del graph
+    return lines, traces
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default=None)
@@ -297,6 +352,9 @@ def main():
     p.add_argument("--variants", default=None, help="CHUNKxWARPS,... (default: VARIANTS; 'none': dispatch's only)")
     p.add_argument("--kernels", default=",".join(KERNEL_VARIANTS),
                    help="kernel variants to try beside the kernel (KERNEL_VARIANTS; '' for none)")
+    p.add_argument("--ways", action="store_true",
+                   help="dispatch's plan only: the traced kernel launched after an idle GPU, right after itself "
+                        "on the stream, after torch's 2 * x, and from a CUDA graph (launch_ways)")
     p.add_argument("--from", dest="saved", default=None,
                    help="a traces.npz of an earlier run: analyse it again (no GPU; dispatch's plans at 132 SMs)")
     args = p.parse_args()
@@ -316,6 +374,14 @@ def main():
         x = torch.randn(M, N, device="cuda", dtype=getattr(torch, dtype))
         for log in (False, True):
             todo = variants if args.variants or (dtype, M, N) in VARIANT_SHAPES else []
+            if args.ways:
+                lines, trs = launch_ways(plans(M, N, dtype, log, sms, [])[0][1], x, log, modules[""][1], sms)
+                print("\n".join(lines), flush=True)
+                if args.out:
+                    traces.update({f"{dtype}_{M}x{N}_{'log' if log else 'sm'}_dispatch+{k}": v for k, v in trs.items()})
+                    os.makedirs(args.out, exist_ok=True)
+                    np.savez_compressed(os.path.join(args.out, "traces.npz"), **traces)
+                continue
             for name, plan in plans(M, N, dtype, log, sms, todo):
                 for kname, (plain, traced) in modules.items():
                     kw = plan[0].kwargs
