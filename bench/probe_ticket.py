@@ -17,9 +17,9 @@ Prints each way's per-launch durations and their mean, and checks the output aga
 
     python bench/probe_ticket.py
 
-With `--variant prefetch` the other kernel is bench/probe_trace.py's PREFETCH variant (before its
-ticket, a program asks L2 for the chunk of the item its program id would be: one bulk prefetch),
-on rows of whole chunks; `--shapes dtype:MxN:op,...` picks the shapes (op: sm or log).
+With `--variant NAME` the other kernel is bench/probe_trace.py's KERNEL_VARIANTS[NAME] (prefetch:
+before its ticket, a program asks L2 for the chunk of the item its program id would be, one bulk
+prefetch; lookahead, lookahead_all: see LOOKAHEAD there), on rows of whole chunks; `--shapes dtype:MxN:op,...` picks the shapes (op: sm or log).
 """
 
 from __future__ import annotations
@@ -44,12 +44,12 @@ SHAPES = [("bfloat16", 128, 1048576, False), ("float32", 64, 1048576, True)]
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--variant", choices=("ticket", "prefetch"), default="ticket")
+    p.add_argument("--variant", choices=("ticket", *KERNEL_VARIANTS), default="ticket")
     p.add_argument("--shapes", default=None, help="dtype:MxN:op,... (op: sm or log; default: SHAPES)")
     args = p.parse_args()
     shapes = SHAPES if not args.shapes else [
         (d, *map(int, mn.split("x")), op == "log") for d, mn, op in (t.split(":") for t in args.shapes.split(","))]
-    other = build(KERNEL_VARIANTS["prefetch"], trace=False) if args.variant == "prefetch" else kernels
+    other = kernels if args.variant == "ticket" else build(KERNEL_VARIANTS[args.variant], trace=False)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  SMs {sms}  torch {torch.__version__}  variant {args.variant}", flush=True)
     for dtype, M, N, log in shapes:
@@ -58,12 +58,12 @@ def main():
         (plan,) = dispatch.plan_forward(M, N, N, N, dtype, log, sms)
         label = f"{dtype} {M}x{N} {'log_softmax' if log else 'softmax'} forward"
         print(f"{label}: {plan.kernel} grid {plan.grid} {plan.kwargs}", flush=True)
-        if plan.kernel != "softmax_fwd_coop" or (args.variant == "prefetch" and (
+        if plan.kernel != "softmax_fwd_coop" or (args.variant != "ticket" and (
                 N % plan.kwargs["CHUNK_N"] or not plan.kwargs["TICKET"] or plan.kwargs["PEEL"])):
             print("  not a cooperative plan of whole chunks with a ticket: skipped", flush=True)
             continue
         kinds = ((f"TICKET={t}", kernels, {"TICKET": t}) for t in (True, False)) if args.variant == "ticket" else \
-            (("dispatch", kernels, {}), ("prefetch", other, {}))
+            (("dispatch", kernels, {}), (args.variant, other, {}))
         launches = {}
         for name, module, change in kinds:
             kw = {**plan.kwargs, **change}

@@ -115,7 +115,21 @@ PREFETCH = ("    acc_ty = tl.float64 if ACC_FP64 else tl.float32\n    if TAG:\n 
             "    if PHASE == 3 and TICKET and not PEEL:\n"
             "        _prefetch_l2(x_ptr + tl.program_id(0).to(tl.int64) * CHUNK_N,"
             " CHUNK_N * (x_ptr.dtype.element_ty.primitive_bitwidth // 8))\n")
-KERNEL_VARIANTS = {"prefetch": [PREFETCH]}
+# lookahead: once its own chunk has landed (its max known), a program of the launch's first wave
+# (item < LOOKAHEAD, about the programs the GPU holds at once: 4 an SM of 132) asks L2 for the chunk
+# of item + LOOKAHEAD, which a program starting once the first wave ends will take, so that the
+# start's bubble (every resident program summing and waiting at once, no loads in flight) moves
+# bytes; lookahead_all: every program does, for item + LOOKAHEAD. Rows of whole chunks, as PREFETCH.
+LOOKAHEAD = 528
+_LOOKAHEAD = ("    if PEEL:\n        e_offs, e_mask = _coop_edges(xs, N, chunk, n_chunks, VEC)",
+              "    if PHASE == 3 and TICKET and not PEEL:\n"
+              "        _item = row * n_chunks + chunk\n"
+              "        if _item + {W} < M * n_chunks{first}:\n"
+              "            _prefetch_l2(x_ptr + (_item + {W}) * CHUNK_N,"
+              " CHUNK_N * (x_ptr.dtype.element_ty.primitive_bitwidth // 8))\n")
+LOOKAHEAD_FIRST = (_LOOKAHEAD[0], _LOOKAHEAD[1].format(W=LOOKAHEAD, first=f" and _item < {LOOKAHEAD}"))
+LOOKAHEAD_ALL = (_LOOKAHEAD[0], _LOOKAHEAD[1].format(W=LOOKAHEAD, first=""))
+KERNEL_VARIANTS = {"prefetch": [PREFETCH], "lookahead": [LOOKAHEAD_FIRST], "lookahead_all": [LOOKAHEAD_ALL]}
 
 
 def build(extra=(), trace=True):
@@ -350,7 +364,7 @@ def main():
     p.add_argument("--out", default=None)
     p.add_argument("--shapes", default=None, help="dtype:MxN,... (default: SHAPES)")
     p.add_argument("--variants", default=None, help="CHUNKxWARPS,... (default: VARIANTS; 'none': dispatch's only)")
-    p.add_argument("--kernels", default=",".join(KERNEL_VARIANTS),
+    p.add_argument("--kernels", default="prefetch",
                    help="kernel variants to try beside the kernel (KERNEL_VARIANTS; '' for none)")
     p.add_argument("--ways", action="store_true",
                    help="dispatch's plan only: the traced kernel launched after an idle GPU, right after itself "
