@@ -203,7 +203,8 @@ def _graph_time(fn, args, nbytes, l2_bytes):
     if us is None:
         run()
         us, method = graph_event_us(graph, calls), f"events: cuda graph of {calls} calls over {n_copies} input copies"
-    del graph, outs, sets
+    del outs, sets
+    graph = None  # not del: run() above names it
     return us, method
 
 
@@ -269,7 +270,7 @@ def jax_time(f, args: tuple, nbytes: int, *, gpu: bool, l2_bytes: int, repeats: 
 
     jchain = jax.jit(lambda sets: call_chain(f, sets, k))
     us = profiled_gpu_us(lambda: jax.block_until_ready(jchain(sets)), k, repeats)
-    del sets
+    sets = None  # not del: the lambda above names it
     if us is None:
         return out, call_us, call_us, "back-to-back jitted calls, wall clock (the profiler saw no GPU work)"
     return out, us, call_us, f"profiler: jitted chain of {k} calls over {n_copies} input copies"
