@@ -64,7 +64,8 @@ def main():
             figs = [timing.torch_time(fn, (x,), nbytes, cuda=True, graphable=True, l2_bytes=l2)[0] for _ in range(2)]
             print(f"  torch plan, y at {off:7d} in a 2 MiB page: " + "/".join(f"{u:.1f}" for u in figs) + " us",
                   flush=True)
-        del x, xj
+        del xj
+        x = None  # not del: a closure above names it
         torch.cuda.empty_cache()
 
 

@@ -271,7 +271,8 @@ def wide(sms):
                                                      return_mode="median")
                         res.append(f"{chunk}:{nbytes / ms / 1e6:.0f}")
                 print(dtype, M, N, "log" if log else "sm", " ".join(res), flush=True)
-                del x, y, dy, out, bufs
+                del x, y, dy
+                out = bufs = None  # not del: a closure above names them
                 torch.cuda.empty_cache()
 
 
@@ -314,7 +315,8 @@ def pack(sms):
                     print(f"{dtype} {M}x{N} {'log' if log else 'sm'} {direction} chunk={kw['CHUNK_N']} "
                           f"peel={kw['PEEL']:d} | dispatch: {'pack=%d,' % kw['PACK'] if direction == 'bwd' else ''}"
                           f"late={kw['LATE_LEAVE']:d} | " + " | ".join(res), flush=True)
-                    del x, y, dy, out, bufs, ref
+                    del x, y, dy, ref
+                    out = bufs = None  # not del: a closure above names them
                     torch.cuda.empty_cache()
 
 
@@ -1196,7 +1198,7 @@ def jax_lone(sms, shapes=JAX_LONE_SHAPES, dtypes=("bfloat16", "float32"), direct
                 jax.block_until_ready(out)
 
             lone_us = timing.profiled_gpu_us(lone, calls)
-            del sets
+            sets = None  # not del: a closure above names it
         return chain_us, lone_us
 
     for dtype, M, N, direction, log, plan in _jax_rule_cases(sms, shapes, dtypes, directions=directions):
@@ -2545,7 +2547,8 @@ def main():
                             print(f"{dtype:8s} {M:5d}x{N:7d} {'log' if log else 'sm '} {direction} chunk={chunk:5d} "
                                   f"warps={warps:2d} RELOAD={reload:d} {nbytes / ms / 1e6:6.0f} GB/s "
                                   f"regs,spills={regs} err={err:.1e}", flush=True)
-                    del x, y, dy, out, bufs, ref
+                    del x, y, dy, ref
+                    out = bufs = None  # not del: a closure above names them
                     torch.cuda.empty_cache()
 
 

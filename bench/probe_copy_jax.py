@@ -45,7 +45,8 @@ def main():
         print(f"{dtype} {nbytes // 2 // 2**20} MB a tensor: " + " | ".join(
             f"{name} " + "/".join(f"{u:.1f}" for u in v) + f" us {nbytes / min(v) / 1e3:.0f} GB/s"
             for name, v in figures.items()), flush=True)
-        del x, xj, b
+        del x, xj
+        b = None  # not del: a closure above names it
         torch.cuda.empty_cache()
 
 

@@ -123,9 +123,11 @@ def main():
 
                 ev, per = _events(run_graph)
                 print(f"{short} {M}x{N} {op} {name}: {per} us a call; {ev}", flush=True)
-                del graph, outs
+                del outs
+                graph = None  # not del: a closure above names it
                 torch.cuda.empty_cache()
-            del xs, sets
+            del sets
+            xs = None  # not del: a closure above names it
 
 
 if __name__ == "__main__":

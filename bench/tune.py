@@ -161,7 +161,8 @@ def tune_coop(args, sms, copy, t0):
                     rows.append(dict(dtype=dtype, N=N, M=M, direction=direction, variant=label, ms=ms, GBps=gbps))
                     print(f"{dtype:8s} {M:5d}x{N:7d} {direction} {gbps:7.0f} GB/s {ms * 1e3:8.1f} us  {label}",
                           flush=True)
-                del x, y, dy, out, bufs, ref
+                del x, y, dy, ref
+                out = bufs = None  # not del: a closure above names them
                 torch.cuda.empty_cache()
     return rows
 
@@ -208,7 +209,8 @@ def tune_peel(args, sms, copy, t0):
                     rows.append(dict(dtype=dtype, N=N, M=M, op=op, direction=direction, variant=label, PEEL=peel,
                                      num_warps=warps, BLOCK_M=plan[0].kwargs.get("BLOCK_M"), ms=ms, GBps=gbps))
                     print(f"{dtype:8s} {M:6d}x{N:7d} {op:11s} {direction} {gbps:7.0f} GB/s  {label}", flush=True)
-                del x, y, dy, out, bufs
+                del x, y, dy
+                out = bufs = None  # not del: a closure above names them
                 torch.cuda.empty_cache()
     return rows
 
@@ -271,7 +273,7 @@ def main():
                     print(f"{dtype:8s} N={N:7d} {direction} {gbps:7.0f} GB/s  {label}", flush=True)
                 print(f"== {dtype} N={N} {direction}: best {best[0]:.0f} ({best[1]}), torch "
                       f"{nbytes / torch_ms / 1e6:.0f}, copy {copy:.0f}", flush=True)
-                del x, y, dy, out, bufs
+                x = y = dy = out = bufs = None  # not del: a closure above names them
                 torch.cuda.empty_cache()
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     with open(args.out, "w") as f:
