@@ -15,6 +15,8 @@ import math
 import os
 import statistics
 
+import timing  # bench/timing.py: ON_STREAM, how its method strings name a stream run
+
 OURS = ("ms-torch", "ms-jax")
 DTYPES = ("float32", "bfloat16", "float16")
 DIRECTIONS = ("fwd", "bwd")
@@ -199,7 +201,7 @@ def table(data, suite, dtype, op, direction, with_us: bool) -> list:
 def torch_timing(data) -> str:
     """How the run timed torch impls, from its records' method strings: since 9105ad6 calls moving
     >= 256 MiB on the stream (timing.torch_time), before it every capturable call in a graph."""
-    stream = any("(on the stream: moves >=" in (r.get("method") or "") for r in data["results"])
+    stream = any(timing.ON_STREAM in (r.get("method") or "") for r in data["results"])
     if stream:
         return ("calls moving >= 256 MiB: 5 back to back on the stream, as the JAX chains and the copy ceiling "
                 "run; smaller calls: a CUDA graph of k >= 20 calls rotating over input copies that exceed 2x L2")

@@ -47,6 +47,8 @@ GRAPH_CALLS = 20
 LARGE_CALLS = 5
 MAX_COPIES = 256
 JAX_MAX_COPIES = 64
+# How a torch call's `method` string says it ran on the stream for its size (report.py reads it).
+ON_STREAM = "on the stream: moves >="
 REPEATS = 5
 DO_BENCH = dict(warmup=5, rep=25)
 
@@ -132,7 +134,7 @@ def torch_time(fn, args: tuple, nbytes: int, *, cuda: bool, graphable: bool, l2_
     if not graphable:
         why = "not capturable"
     elif nbytes >= SMALL_BYTES:
-        why = f"on the stream: moves >= {SMALL_BYTES >> 20} MiB"
+        why = f"{ON_STREAM} {SMALL_BYTES >> 20} MiB"
     else:
         try:
             return _graph_time(fn, args, nbytes, l2_bytes)
