@@ -76,7 +76,10 @@ def report(label: str, events: list, calls: int) -> None:
           f"{union / 1e3 / calls:.2f} us, first start to last end {(end - t0) / 1e3 / calls:.2f} us", flush=True)
 
 
-def torch_graph(fn, x):
+def torch_graph(fn, x, calls: int = CALLS):
+    """(run, keep): a CUDA graph of `calls` calls fn(x), captured on a side stream after one call
+    there (as timing._graph_time), and run() replays it once and waits; keep holds the graph and
+    the outputs, which must outlive the replays."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -85,7 +88,7 @@ def torch_graph(fn, x):
     torch.cuda.synchronize()
     graph, outs = torch.cuda.CUDAGraph(), []
     with torch.cuda.graph(graph, stream=side, capture_error_mode="thread_local"):
-        for _ in range(CALLS):
+        for _ in range(calls):
             outs.append(fn(x))
 
     def run():
@@ -116,8 +119,8 @@ def torch_idle(fn, x):
 
 
 def torch_graph_each(fn, x):
-    """A CUDA graph of one call, replayed CALLS times back to back on the stream."""
-    run1, keep = torch_graph(fn, x)
+    """A CUDA graph of CALLS calls, replayed CALLS times back to back on the stream."""
+    _, keep = torch_graph(fn, x)
     graph = keep[0]
 
     def run():

@@ -333,17 +333,9 @@ def launch_ways(plan, x, log, traced, sms):
     def after_2x():
         torch.mul(x, 2)
         once()
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        once()
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=side, capture_error_mode="thread_local"):
-        once()
-        once()
-    ways = {"idle": idle, "stream": stream, "after 2*x": after_2x, "graph": graph.replay}
+    from probe_overlap import torch_graph
+    replay, keep = torch_graph(lambda a: once(), x, calls=2)
+    ways = {"idle": idle, "stream": stream, "after 2*x": after_2x, "graph": replay}
     lines, traces = [], {}
     M, N = x.shape
     for rnd in range(2):
@@ -355,7 +347,7 @@ def launch_ways(plan, x, log, traced, sms):
             traces[f"{name}_{rnd}"] = tr
             lines.append(f"{x.dtype} {M}x{N} {'log' if log else 'sm'} traced, {name}, round {rnd + 1}:")
             lines += analyse(tr, kw["CHUNK_N"] * x.element_size(), sms, l.scalars[-1])
-    del graph
+    del keep
     return lines, traces
 
 
