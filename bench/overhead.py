@@ -6,7 +6,7 @@ Times N back-to-back calls with one synchronize at the end (wall clock), for: to
 multisoftmax.torch.softmax (no grad / with grad), the backward alone (torch's and ours as
 autograd calls it, with no grad recorded), a forward and backward through autograd.grad
 (torch's and ours), the raw custom op, the plan executed directly, the cached compiled kernel
-launched alone, and torch.empty alone, so the cost of each layer (argument checks, custom-op
+launched alone, and allocating y alone, so the cost of each layer (argument checks, custom-op
 dispatch, planning, Triton's launcher, allocation) can be read off as differences. Where JAX
 has a GPU backend (and jax-triton is installed) the same rounds also time jitted calls of
 jax.nn.softmax, multisoftmax.jax.softmax, the plan's jax_triton.triton_call alone and `2 * x`
@@ -81,13 +81,13 @@ def main():
         "torch.ops.multisoftmax.softmax_fwd": lambda: torch.ops.multisoftmax.softmax_fwd(x, False),
         "plan executed directly (launch.execute)": direct,
         "planning (dispatch.plan_forward, cached)": lambda: dispatch.plan_forward(M, N, N, N, args.dtype, False, sms),
-        "torch.empty (allocating y)": lambda: torch.empty(x.shape, dtype=x.dtype, device=x.device),
+        "allocating y as the adapter does (torch.empty_like)": lambda: mt._empty(x),
     }
     yb, dy = torch.softmax(x.float(), -1).to(x.dtype), torch.randn_like(x)
 
     def full_backward(y, dy):  # the adapter's backward before its short path: checks, plan, _launch
         mt._check_tensors("softmax_bwd", y=y, dy=dy)
-        dx = torch.empty(y.shape, dtype=y.dtype, device=y.device)
+        dx = mt._empty(y)
         launches = mt._plan(dispatch.plan_backward, y, M, N, N, N, N, args.dtype, False)
         return mt._launch(launches, {"y": y, "dy": dy}, dx)
 

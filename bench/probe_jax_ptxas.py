@@ -95,7 +95,7 @@ def main():
         launch._COMPILED.clear()
         (mt.log_softmax if log else mt.softmax)(x, dim=-1)
         torch.cuda.synchronize()
-        for _, compiled, grid, _ in launch._COMPILED.values():
+        for _, compiled, grid, *_ in launch._COMPILED.values():
             name = compiled.name if hasattr(compiled, "name") else compiled.metadata.name
             print(f"{dtype} {M}x{N} {'log_softmax' if log else 'softmax'}: torch adapter {name} grid {grid}: "
                   f"{compiled.n_regs} registers, {compiled.n_spills} spills", flush=True)

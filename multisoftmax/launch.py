@@ -10,12 +10,14 @@ Host time matters for small calls (issue: <= 20 us a call at 32 x 1024). Triton'
 machine); once a launch has been compiled, `torch_call` keeps the compiled kernel, keyed
 by the launch record (which fixes the scalars, hence their specialization), the dtype, the
 device and the 16-byte alignment of each pointer (the only other thing Triton specializes
-on), and calls its launcher directly. The same pattern as `CompiledKernel.__getitem__` in
-Triton itself; whenever a launch hook is set (profilers) the ordinary path is taken.
+on), and calls its launcher directly, with the tensors' addresses, and where it can with no
+Python between (`_launcher`). The same pattern as `CompiledKernel.__getitem__` in Triton
+itself; whenever a launch hook is set (profilers) the ordinary path is taken.
 """
 
 from __future__ import annotations
 
+import inspect
 import threading
 
 from . import kernels
@@ -115,15 +117,20 @@ _runtime_knobs = None  # triton.knobs.runtime
 def launch_compiled(launch, inputs, outs, io_dtype, device_index):
     """Launch `launch` on CUDA tensors (`inputs`, `outs`: in the kernel's order) on the
     current stream of the current device, which must be `device_index`, through the cached
-    compiled kernel (module docstring); compiles and caches on a miss."""
+    compiled kernel (module docstring); compiles and caches on a miss.
+
+    On a hit the tensors go to Triton's launcher as their addresses (ints), which it takes as
+    they are; a tensor makes it call `data_ptr()` and ask the driver for the pointer's
+    attributes (cuPointerGetAttribute) once per argument. The callers pass CUDA tensors on
+    the current device, checked before (the adapters), so that check is redundant here."""
     global _get_stream, _runtime_knobs
-    key = (id(launch), io_dtype, device_index,
-           tuple([t.data_ptr() % 16 == 0 for t in inputs] + [t.data_ptr() % 16 == 0 for t in outs]))
+    in_ptrs = [t.data_ptr() for t in inputs]
+    out_ptrs = [t.data_ptr() for t in outs]
+    key = (id(launch), io_dtype, device_index, tuple([p % 16 == 0 for p in in_ptrs + out_ptrs]))
     hit = _COMPILED.get(key)
     if hit is not None and _no_hook(_runtime_knobs.launch_enter_hook) and _no_hook(_runtime_knobs.launch_exit_hook):
-        _, compiled, grid, constexprs = hit  # hit holds `launch` itself, so its id stays unique
-        compiled.run(*grid, _get_stream(device_index), compiled.function, compiled.packed_metadata,
-                     None, None, None, *inputs, *launch.scalars, *outs, *constexprs)
+        _, _, grid, call, head, constexprs = hit  # hit holds `launch` itself, so its id stays unique
+        call(*grid, _get_stream(device_index), *head, *in_ptrs, *launch.scalars, *out_ptrs, *constexprs)
         return
     import triton
     from triton.runtime import driver
@@ -137,7 +144,30 @@ def launch_compiled(launch, inputs, outs, io_dtype, device_index):
         grid = launch.grid + (1,) * (3 - len(launch.grid))
         n_args = len(inputs) + len(launch.scalars) + len(outs)
         constexprs = tuple(launch.kwargs[name] for name in fn.arg_names[n_args:])
-        _COMPILED[key] = (launch, compiled, grid, constexprs)
+        _COMPILED[key] = (launch, compiled, grid, *_launcher(compiled), constexprs)
+
+
+# CudaLauncher.__call__'s parameters where Triton's launcher is the Python wrapper of a C module
+# built for the kernel's signature (Triton 3.6, the GPU machine's): it only asks its allocators
+# for scratch memory, then calls that module's `launch`.
+_MODULE_LAUNCHER = ("self", "gridX", "gridY", "gridZ", "stream", "function", "args")
+
+
+def _launcher(compiled):
+    """(call, head) such that `call(gridX, gridY, gridZ, stream, *head, *args)` launches
+    `compiled` with no launch hooks: its C launch function itself where Triton's launcher
+    (CompiledKernel.run) is the Python wrapper of a per-signature C module and the kernel
+    needs no scratch memory (saves a Python frame a call: bench/overhead.py), else `run`."""
+    run = compiled.run
+    common = (compiled.packed_metadata, None, None, None)  # metadata; launch metadata, enter and exit hooks
+    code = getattr(type(run).__call__, "__code__", None)
+    if code is not None and code.co_flags & inspect.CO_VARARGS \
+            and code.co_varnames[:code.co_argcount + 1] == _MODULE_LAUNCHER \
+            and all(getattr(run, a, None) == 0 for a in ("global_scratch_size", "profile_scratch_size")) \
+            and callable(getattr(run, "launch", None)) and hasattr(run, "launch_cooperative_grid") \
+            and hasattr(run, "launch_pdl"):
+        return run.launch, (compiled.function, run.launch_cooperative_grid, run.launch_pdl, None, None, *common)
+    return run, (compiled.function, *common)
 
 
 def _no_hook(hook) -> bool:

@@ -554,6 +554,44 @@ def test_cached_launch_tells_pointer_alignment_apart(N):
         _check_softmax(mt.softmax(x), x, "bfloat16", f"ptr % 16 = {x.data_ptr() % 16}")
 
 
+def test_cached_launch_calls_triton_s_c_launch_and_launch_hooks_still_see_launches():
+    """A cached launch (launch.launch_compiled) passes addresses to Triton's C launch function
+    itself on Triton 3.6, the GPU machine's (launch._launcher), forward and backward, and is
+    right on fresh inputs each call; with a launch hook set (a profiler's) launches take
+    Triton's ordinary path, so the hook sees each of them, and stay right."""
+    from multisoftmax import launch
+
+    g = torch.Generator(device="cuda").manual_seed(5)
+    fwd = dispatch.plan_forward(32, 1024, 1024, 1024, "float32", False, _sms())
+    bwd = dispatch.plan_backward(32, 1024, 1024, 1024, 1024, "float32", False, _sms())
+    for call in range(3):
+        x = (torch.randn(32, 1024, device="cuda", generator=g) * 3).requires_grad_()
+        y = mt.softmax(x)
+        dy = torch.randn(32, 1024, device="cuda", generator=g)
+        (dx,) = torch.autograd.grad(y, x, dy)
+        y = y.detach()
+        _check_softmax(y, x.detach(), "float32", f"call {call}")
+        expected = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=False)
+        ref.assert_close(dx.double().cpu(), expected, "float32", f"bwd call {call}", scale_atol=True)
+    for plan in (fwd, bwd):
+        hits = [v for k, v in launch._COMPILED.items() if k[0] == id(plan[0])]
+        assert hits
+        for _, compiled, _, call, head, _ in hits:
+            if triton.__version__.startswith("3.6."):
+                assert call == compiled.run.launch and head[0] == compiled.function
+    seen = []
+    hook = lambda metadata: seen.append(metadata)  # noqa: E731
+    triton.knobs.runtime.launch_enter_hook.add(hook)
+    try:
+        x = torch.randn(32, 1024, device="cuda", generator=g) * 3
+        y = mt.softmax(x)
+        torch.cuda.synchronize()
+    finally:
+        triton.knobs.runtime.launch_enter_hook.remove(hook)
+    assert len(seen) == 1
+    _check_softmax(y, x, "float32", "with a launch hook")
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("shape,dim,one_tile", [((16, 21, 256, 256), 1, True), ((8, 100, 64, 64), 1, True),
                                                 ((32, 1000, 14, 14), 1, True),

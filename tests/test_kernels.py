@@ -1612,3 +1612,47 @@ def test_where_rule():
     assert "maxnreg" not in dict(uncapped[-1].kwargs)
     assert plan(dispatch.WHERE_BWD_MAX_N + 1, forward=False) is None  # the softmax backward
     assert plan(chunk * 132) and plan(chunk * 132 + 1) is None and plan(chunk * 16 + 1, num_sms=16) is None
+
+
+class _ModuleLauncher:
+    """Stands for Triton 3.6's CudaLauncher: a Python wrapper that asks for scratch memory and
+    calls the C module's `launch`, which here records what it was given."""
+
+    def __init__(self, global_scratch_size=0, profile_scratch_size=0):
+        self.global_scratch_size, self.profile_scratch_size = global_scratch_size, profile_scratch_size
+        self.launch_cooperative_grid, self.launch_pdl = True, False
+        self.calls = []
+        self.launch = lambda *args: self.calls.append(args)
+
+    def __call__(self, gridX, gridY, gridZ, stream, function, *args):
+        scratch = "scratch" if self.global_scratch_size else None
+        self.launch(gridX, gridY, gridZ, stream, function, self.launch_cooperative_grid, self.launch_pdl,
+                    scratch, None, *args)
+
+
+class _OtherLauncher(_ModuleLauncher):
+    """A launcher of another form (as in later Triton releases): always called as `run`."""
+
+    def __call__(self, gridX, gridY, gridZ, stream, function, kernel_metadata, launch_metadata, enter_hook,
+                 exit_hook, *args):
+        self.calls.append(("run", gridX, gridY, gridZ, stream, function, kernel_metadata, *args))
+
+
+class _Compiled:
+    def __init__(self, run):
+        self.run, self.function, self.packed_metadata = run, 1234, (4, 1, 0)
+
+
+@pytest.mark.parametrize("run,direct", [(_ModuleLauncher(), True), (_ModuleLauncher(global_scratch_size=8), False),
+                                        (_ModuleLauncher(profile_scratch_size=8), False), (_OtherLauncher(), False)])
+def test_launcher_passes_what_triton_s_launcher_would(run, direct):
+    """launch._launcher calls the C launch function itself only where Triton's launcher is the
+    wrapper it knows and needs no scratch memory, and then with the arguments that wrapper would
+    have passed; otherwise it calls the launcher (`run`) as CompiledKernel does."""
+    compiled = _Compiled(run)
+    call, head = launch._launcher(compiled)
+    assert (call == run.launch) is direct and (call is run) is not direct
+    args = (7, 8, 9, 0xABC, 0xDEF, 32, 1024)  # grid, stream, then the kernel's arguments
+    call(*args[:4], *head, *args[4:])
+    run(*args[:4], compiled.function, compiled.packed_metadata, None, None, None, *args[4:])
+    assert len(run.calls) == 2 and run.calls[0] == run.calls[1]
