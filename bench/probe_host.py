@@ -1,10 +1,11 @@
 """Probe (GPU): host time of the pieces of the torch adapter's eager call at 32 x 1024 float32
 (bench/overhead.py times the layers; this times the alternatives for some of them).
 
-Rows: the adapter's layers from the inside out (each includes the ones below it), allocating y (torch.empty with shape, dtype and device against torch.empty_like), the
-current device (torch.cuda.current_device against torch's raw getter), and Triton's launcher
-given the tensors against given their addresses (ints), through CompiledKernel.run and through
-the C launch function it wraps (multisoftmax.launch._launcher). Each figure is the best of
+Rows: allocating y (torch.empty with shape, dtype and device against torch.empty_like), the
+current device (torch.cuda.current_device against torch's raw getter), Triton's launcher given
+the tensors against given their addresses (ints), through CompiledKernel.run and through the C
+launch function it wraps (multisoftmax.launch._launcher), then the adapter's layers from the
+inside out (each includes the ones below it) and torch.softmax. Each figure is the best of
 interleaved rounds of back-to-back calls (timing.host_rounds), in microseconds a call.
 
     python bench/probe_host.py [--calls 2000] [--rounds 7]

@@ -564,15 +564,15 @@ def test_cached_launch_calls_triton_s_c_launch_and_launch_hooks_still_see_launch
     g = torch.Generator(device="cuda").manual_seed(5)
     fwd = dispatch.plan_forward(32, 1024, 1024, 1024, "float32", False, _sms())
     bwd = dispatch.plan_backward(32, 1024, 1024, 1024, 1024, "float32", False, _sms())
-    for call in range(3):
+    for i in range(3):
         x = (torch.randn(32, 1024, device="cuda", generator=g) * 3).requires_grad_()
         y = mt.softmax(x)
         dy = torch.randn(32, 1024, device="cuda", generator=g)
         (dx,) = torch.autograd.grad(y, x, dy)
         y = y.detach()
-        _check_softmax(y, x.detach(), "float32", f"call {call}")
+        _check_softmax(y, x.detach(), "float32", f"call {i}")
         expected = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=False)
-        ref.assert_close(dx.double().cpu(), expected, "float32", f"bwd call {call}", scale_atol=True)
+        ref.assert_close(dx.double().cpu(), expected, "float32", f"bwd call {i}", scale_atol=True)
     for plan in (fwd, bwd):
         hits = [v for k, v in launch._COMPILED.items() if k[0] == id(plan[0])]
         assert hits
