@@ -1,0 +1,149 @@
+"""Probe (GPU): host time of a forward and backward through autograd at 32 x 1024 float32.
+
+bench/overhead.py has multisoftmax's forward + backward through `torch.autograd.grad` 50-75 us
+a call slower than torch.softmax's, far more than the two calls' own host time apart. This times,
+in interleaved rounds (timing.host_rounds), `torch.autograd.grad(f(x), x, dy)` for: torch.softmax;
+a Python autograd.Function whose forward and backward are torch's own ops (torch.softmax,
+torch._softmax_backward_data), i.e. what any Python Function costs; the same Function with a
+setup_context (the newer form); multisoftmax.torch.softmax; Python Functions with one half
+multisoftmax's and the other torch's, or with one more call into torch in the forward; and,
+without autograd, the forward
+and the backward of each, so the engine's share can be read off.
+
+    python bench/probe_autograd.py [--calls 1000] [--rounds 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import timing  # noqa: E402  (bench/, this script's folder)
+import multisoftmax.torch as mt  # noqa: E402
+
+
+class TorchOpsFunction(torch.autograd.Function):
+    """torch's softmax forward and backward kernels under a Python Function (classic form)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.softmax(x, -1)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        (y,) = ctx.saved_tensors
+        return torch._softmax_backward_data(dy, y, -1, y.dtype)
+
+
+class TorchOpsSetup(torch.autograd.Function):
+    """The same with setup_context (forward without ctx)."""
+
+    @staticmethod
+    def forward(x):
+        return torch.softmax(x, -1)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(output)
+
+    @staticmethod
+    def backward(ctx, dy):
+        (y,) = ctx.saved_tensors
+        return torch._softmax_backward_data(dy, y, -1, y.dtype)
+
+
+class OursForward(torch.autograd.Function):
+    """multisoftmax's forward (the adapter's eager short path) with torch's backward."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = mt._forward_fast(x, False)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        (y,) = ctx.saved_tensors
+        return torch._softmax_backward_data(dy, y, -1, y.dtype)
+
+
+class OursBackward(torch.autograd.Function):
+    """torch's forward with multisoftmax's backward (the adapter's eager short path)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.softmax(x, -1)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        (y,) = ctx.saved_tensors
+        return mt._backward_fast(y, dy, False)
+
+
+class TorchOpsTwoCalls(torch.autograd.Function):
+    """TorchOpsFunction whose forward also makes one more call into torch (torch.empty_like, its
+    result dropped: a second time the forward lets go of the GIL, as the adapter's forward does,
+    once to allocate y and once in Triton's launcher)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        torch.empty_like(x)
+        y = torch.softmax(x, -1)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        (y,) = ctx.saved_tensors
+        return torch._softmax_backward_data(dy, y, -1, y.dtype)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--calls", type=int, default=1000)
+    p.add_argument("--rounds", type=int, default=7)
+    args = p.parse_args()
+    x = torch.randn(32, 1024, device="cuda")
+    xg = x.clone().requires_grad_()
+    dy = torch.randn_like(x)
+    y = torch.softmax(x, -1)
+    rows = {
+        "grad: torch.softmax": lambda: torch.autograd.grad(torch.softmax(xg, -1), xg, dy),
+        "grad: Python Function on torch's ops": lambda: torch.autograd.grad(TorchOpsFunction.apply(xg), xg, dy),
+        "grad: Python Function on torch's ops, setup_context": lambda: torch.autograd.grad(TorchOpsSetup.apply(xg),
+                                                                                           xg, dy),
+        "grad: multisoftmax.torch.softmax": lambda: torch.autograd.grad(mt.softmax(xg), xg, dy),
+        "grad: Python Function, multisoftmax's forward, torch's backward":
+            lambda: torch.autograd.grad(OursForward.apply(xg), xg, dy),
+        "grad: Python Function, torch's forward, multisoftmax's backward":
+            lambda: torch.autograd.grad(OursBackward.apply(xg), xg, dy),
+        "grad: Python Function on torch's ops, one more call in the forward":
+            lambda: torch.autograd.grad(TorchOpsTwoCalls.apply(xg), xg, dy),
+        "torch.empty_like(x) alone": lambda: torch.empty_like(x),
+        "torch.softmax(xg) (records the graph)": lambda: torch.softmax(xg, -1),
+        "Python Function forward (records the graph)": lambda: TorchOpsFunction.apply(xg),
+        "multisoftmax.torch.softmax(xg) (records the graph)": lambda: mt.softmax(xg),
+        "torch._softmax_backward_data alone": lambda: torch._softmax_backward_data(dy, y, -1, y.dtype),
+        "multisoftmax backward alone (_backward_fast)": lambda: mt._backward_fast(y, dy, False),
+    }
+    wait = lambda r: torch.cuda.synchronize()  # noqa: E731
+    for fn in rows.values():
+        for _ in range(20):
+            fn()
+    rounds = timing.host_rounds({name: (fn, wait) for name, fn in rows.items()}, args.calls, args.rounds)
+    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, 32 x 1024 float32; best of "
+          f"{args.rounds} rounds of {args.calls} calls (and the median)")
+    for name, us in rounds.items():
+        print(f"{min(us):8.1f} us  {sorted(us)[len(us) // 2]:8.1f}  {name}")
+
+
+if __name__ == "__main__":
+    main()
