@@ -1,6 +1,6 @@
 """Probe (GPU): host time of a forward and backward through autograd at 32 x 1024 float32.
 
-bench/overhead.py has multisoftmax's forward + backward through `torch.autograd.grad` 50-75 us
+bench/overhead.py has multisoftmax's forward + backward through `torch.autograd.grad` 55-80 us
 a call slower than torch.softmax's, far more than the two calls' own host time apart. This times,
 in interleaved rounds (timing.host_rounds), `torch.autograd.grad(f(x), x, dy)` for: torch.softmax;
 a Python autograd.Function whose forward and backward are torch's own ops (torch.softmax,
