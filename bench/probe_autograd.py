@@ -22,27 +22,55 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import timing  # noqa: E402  (bench/, this script's folder)
 import multisoftmax.torch as mt  # noqa: E402
+from probe_host import time_rows  # noqa: E402  (bench/, this script's folder)
 
 
-class TorchOpsFunction(torch.autograd.Function):
-    """torch's softmax forward and backward kernels under a Python Function (classic form)."""
+def python_function(name: str, forward, backward, doc: str):
+    """A Python autograd.Function (classic form: forward takes ctx, as the adapter's
+    _EagerSoftmax) computing y = forward(x), saving y, and dx = backward(y, dy)."""
 
-    @staticmethod
-    def forward(ctx, x):
-        y = torch.softmax(x, -1)
+    def fwd(ctx, x):
+        y = forward(x)
         ctx.save_for_backward(y)
         return y
 
-    @staticmethod
-    def backward(ctx, dy):
+    def bwd(ctx, dy):
         (y,) = ctx.saved_tensors
-        return torch._softmax_backward_data(dy, y, -1, y.dtype)
+        return backward(y, dy)
+
+    return type(name, (torch.autograd.Function,), {"__doc__": doc, "forward": staticmethod(fwd),
+                                                   "backward": staticmethod(bwd)})
+
+
+def torch_forward(x):
+    return torch.softmax(x, -1)
+
+
+def torch_backward(y, dy):
+    return torch._softmax_backward_data(dy, y, -1, y.dtype)
+
+
+def torch_forward_one_more_call(x):
+    """torch's forward after one more call into torch (torch.empty_like, its result dropped: a
+    second time the forward lets go of the GIL, as the adapter's forward does, once to allocate y
+    and once in Triton's launcher)."""
+    torch.empty_like(x)
+    return torch.softmax(x, -1)
+
+
+TorchOpsFunction = python_function("TorchOpsFunction", torch_forward, torch_backward,
+                                   "torch's softmax forward and backward ops")
+OursForward = python_function("OursForward", lambda x: mt._forward_fast(x, False), torch_backward,
+                              "multisoftmax's forward (the adapter's eager short path) with torch's backward")
+OursBackward = python_function("OursBackward", torch_forward, lambda y, dy: mt._backward_fast(y, dy, False),
+                               "torch's forward with multisoftmax's backward (the adapter's eager short path)")
+TorchOpsTwoCalls = python_function("TorchOpsTwoCalls", torch_forward_one_more_call, torch_backward,
+                                   "TorchOpsFunction with one more call into torch in its forward")
 
 
 class TorchOpsSetup(torch.autograd.Function):
-    """The same with setup_context (forward without ctx)."""
+    """TorchOpsFunction with setup_context (forward without ctx)."""
 
     @staticmethod
     def forward(x):
@@ -55,55 +83,7 @@ class TorchOpsSetup(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dy):
         (y,) = ctx.saved_tensors
-        return torch._softmax_backward_data(dy, y, -1, y.dtype)
-
-
-class OursForward(torch.autograd.Function):
-    """multisoftmax's forward (the adapter's eager short path) with torch's backward."""
-
-    @staticmethod
-    def forward(ctx, x):
-        y = mt._forward_fast(x, False)
-        ctx.save_for_backward(y)
-        return y
-
-    @staticmethod
-    def backward(ctx, dy):
-        (y,) = ctx.saved_tensors
-        return torch._softmax_backward_data(dy, y, -1, y.dtype)
-
-
-class OursBackward(torch.autograd.Function):
-    """torch's forward with multisoftmax's backward (the adapter's eager short path)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        y = torch.softmax(x, -1)
-        ctx.save_for_backward(y)
-        return y
-
-    @staticmethod
-    def backward(ctx, dy):
-        (y,) = ctx.saved_tensors
-        return mt._backward_fast(y, dy, False)
-
-
-class TorchOpsTwoCalls(torch.autograd.Function):
-    """TorchOpsFunction whose forward also makes one more call into torch (torch.empty_like, its
-    result dropped: a second time the forward lets go of the GIL, as the adapter's forward does,
-    once to allocate y and once in Triton's launcher)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        torch.empty_like(x)
-        y = torch.softmax(x, -1)
-        ctx.save_for_backward(y)
-        return y
-
-    @staticmethod
-    def backward(ctx, dy):
-        (y,) = ctx.saved_tensors
-        return torch._softmax_backward_data(dy, y, -1, y.dtype)
+        return torch_backward(y, dy)
 
 
 def main():
@@ -134,16 +114,7 @@ def main():
         "torch._softmax_backward_data alone": lambda: torch._softmax_backward_data(dy, y, -1, y.dtype),
         "multisoftmax backward alone (_backward_fast)": lambda: mt._backward_fast(y, dy, False),
     }
-    wait = lambda r: torch.cuda.synchronize()  # noqa: E731
-    for fn in rows.values():
-        for _ in range(20):
-            fn()
-    rounds = timing.host_rounds({name: (fn, wait) for name, fn in rows.items()}, args.calls, args.rounds)
-    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, 32 x 1024 float32; best of "
-          f"{args.rounds} rounds of {args.calls} calls (and the median)")
-    for name, us in rounds.items():
-        print(f"{min(us):8.1f} us  {sorted(us)[len(us) // 2]:8.1f}  {name}")
-
+    time_rows(rows, args.calls, args.rounds)
 
 if __name__ == "__main__":
     main()

@@ -64,15 +64,24 @@ def main():
         "multisoftmax.torch.softmax(x)": lambda: mt.softmax(x),
         "torch.softmax(x, -1)": lambda: torch.softmax(x, -1),
     }
-    wait = dict.fromkeys(rows, lambda r: torch.cuda.synchronize())
+    time_rows(rows, args.calls, args.rounds)
+
+
+def time_rows(rows: dict, calls: int, rounds: int) -> dict:
+    """Warm up each of `rows` ({name: fn making one call on CUDA tensors at 32 x 1024 float32}),
+    time them in interleaved rounds of `calls` back-to-back calls, one synchronize at the end of
+    each (timing.host_rounds), print each row's best round and median in microseconds a call,
+    and return {name: [us of each round]}."""
     for fn in rows.values():
         for _ in range(20):
             fn()
-    rounds = timing.host_rounds({name: (fn, wait[name]) for name, fn in rows.items()}, args.calls, args.rounds)
+    wait = lambda r: torch.cuda.synchronize()  # noqa: E731
+    out = timing.host_rounds({name: (fn, wait) for name, fn in rows.items()}, calls, rounds)
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, 32 x 1024 float32; best of "
-          f"{args.rounds} rounds of {args.calls} calls")
-    for name, us in rounds.items():
-        print(f"{min(us):8.2f} us  {name}")
+          f"{rounds} rounds of {calls} calls (and the median)")
+    for name, us in out.items():
+        print(f"{min(us):8.2f} us  {sorted(us)[len(us) // 2]:8.2f}  {name}")
+    return out
 
 
 if __name__ == "__main__":
