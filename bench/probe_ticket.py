@@ -19,7 +19,8 @@ Prints each way's per-launch durations and their mean, and checks the output aga
 
 With `--variant NAME` the other kernel is bench/probe_trace.py's KERNEL_VARIANTS[NAME] (prefetch:
 before its ticket, a program asks L2 for the chunk of the item its program id would be, one bulk
-prefetch; lookahead, lookahead_all: see LOOKAHEAD there), on rows of whole chunks; `--shapes dtype:MxN:op,...` picks the shapes (op: sm or log).
+prefetch; lookahead, lookahead_all: see LOOKAHEAD there; pdl, pdl_early: see PDL there, launched with
+launch_pdl=True), on rows of whole chunks; `--shapes dtype:MxN:op,...` picks the shapes (op: sm or log).
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def main():
             (("dispatch", kernels, {}), (args.variant, other, {}))
         launches = {}
         for name, module, change in kinds:
-            kw = {**plan.kwargs, **change}
+            kw = {**plan.kwargs, **change, **({"launch_pdl": True} if name.startswith("pdl") else {})}
             outs = buffers(plan, x)
 
             def launch(a, kw=kw, outs=outs, module=module):

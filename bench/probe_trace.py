@@ -129,7 +129,15 @@ _LOOKAHEAD = ("    if PEEL:\n        e_offs, e_mask = _coop_edges(xs, N, chunk, 
               " CHUNK_N * (x_ptr.dtype.element_ty.primitive_bitwidth // 8))\n")
 LOOKAHEAD_FIRST = (_LOOKAHEAD[0], _LOOKAHEAD[1].format(W=LOOKAHEAD, first=f" and _item < {LOOKAHEAD}"))
 LOOKAHEAD_ALL = (_LOOKAHEAD[0], _LOOKAHEAD[1].format(W=LOOKAHEAD, first=""))
-KERNEL_VARIANTS = {"prefetch": [PREFETCH], "lookahead": [LOOKAHEAD_FIRST], "lookahead_all": [LOOKAHEAD_ALL]}
+# pdl, pdl_early: programmatic dependent launch (launched with Triton's launch_pdl=True: bench/probe_ticket.py):
+# every program first waits for the kernel before it on the stream to end and its writes to be seen
+# (griddepcontrol.wait), so the GPU may take the launch before that kernel ends; pdl_early also lets the
+# next such launch start once all of this one's programs have started (griddepcontrol.launch_dependents).
+_PDL_AT = "    acc_ty = tl.float64 if ACC_FP64 else tl.float32\n    if TAG:\n        sync = count_ptr"
+PDL = (_PDL_AT, "    tl.extra.cuda.gdc_wait()\n")
+PDL_EARLY = (_PDL_AT, "    tl.extra.cuda.gdc_wait()\n    tl.extra.cuda.gdc_launch_dependents()\n")
+KERNEL_VARIANTS = {"prefetch": [PREFETCH], "lookahead": [LOOKAHEAD_FIRST], "lookahead_all": [LOOKAHEAD_ALL],
+                   "pdl": [PDL], "pdl_early": [PDL_EARLY]}
 
 
 def build(extra=(), trace=True):
