@@ -2398,6 +2398,182 @@ def evict(sms, cases=EVICT_CASES):
               f"poly={kw['POLY']:d} | " + _compare(M, N, dtype, "fwd", log, variants, sms), flush=True)
 
 
+# --rows-hints: the rows kernels of ~256 MB shapes where a peer ran 0.5-1% ahead in the published run
+# (XLA's log_softmax forward, torch.compile's float32 softmax forward, torch's float32 log_softmax
+# backward) against cache hints on their streams and other tilings: (dtype, N, direction, log).
+ROWS_HINT_CASES = [("bfloat16", 2048, "fwd", True), ("bfloat16", 512, "fwd", True), ("float32", 2048, "fwd", True),
+                   ("float32", 1152, "fwd", True), ("float32", 512, "fwd", False), ("float32", 1024, "fwd", False),
+                   ("float32", 2048, "bwd", True), ("float32", 4096, "bwd", True), ("bfloat16", 2048, "bwd", True),
+                   ("bfloat16", 2048, "bwd", False)]
+_ROWS_X = 'x = tl.load(x_ptr + x_offs, mask=mask, other=-float("inf"))'
+_ROWS_Y = "tl.store(y_ptr + y_offs, y.to(y_ptr.dtype.element_ty), mask=mask)"
+_ROWS_YB = "y = tl.load(y_ptr + y_offs, mask=mask, other=other_y)"
+_ROWS_DY = "dy = tl.load(dy_ptr + dy_offs, mask=mask, other=0.0)"
+_ROWS_DX = "tl.store(dx_ptr + dx_offs, dx.to(dx_ptr.dtype.element_ty), mask=mask)"
+
+
+def _rows_hinted(load_hint, store_hint):
+    """softmax_fwd_rows and softmax_bwd_rows with `load_hint` on their body's loads and `store_hint`
+    on their body's store (either None: none)."""
+    def add(text, hint):
+        return [(text, text[:-1] + f", {hint})")] if hint else []
+    return {"softmax_fwd_rows": add(_ROWS_X, load_hint) + add(_ROWS_Y, store_hint),
+            "softmax_bwd_rows": add(_ROWS_YB, load_hint) + add(_ROWS_DY, load_hint) + add(_ROWS_DX, store_hint)}
+
+
+def rows_hints(sms, cases=ROWS_HINT_CASES):
+    """dispatch's rows plans of ~256 MB against the same kernels with cache hints (EVICT_VARIANTS:
+    scratch kernels softmax_{fwd,bwd}_rows_<name>) and with twice the rows a program (bm2x) and twice
+    the warps too (bm2xw2x); twice each, by the benchmark's clock."""
+    import dataclasses
+    for name, (load_hint, store_hint) in EVICT_VARIANTS.items():
+        _function_variants("_" + name.lower(), _rows_hinted(load_hint, store_hint))
+    for dtype, N, direction, log in cases:
+        itemsize = getattr(torch, dtype).itemsize
+        M = min(65536, 256 * 2**20 // (N * itemsize))
+        plan, _ = _dispatch_plan(M, N, dtype, direction, sms, None, log)
+        assert plan[0].kernel.endswith("_rows") and len(plan) == 1, plan
+        kw = plan[0].kwargs
+        bm, w = kw["BLOCK_M"], kw["num_warps"]
+        variants = [("dispatch", plan)] + [
+            (name, (dataclasses.replace(plan[0], kernel=plan[0].kernel + "_" + name.lower()),))
+            for name in EVICT_VARIANTS]
+        variants += [("bm2x", tune.with_rows_tiling(plan, M, 2 * bm, w, itemsize, log, direction == "fwd")),
+                     ("bm2xw2x", tune.with_rows_tiling(plan, M, 2 * bm, 2 * w, itemsize, log, direction == "fwd"))]
+        print(f"{dtype} {M}x{N} {'log' if log else 'sm'} {direction} | dispatch: block_m={bm},block_n={kw['BLOCK_N']},"
+              f"warps={w},even_m={kw['EVEN_M']:d} | " + _compare(M, N, dtype, direction, log, variants, sms), flush=True)
+
+
+# --rows-occ: the same rows plans at fewer programs an SM (XLA's one-row 4-warp log_softmax kernel, ahead
+# there, runs 12 an SM at 33 registers a thread and 4 KB of dynamic shared memory; dispatch's run 16 at
+# 32, 12 at 35): each launched with dynamic shared memory it does not use, either so that the SM holds at
+# most k of its programs at once (occK) or of B bytes (padB); with the function's preferred shared memory
+# carveout set to P% (carveP: the driver's attribute, no padding); and with x loaded past L1 (cg).
+ROWS_OCC_CASES = [("bfloat16", 2048, "fwd", True), ("float32", 2048, "fwd", True), ("bfloat16", 512, "fwd", True),
+                  ("float32", 1024, "fwd", False), ("bfloat16", 2048, "fwd", False), ("float32", 2048, "bwd", True)]
+ROWS_OCC_VARIANTS = ("occ8", "occ10", "occ12", "occ14")
+_CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9
+
+
+def _carveout(function, percent):
+    """Set the preferred shared memory carveout of a CUfunction (percent of the SM's unified
+    L1 / shared memory; -1: the driver's default)."""
+    import ctypes
+    libcuda = ctypes.CDLL("libcuda.so.1")
+    rc = libcuda.cuFuncSetAttribute(ctypes.c_void_p(function), _CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+                                    ctypes.c_int(percent))
+    assert rc == 0, rc
+
+
+def rows_occupancy(sms, cases=ROWS_OCC_CASES, names=ROWS_OCC_VARIANTS):
+    """dispatch's rows plans against the same compiled kernels launched as `names` say (see the
+    comment above: occK, padB, carveP, cg); twice each, by the benchmark's clock. Patches
+    launch._COMPILED's cached launch (Triton's packed metadata: num_warps, num_ctas, shared)."""
+    import dataclasses
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    if "cg" in names:
+        _function_variants("_cg", _rows_hinted('cache_modifier=".cg"', None))
+    for dtype, N, direction, log in cases:
+        T = getattr(torch, dtype)
+        M = min(65536, 256 * 2**20 // (N * T.itemsize))
+        plan, inputs = _dispatch_plan(M, N, dtype, direction, sms, None, log)
+        assert len(plan) == 1 and (plan[0].kernel.endswith("_rows") or "cg" not in names), plan
+        x, y, dy, out, bufs, nbytes = tune.make_inputs(M, N, T, direction, log)
+        ref = reference(x, y, dy, log, direction)
+        variants = [("dispatch", plan)] + [(name, (dataclasses.replace(
+            plan[0], kernel=plan[0].kernel + ("_cg" if name == "cg" else "")),)) for name in names]
+        launch._COMPILED.clear()
+        errs, carve = {}, {}
+        for name, p in variants:
+            got = tune.run_plan(p, bufs, out)
+            (key, (l, compiled, grid, call, head, constexprs)), = [
+                (k, v) for k, v in launch._COMPILED.items() if v[0] is p[0]]
+            nw, nctas, shared = compiled.packed_metadata
+            if name.startswith(("occ", "pad")):
+                extra = 228 * 1024 // int(name[3:]) - 1024 if name.startswith("occ") else int(name[3:])
+                head = tuple((nw, nctas, max(shared, extra)) if h is compiled.packed_metadata else h for h in head)
+                launch._COMPILED[key] = (l, compiled, grid, call, head, constexprs)
+            if name.startswith("carve"):
+                carve[name] = (compiled.function, int(name[5:]))
+                _carveout(*carve[name])
+            got = tune.run_plan(p, bufs, out)
+            if name in carve:
+                _carveout(carve[name][0], -1)
+            errs[name] = ((got.double() - ref).abs() / ref.abs().clamp(min=1)).max().item()
+        res = {name: [] for name, _ in variants}
+        for _ in range(2):
+            for name, p in variants:
+                if name in carve:
+                    _carveout(*carve[name])
+                res[name].append(_bench_clock(p, bufs, inputs, out, nbytes, l2))
+                if name in carve:
+                    _carveout(carve[name][0], -1)
+        del x, y, dy, out, bufs, ref
+        torch.cuda.empty_cache()
+        kw = plan[0].kwargs
+        tiling = (f"block_m={kw['BLOCK_M']},block_n={kw['BLOCK_N']}" if "BLOCK_M" in kw else
+                  f"{plan[0].kernel} grid={plan[0].grid[0]},chunk={kw.get('CHUNK_N')}")
+        print(f"{dtype} {M}x{N} {'log' if log else 'sm'} {direction} | dispatch: {tiling},warps={kw['num_warps']} | "
+              + " | ".join(
+                  f"{name} " + "/".join(f"{us:.2f}" for us in res[name]) + f" us {nbytes / min(res[name]) / 1e3:.0f} GB/s"
+                  + (f" ERR {errs[name]:.0e}" if errs[name] > 2e-2 else "") for name, _ in variants), flush=True)
+
+
+# --rows-fill: dispatch's rows plans of the sweep's lengths (~256 MB, as the benchmark's sweep) launched
+# as dispatch.FILL_SHARED_KERNELS says (fill: multisoftmax/occupancy.py's fill_shared) against the same
+# launches asking for Triton's shared memory alone (plain).
+ROWS_FILL_N = (128, 256, 512, 781, 1024, 1152, 2048, 3000, 4096, 8192, 16384, 16385)
+
+
+def rows_fill(sms, Ns=ROWS_FILL_N, dtypes=("bfloat16", "float32")):
+    """plain against fill (see the comment above) on every rows plan of `Ns`, both directions, softmax and
+    log_softmax; twice each, by the benchmark's clock."""
+    import dataclasses
+    from multisoftmax import dispatch
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    kernels_filled = dispatch.FILL_SHARED_KERNELS
+    for dtype in dtypes:
+        T = getattr(torch, dtype)
+        for N in Ns:
+            M = min(65536, 256 * 2**20 // (N * T.itemsize))
+            for direction in ("fwd", "bwd"):
+                for log in (False, True):
+                    plan, inputs = _dispatch_plan(M, N, dtype, direction, sms, None, log)
+                    if len(plan) != 1 or not plan[0].kernel.endswith("_rows"):
+                        continue
+                    x, y, dy, out, bufs, nbytes = tune.make_inputs(M, N, T, direction, log)
+                    ref = reference(x, y, dy, log, direction)
+                    variants = [("plain", (dataclasses.replace(plan[0]),)), ("fill", (dataclasses.replace(plan[0]),))]
+                    launch._COMPILED.clear()
+                    errs, shared = {}, {}
+                    for name, p in variants:
+                        dispatch.FILL_SHARED_KERNELS = kernels_filled if name == "fill" else ()
+                        try:
+                            got = tune.run_plan(p, bufs, out)
+                        finally:
+                            dispatch.FILL_SHARED_KERNELS = kernels_filled
+                        got = tune.run_plan(p, bufs, out)
+                        (_, (_, compiled, _, _, head, _)), = [
+                            (k, v) for k, v in launch._COMPILED.items() if v[0] is p[0]]
+                        shared[name] = next(h for h in head if isinstance(h, tuple))[2]
+                        errs[name] = (compiled.n_regs, ((got.double() - ref).abs() / ref.abs().clamp(min=1)).max().item())
+                    res = {name: [] for name, _ in variants}
+                    for _ in range(2):
+                        for name, p in variants:
+                            res[name].append(_bench_clock(p, bufs, inputs, out, nbytes, l2))
+                    del x, y, dy, out, bufs, ref
+                    torch.cuda.empty_cache()
+                    kw = plan[0].kwargs
+                    ratio = min(res["plain"]) / min(res["fill"])
+                    print(f"{dtype} {M}x{N} {'log' if log else 'sm'} {direction} | block_m={kw['BLOCK_M']},"
+                          f"block_n={kw['BLOCK_N']},tail_n={kw['TAIL_N']},peel={kw['PEEL']:d},warps={kw['num_warps']} | "
+                          + " | ".join(f"{name} r{errs[name][0]} shared={shared[name]} "
+                                       + "/".join(f"{us:.2f}" for us in res[name])
+                                       + f" us {nbytes / min(res[name]) / 1e3:.0f} GB/s"
+                                       + (f" ERR {errs[name][1]:.0e}" if errs[name][1] > 2e-2 else "")
+                                       for name, _ in variants) + f" | fill x{ratio:.4f}", flush=True)
+
+
 FEW_TP_SHAPES = [(64, 128256), (64, 256000), (32, 256000), (32, 128256), (16, 256000), (128, 128256)]
 
 
@@ -2519,7 +2695,17 @@ def main():
              "--poly-few": lambda sms: poly(sms, POLY_FEW_SHAPES, variants={k: POLY_VARIANTS[k] for k in ("Q3", "Q4")}),
              "--poly-wide": lambda sms: poly(sms, POLY_WIDE_SHAPES, variants={
                  k: POLY_VARIANTS[k] for k in ("A3", "A4", "Q4")}),
-             "--rows-short": lambda sms: rows16(sms, ROWS_SHORT_N, ("float32", "bfloat16", "float16"), ("fwd", "bwd"))}
+             "--rows-short": lambda sms: rows16(sms, ROWS_SHORT_N, ("float32", "bfloat16", "float16"), ("fwd", "bwd")),
+             "--rows-hints": rows_hints, "--rows-occ": rows_occupancy, "--rows-fill": rows_fill,
+             "--rows-occ2": lambda sms: rows_occupancy(sms, names=("pad1024", "pad4096", "pad8192", "occ14", "occ12",
+                                                                   "carve100", "carve50", "cg")),
+             "--rows-occ3": lambda sms: rows_occupancy(
+                 sms, [("bfloat16", 2048, "fwd", True), ("float32", 2048, "bwd", True), ("float32", 256, "fwd", True)],
+                 names=("carve0", "carve10", "carve25", "carve50", "carve75", "carve100", "pad10240", "pad12288")),
+             "--coop-carve": lambda sms: rows_occupancy(
+                 sms, [("bfloat16", 1048576, "fwd", False), ("float32", 1048576, "fwd", True),
+                       ("bfloat16", 1048576, "bwd", False), ("bfloat16", 65536, "fwd", False)],
+                 names=("carve100", "carve50", "pad40960"))}
     for flag, mode in modes.items():
         if flag in sys.argv[1:]:
             return mode(sms)

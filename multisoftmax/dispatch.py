@@ -290,6 +290,32 @@ class Launch:
         return dict(self.meta)
 
 
+# FILL_SHARED: a rows launch whose rows fill their lanes (N == BLOCK_N: no tail, no peel) of
+# FILL_SHARED_N[0] to FILL_SHARED_N[1] values, in tiles of at least FILL_SHARED_MIN_TILE bytes a tensor,
+# asks for the SM's shared memory over the programs it holds at once (multisoftmax/occupancy.py: the
+# driver then splits the SM's L1 / shared memory with the most shared memory). On the H100
+# (bench/results/h100/probe_rows_fill.log, the benchmark's clock, two runs) those launches ran 0.2-0.9%
+# faster, 26 of 32 (bf16 65536 x 2048 softmax forward 179.0 -> 177.4 us, float32 32768 x 2048
+# log_softmax forward 179.1 -> 177.8, backward 264.8 -> 263.3), the other 6 within 0.15%; where XLA's
+# fused kernel, one row a program as ours, had been that much ahead. Lost: rows in part of their lanes
+# (bf16 N = 1152 forward 2-3%, float32 N = 781 peeled 5%, bf16 N = 3000 forward 2%), tiles of 1-2 KB
+# (bf16 N = 1024 forward 0.4%), N = 128 (float32 log_softmax 1.6%); even at N >= 8192; the cooperative
+# kernels lost 2-10% (probe_coop_carve.log). float64 not measured: left out. Measured: bench/DISPATCH.md, FILL_SHARED.
+FILL_SHARED_N = (512, 4096)
+FILL_SHARED_MIN_TILE = 4096
+
+
+def fills_shared(launch: "Launch") -> bool:
+    """Whether `launch` asks for the SM's shared memory (FILL_SHARED, above)."""
+    if launch.kernel not in ("softmax_fwd_rows", "softmax_bwd_rows"):
+        return False
+    kw = launch.kwargs
+    N, itemsize = launch.scalars[1], 16 // kw["VEC"]
+    return (itemsize <= 4 and N == kw["BLOCK_N"] and not kw["TAIL_N"] and not kw["PEEL"]
+            and FILL_SHARED_N[0] <= N <= FILL_SHARED_N[1]
+            and kw["BLOCK_M"] * N * itemsize >= FILL_SHARED_MIN_TILE)
+
+
 def row_segments(N: int) -> tuple[int, int]:
     """(BLOCK_N, TAIL_N): a row as one power of two, or a power of two and a short tail.
 

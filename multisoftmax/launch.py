@@ -12,7 +12,9 @@ by the launch record (which fixes the scalars, hence their specialization), the 
 device and the 16-byte alignment of each pointer (the only other thing Triton specializes
 on), and calls its launcher directly, with the tensors' addresses, and where it can with no
 Python between (`_launcher`). The same pattern as `CompiledKernel.__getitem__` in Triton
-itself; whenever a launch hook is set (profilers) the ordinary path is taken.
+itself; whenever a launch hook is set (profilers) the ordinary path is taken. A cached launch
+that dispatch.fills_shared names asks for occupancy.fill_shared's dynamic shared memory (the
+first, compiling, call asks for the kernel's own).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import inspect
 import threading
 
-from . import kernels
+from . import dispatch, kernels, occupancy
 
 # (id(launch), dtype, device index, pointer alignments) -> (launch, compiled kernel, constexprs)
 _COMPILED: dict = {}
@@ -144,7 +146,11 @@ def launch_compiled(launch, inputs, outs, io_dtype, device_index):
         grid = launch.grid + (1,) * (3 - len(launch.grid))
         n_args = len(inputs) + len(launch.scalars) + len(outs)
         constexprs = tuple(launch.kwargs[name] for name in fn.arg_names[n_args:])
-        _COMPILED[key] = (launch, compiled, grid, *_launcher(compiled), constexprs)
+        packed = compiled.packed_metadata
+        if dispatch.fills_shared(launch) and len(packed) == 3:  # (num_warps, num_ctas, shared): occupancy.py
+            shared = occupancy.fill_shared(compiled.n_regs, packed[0], packed[2], occupancy.limits(device_index))
+            packed = (packed[0], packed[1], shared)
+        _COMPILED[key] = (launch, compiled, grid, *_launcher(compiled, packed), constexprs)
 
 
 # CudaLauncher.__call__'s parameters where Triton's launcher is the Python wrapper of a C module
@@ -153,14 +159,16 @@ def launch_compiled(launch, inputs, outs, io_dtype, device_index):
 _MODULE_LAUNCHER = ("self", "gridX", "gridY", "gridZ", "stream", "function", "args")
 
 
-def _launcher(compiled):
+def _launcher(compiled, packed=None):
     """(call, head) such that `call(gridX, gridY, gridZ, stream, *head, *args)` launches
     `compiled` with no launch hooks: its C launch function itself where Triton's launcher
     (CompiledKernel.run) is the Python wrapper of a per-signature C module and the kernel
     needs no scratch memory (4.1 against 5.0 us a call on the H100 machine,
-    bench/results/h100/probe_host.log), else `run`."""
+    bench/results/h100/probe_host.log), else `run`. `packed`: the launch's (num_warps,
+    num_ctas, shared memory) where not the kernel's own (`occupancy.fill_shared`)."""
     run = compiled.run
-    common = (compiled.packed_metadata, None, None, None)  # metadata; launch metadata, enter and exit hooks
+    common = (compiled.packed_metadata if packed is None else packed, None, None, None)  # metadata; launch
+    # metadata, enter and exit hooks
     code = getattr(type(run).__call__, "__code__", None)
     if code is not None and code.co_flags & inspect.CO_VARARGS \
             and code.co_varnames[:code.co_argcount + 1] == _MODULE_LAUNCHER \

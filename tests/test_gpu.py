@@ -3,6 +3,7 @@
 Skipped cleanly without a CUDA device; run on the GPU machine with the rest of the suite.
 """
 
+import numpy as np
 import pytest
 import torch
 
@@ -590,6 +591,77 @@ def test_cached_launch_calls_triton_s_c_launch_and_launch_hooks_still_see_launch
         triton.knobs.runtime.launch_enter_hook.remove(hook)
     assert len(seen) == 1
     _check_softmax(y, x, "float32", "with a launch hook")
+
+
+@pytest.mark.parametrize("dtype,N,log", [(torch.bfloat16, 2048, False), (torch.float32, 1024, True),
+                                         (torch.float16, 4096, True)])
+def test_fill_shared_launches_ask_for_the_sm_s_shared_memory(dtype, N, log):
+    """Launches that dispatch.fills_shared names ask for occupancy.fill_shared's bytes of the SM's
+    shared memory: through the torch adapter (the cached launch's metadata: more than the kernel's
+    own, the SM holding as many programs) and through the JAX adapter (the kernel handed to jaxlib,
+    compiled anew here); forward and backward right on fresh inputs in both."""
+    import jax
+    import jax.numpy as jnp
+
+    import multisoftmax.jax as mj
+    from multisoftmax import launch, occupancy
+
+    M = 1000  # a row count no other test compiles for JAX
+    name = str(dtype).split(".")[-1]
+    fwd = dispatch.plan_forward(M, N, N, N, name, log, _sms())
+    bwd = dispatch.plan_backward(M, N, N, N, N, name, log, _sms())
+    assert dispatch.fills_shared(fwd[0]) and dispatch.fills_shared(bwd[0])
+    g = torch.Generator(device="cuda").manual_seed(11)
+    f, t = (mt.log_softmax, torch.log_softmax) if log else (mt.softmax, torch.softmax)
+    for i in range(2):
+        x = (torch.randn(M, N, device="cuda", generator=g, dtype=dtype) * 3).requires_grad_()
+        dy = torch.randn(M, N, device="cuda", generator=g, dtype=dtype)
+        y = f(x, -1)
+        (dx,) = torch.autograd.grad(y, x, dy)
+        x64 = x.detach().double()
+        y64 = t(x64, -1)
+        ref.assert_close(y.detach().double().cpu(), y64.cpu(), name, f"torch fwd call {i}")
+        expected = ref.softmax_backward(y64.cpu().numpy(), dy.double().cpu().numpy(), log=log)
+        ref.assert_close(dx.double().cpu(), expected, name, f"torch bwd call {i}", scale_atol=True)
+    lim = occupancy.limits(torch.cuda.current_device())
+    assert lim is not None
+    for plan in (fwd, bwd):
+        hits = [v for k, v in launch._COMPILED.items() if k[0] == id(plan[0])]
+        assert hits
+        for _, compiled, _, _, head, _ in hits:
+            packed = next(h for h in head if isinstance(h, tuple))
+            assert packed[2] == occupancy.fill_shared(compiled.n_regs, packed[0], compiled.metadata.shared, lim)
+            assert packed[2] > compiled.metadata.shared, (packed, compiled.metadata.shared)
+            k = occupancy.programs_per_sm(compiled.n_regs, packed[0], compiled.metadata.shared, lim)
+            assert occupancy.programs_per_sm(compiled.n_regs, packed[0], packed[2], lim) == k
+
+    lib = mj._jax_triton().triton_lib
+    made = []
+    original = lib.triton_kernel_call_lib.TritonKernel
+
+    def spy(*args):
+        made.append(args)
+        return original(*args)
+
+    lib._COMPILED_KERNEL_CACHE.clear()  # compile anew: the hook sees the kernels
+    lib.triton_kernel_call_lib.TritonKernel = spy
+    try:
+        jf = mj.log_softmax if log else mj.softmax
+        xj = jnp.asarray(x.detach().float().cpu().numpy()).astype(jnp.dtype(name))
+        dyj = jnp.asarray(dy.float().cpu().numpy()).astype(jnp.dtype(name))
+        yj, pull = jax.vjp(lambda a: jf(a, -1), xj)
+        (dxj,) = pull(dyj)
+        yj.block_until_ready()
+    finally:
+        lib.triton_kernel_call_lib.TritonKernel = original
+    filled = [a for a in made if a[0].startswith(("softmax_fwd_rows", "softmax_bwd_rows"))]
+    assert len(filled) == 2, made
+    assert all(a[3] > 1024 for a in filled), filled  # far more than the rows kernels' own (<= 64 bytes)
+    xj64 = np.asarray(xj, np.float64)
+    yj64 = np.asarray(t(torch.from_numpy(xj64), -1))
+    ref.assert_close(np.asarray(yj, np.float64), yj64, name, "jax fwd")
+    ref.assert_close(np.asarray(dxj, np.float64), ref.softmax_backward(yj64, np.asarray(dyj, np.float64), log=log),
+                     name, "jax bwd", scale_atol=True)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])

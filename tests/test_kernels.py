@@ -13,7 +13,7 @@ import torch
 import reference64 as ref
 from uninterpreted import run_uninterpreted
 import multisoftmax.torch  # noqa: F401  (registers torch.ops.multisoftmax)
-from multisoftmax import dispatch, launch
+from multisoftmax import dispatch, launch, occupancy
 from multisoftmax.kernels import softmax as kernel_module
 import triton  # noqa: E402  (after multisoftmax, which sets TRITON_INTERPRET where asked)
 import triton.language as tl  # noqa: E402
@@ -1641,6 +1641,73 @@ class _OtherLauncher(_ModuleLauncher):
 class _Compiled:
     def __init__(self, run):
         self.run, self.function, self.packed_metadata = run, 1234, (4, 1, 0)
+
+
+@pytest.mark.parametrize("run", [_ModuleLauncher(), _OtherLauncher()])
+def test_launcher_passes_a_launch_s_own_shared_memory(run):
+    """launch._launcher with `packed` (occupancy.fill_shared's bytes): the launch gets that
+    (num_warps, num_ctas, shared memory) where Triton's launcher would pass the kernel's own."""
+    compiled = _Compiled(run)
+    call, head = launch._launcher(compiled, (4, 1, 13568))
+    args = (7, 8, 9, 0xABC, 0xDEF, 32, 1024)
+    call(*args[:4], *head, *args[4:])
+    run(*args[:4], compiled.function, (4, 1, 13568), None, None, None, *args[4:])
+    assert len(run.calls) == 2 and run.calls[0] == run.calls[1] and (4, 1, 13568) in run.calls[0]
+
+
+H100_LIMITS = occupancy.Limits(shared=233472, registers=65536, threads=2048, programs=32, reserved=1024)
+
+
+def test_occupancy_arithmetic():
+    """occupancy.programs_per_sm on the H100's limits, bound by threads, registers (a warp's in units
+    of 256), programs and shared memory; fill_shared asks for the SM's shared memory over that count
+    less 1 KB a program, so that the SM still holds as many (at most 48 KB: then fewer), never less
+    than the kernel's own, and the kernel's own where the limits are unknown (no driver)."""
+    lim = H100_LIMITS
+    assert occupancy.programs_per_sm(32, 4, 0, lim) == 16  # 2048 threads
+    assert occupancy.programs_per_sm(35, 4, 0, lim) == 12  # 40 registers a thread: 1280 a warp, 51 warps
+    assert occupancy.programs_per_sm(45, 4, 0, lim) == 10
+    assert occupancy.programs_per_sm(64, 8, 0, lim) == 4
+    assert occupancy.programs_per_sm(16, 1, 0, lim) == 32  # the programs an SM
+    assert occupancy.programs_per_sm(32, 4, 20000, lim) == 11  # 233472 // 21024
+    assert occupancy.fill_shared(32, 4, 0, lim) == 233472 // 16 - 1024 == 13568
+    assert occupancy.fill_shared(45, 4, 32, lim) == 233472 // 10 - 1024
+    assert occupancy.fill_shared(64, 8, 0, lim) == occupancy.DEFAULT_MAX_SHARED
+    assert occupancy.fill_shared(32, 4, 60000, lim) == 60000
+    assert occupancy.fill_shared(32, 4, 100, None) == 100
+    for regs in (16, 24, 32, 35, 40, 48, 56, 64, 80, 96, 128, 255):
+        for warps in (1, 2, 4, 8, 16, 32):
+            k = occupancy.programs_per_sm(regs, warps, 0, lim)
+            filled = occupancy.fill_shared(regs, warps, 0, lim)
+            if filled < occupancy.DEFAULT_MAX_SHARED:  # the SM holds as many, and no more would fit
+                assert occupancy.programs_per_sm(regs, warps, filled, lim) == k, (regs, warps)
+                assert (k + 1) * (filled + lim.reserved) > lim.shared, (regs, warps)
+    got = occupancy.limits(0)
+    assert got is None or got.reserved >= 0  # None without a driver (CI)
+
+
+def test_fill_shared_rule():
+    """dispatch.fills_shared: rows launches whose rows fill their lanes (N == BLOCK_N, no tail, no
+    peel) of 512 to 4096 values in tiles of at least 4 KB a tensor, forward and backward, 16- and
+    32-bit; no other launch."""
+    def fills(M, N, dtype, forward=True, log=False):
+        plan = (dispatch.plan_forward(M, N, N, N, dtype, log, 132) if forward
+                else dispatch.plan_backward(M, N, N, N, N, dtype, log, 132))
+        return [dispatch.fills_shared(one) for one in plan]
+    for dtype in ("bfloat16", "float16", "float32"):
+        for N in (2048, 4096):
+            for forward in (True, False):
+                for log in (False, True):
+                    assert fills(65536, N, dtype, forward, log) == [True], (dtype, N, forward, log)
+    assert fills(65536, 512, "bfloat16") == [True] and fills(65536, 512, "bfloat16", False) == [False]  # 1 KB tiles
+    assert fills(65536, 1024, "bfloat16") == [False] and fills(65536, 1024, "bfloat16", False) == [True]
+    assert fills(65536, 512, "float32", False, True) == [True] and fills(32, 1024, "float32") == [True]
+    assert fills(65536, 1152, "bfloat16") == [False] and fills(58254, 1152, "float32") == [False]  # lanes in part
+    assert fills(65536, 781, "float32") == [False] and fills(44739, 3000, "bfloat16") == [False]
+    assert fills(65536, 128, "float32", True, True) == [False] and fills(16384, 8192, "bfloat16") == [False]
+    assert fills(65536, 2048, "float64") == [False]  # not measured
+    assert fills(65536, 2048, "bfloat16", True) == [True] and fills(65536, 2048, "bfloat16", True, True) == [True]
+    assert not any(fills(128, 1048576, "bfloat16")) and not any(fills(128, 1048576, "bfloat16", False))
 
 
 @pytest.mark.parametrize("run,direct", [(_ModuleLauncher(), True), (_ModuleLauncher(global_scratch_size=8), False),
