@@ -408,6 +408,20 @@ PACK_FWD_SHAPES = [(2670, 50257), (2048, 65536), (1024, 131072), (512, 262144), 
                    (16, 1048576)]
 
 
+def _two_runs(variants, bufs, names, out, nbytes, l2, before=None, after=None):
+    """{name: [us, us]}: each (name, plan) of `variants` timed by `_bench_clock`, in turn, twice;
+    `before(name)` / `after(name)`, where given, run around each timing."""
+    res = {name: [] for name, _ in variants}
+    for _ in range(2):
+        for name, p in variants:
+            if before:
+                before(name)
+            res[name].append(_bench_clock(p, bufs, names, out, nbytes, l2))
+            if after:
+                after(name)
+    return res
+
+
 def _compare(M, N, dtype, direction, log, variants, sms):
     """One line: each (name, plan) of `variants` on the same inputs, with its registers a
     thread, the largest error relative to max(1, |ref|) (ERR over 2e-2) and its us a call of
@@ -424,10 +438,7 @@ def _compare(M, N, dtype, direction, log, variants, sms):
         err = ((got.double() - ref).abs() / ref.abs().clamp(min=1)).max().item()
         info[name] = (max(c[1].n_regs for c in launch._COMPILED.values()), err,
                       max(c[1].n_spills for c in launch._COMPILED.values()))
-    res = {name: [] for name, _ in variants}
-    for _ in range(2):
-        for name, p in variants:
-            res[name].append(_bench_clock(p, bufs, names, out, nbytes, l2))
+    res = _two_runs(variants, bufs, names, out, nbytes, l2)
     del x, y, dy, out, bufs, ref
     torch.cuda.empty_cache()
     return " | ".join(f"{name} r{info[name][0]}" + (f"s{info[name][2]}" if info[name][2] else "") + " "
@@ -2500,14 +2511,9 @@ def rows_occupancy(sms, cases=ROWS_OCC_CASES, names=ROWS_OCC_VARIANTS):
             if name in carve:
                 _carveout(carve[name][0], -1)
             errs[name] = ((got.double() - ref).abs() / ref.abs().clamp(min=1)).max().item()
-        res = {name: [] for name, _ in variants}
-        for _ in range(2):
-            for name, p in variants:
-                if name in carve:
-                    _carveout(*carve[name])
-                res[name].append(_bench_clock(p, bufs, inputs, out, nbytes, l2))
-                if name in carve:
-                    _carveout(carve[name][0], -1)
+        res = _two_runs(variants, bufs, inputs, out, nbytes, l2,
+                        before=lambda name: name in carve and _carveout(*carve[name]),
+                        after=lambda name: name in carve and _carveout(carve[name][0], -1))
         del x, y, dy, out, bufs, ref
         torch.cuda.empty_cache()
         kw = plan[0].kwargs
@@ -2520,8 +2526,8 @@ def rows_occupancy(sms, cases=ROWS_OCC_CASES, names=ROWS_OCC_VARIANTS):
 
 
 # --rows-fill: dispatch's rows plans of the sweep's lengths (~256 MB, as the benchmark's sweep) launched
-# as dispatch.FILL_SHARED_KERNELS says (fill: multisoftmax/occupancy.py's fill_shared) against the same
-# launches asking for Triton's shared memory alone (plain).
+# asking for multisoftmax/occupancy.py's fill_shared bytes (fill), whatever dispatch.fills_shared says,
+# against the same launches asking for Triton's shared memory alone (plain).
 ROWS_FILL_N = (128, 256, 512, 781, 1024, 1152, 2048, 3000, 4096, 8192, 16384, 16385)
 
 
@@ -2531,7 +2537,7 @@ def rows_fill(sms, Ns=ROWS_FILL_N, dtypes=("bfloat16", "float32")):
     import dataclasses
     from multisoftmax import dispatch
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    kernels_filled = dispatch.FILL_SHARED_KERNELS
+    rule = dispatch.fills_shared
     for dtype in dtypes:
         T = getattr(torch, dtype)
         for N in Ns:
@@ -2547,20 +2553,17 @@ def rows_fill(sms, Ns=ROWS_FILL_N, dtypes=("bfloat16", "float32")):
                     launch._COMPILED.clear()
                     errs, shared = {}, {}
                     for name, p in variants:
-                        dispatch.FILL_SHARED_KERNELS = kernels_filled if name == "fill" else ()
+                        dispatch.fills_shared = lambda one, fill=name == "fill": fill  # read at the compile
                         try:
                             got = tune.run_plan(p, bufs, out)
                         finally:
-                            dispatch.FILL_SHARED_KERNELS = kernels_filled
+                            dispatch.fills_shared = rule
                         got = tune.run_plan(p, bufs, out)
                         (_, (_, compiled, _, _, head, _)), = [
                             (k, v) for k, v in launch._COMPILED.items() if v[0] is p[0]]
                         shared[name] = next(h for h in head if isinstance(h, tuple))[2]
                         errs[name] = (compiled.n_regs, ((got.double() - ref).abs() / ref.abs().clamp(min=1)).max().item())
-                    res = {name: [] for name, _ in variants}
-                    for _ in range(2):
-                        for name, p in variants:
-                            res[name].append(_bench_clock(p, bufs, inputs, out, nbytes, l2))
+                    res = _two_runs(variants, bufs, inputs, out, nbytes, l2)
                     del x, y, dy, out, bufs, ref
                     torch.cuda.empty_cache()
                     kw = plan[0].kwargs
