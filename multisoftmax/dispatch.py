@@ -306,7 +306,11 @@ FILL_SHARED_MIN_TILE = 4096
 
 
 def fills_shared(launch: "Launch") -> bool:
-    """Whether `launch` asks for the SM's shared memory (FILL_SHARED, above)."""
+    """Whether `launch` (a `Launch` of this module) asks for the SM's shared memory: a rows launch
+    (softmax_fwd_rows / softmax_bwd_rows) of 16- or 32-bit rows that fill BLOCK_N lanes, no tail
+    and no peel, FILL_SHARED_N[0] <= N <= FILL_SHARED_N[1], in tiles of BLOCK_M x N values of at
+    least FILL_SHARED_MIN_TILE bytes (the comment above; bench/DISPATCH.md has the figures). The
+    launcher asks for occupancy.fill_shared's bytes. Raises nothing: any other launch is False."""
     if launch.kernel not in ("softmax_fwd_rows", "softmax_bwd_rows"):
         return False
     kw = launch.kwargs

@@ -9,11 +9,12 @@ probe_rows_occ*.log: bf16 65536 x 2048's log_softmax forward 179.2 -> 177.5 us, 
 2048's log_softmax backward 264.8 -> 263.2; XLA's fused kernel, one row a program as ours, ran
 that much ahead). The CUDA attribute that asks for that split (the preferred shared memory
 carveout) measured the same, but is set on a loaded function, which jaxlib does not give back; a
-launch's dynamic shared memory is in both adapters' hands. So a launch that `dispatch.fill_shared`
+launch's dynamic shared memory is in both adapters' hands. So a launch that `dispatch.fills_shared`
 names asks for the SM's shared memory over the programs it holds at once (less what the GPU
 keeps for each program): the driver then takes the split with the most shared memory, and the SM
 holds as many programs as before. The kernels do not touch the memory asked for.
-The cooperative kernels lost 3-10% so, which is why dispatch names only some launches.
+The cooperative kernels lost 2-12% so, which is why dispatch names only some launches. Today
+only the torch adapter's cached launches ask (multisoftmax/launch.py); the JAX adapter's do not yet.
 
 Device limits come from the driver through ctypes (libcuda.so.1), as in `sms`; where there is no
 driver or a query fails, `limits` is None and launches ask for what Triton computed.
@@ -36,8 +37,8 @@ _MAX_BLOCKS_PER_MULTIPROCESSOR = 106
 _RESERVED_SHARED_MEMORY_PER_BLOCK = 111
 # Registers are given to a warp in units of 256 (sm_50 and later).
 REGISTER_UNIT = 256
-# What a launch may ask for without cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES), which
-# jaxlib's launcher sets only above this.
+# What a launch may ask for without the function's MAX_DYNAMIC_SHARED_SIZE_BYTES attribute, which
+# Triton's loader (and jaxlib's) sets only for a kernel whose own shared memory is above this.
 DEFAULT_MAX_SHARED = 48 * 1024
 
 
