@@ -300,7 +300,7 @@ class Launch:
 # fused kernel, one row a program as ours, had been that much ahead. Lost: rows in part of their lanes
 # (bf16 N = 1152 forward 2-3%, float32 N = 781 peeled 5%, bf16 N = 3000 forward 2%), tiles of 1-2 KB
 # (bf16 N = 1024 forward 0.4%), N = 128 (float32 log_softmax 1.6%); even at N >= 8192; the cooperative
-# kernels lost 2-10% (probe_coop_carve.log). float64 not measured: left out. Measured: bench/DISPATCH.md, FILL_SHARED.
+# kernels lost 2-12% (probe_coop_carve.log). float64 not measured: left out. Measured: bench/DISPATCH.md, FILL_SHARED.
 FILL_SHARED_N = (512, 4096)
 FILL_SHARED_MIN_TILE = 4096
 
