@@ -2468,20 +2468,25 @@ _CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9
 
 def _carveout(function, percent):
     """Set the preferred shared memory carveout of a CUfunction (percent of the SM's unified
-    L1 / shared memory; -1: the driver's default)."""
+    L1 / shared memory; -1: the driver's default), through multisoftmax.sms's libcuda."""
     import ctypes
-    libcuda = ctypes.CDLL("libcuda.so.1")
-    rc = libcuda.cuFuncSetAttribute(ctypes.c_void_p(function), _CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
-                                    ctypes.c_int(percent))
+
+    from multisoftmax import sms as ms_sms
+    rc = ms_sms._driver().cuFuncSetAttribute(ctypes.c_void_p(function),
+                                             _CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, ctypes.c_int(percent))
     assert rc == 0, rc
 
 
 def rows_occupancy(sms, cases=ROWS_OCC_CASES, names=ROWS_OCC_VARIANTS):
     """dispatch's rows plans against the same compiled kernels launched as `names` say (see the
-    comment above: occK, padB, carveP, cg); twice each, by the benchmark's clock. Patches
+    comment above: occK, padB, carveP, cg; occK asks for occupancy.limits' shared memory an SM over
+    k, less what the GPU keeps a program); twice each, by the benchmark's clock. Patches
     launch._COMPILED's cached launch (Triton's packed metadata: num_warps, num_ctas, shared)."""
     import dataclasses
+
+    from multisoftmax import occupancy
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    lim = occupancy.limits(0)  # the H100: 233472 bytes of shared memory an SM, 1024 kept a program
     if "cg" in names:
         _function_variants("_cg", _rows_hinted('cache_modifier=".cg"', None))
     for dtype, N, direction, log in cases:
@@ -2501,7 +2506,7 @@ def rows_occupancy(sms, cases=ROWS_OCC_CASES, names=ROWS_OCC_VARIANTS):
                 (k, v) for k, v in launch._COMPILED.items() if v[0] is p[0]]
             nw, nctas, shared = compiled.packed_metadata
             if name.startswith(("occ", "pad")):
-                extra = 228 * 1024 // int(name[3:]) - 1024 if name.startswith("occ") else int(name[3:])
+                extra = lim.shared // int(name[3:]) - lim.reserved if name.startswith("occ") else int(name[3:])
                 head = tuple((nw, nctas, max(shared, extra)) if h is compiled.packed_metadata else h for h in head)
                 launch._COMPILED[key] = (l, compiled, grid, call, head, constexprs)
             if name.startswith("carve"):
