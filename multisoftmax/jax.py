@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import dispatch, kernels, launch, sms
+from . import dispatch, kernels, launch, occupancy, sms
 from .kernels import interpret_requested
 
 __all__ = ["softmax", "log_softmax"]
@@ -78,7 +78,7 @@ def _jax_triton():
 
 # The hook on jax-triton's compile. jax_triton.triton_call (0.3.1) lowers each kernel through
 # `triton_lib.get_or_create_triton_kernel(backend_init_func, platform, fn, ...)`, looked up at each
-# lowering; `_hook_compile` wraps it, for the kernels of multisoftmax.kernels alone, to do two
+# lowering; `_hook_compile` wraps it, for the kernels of multisoftmax.kernels alone, to do three
 # things jax-triton has no option for:
 #
 # * Register caps (Triton's maxnreg; dispatch.COOP_CAP32_REGS). triton_call builds the compiler's
@@ -98,7 +98,15 @@ def _jax_triton():
 #   ~0.8 us less of host time, with the same results bit for bit and the same GPU times
 #   (bench/results/h100/probe_jax_host.log, the benchmark's run at 5c5babf). The torch adapter's
 #   kernels keep their line info: profile those for source lines.
+# * Filled shared memory (dispatch.FILL_SHARED, multisoftmax/occupancy.py): the kernel jaxlib gets
+#   asks for the SM's shared memory over the programs it holds, which needs the registers a thread
+#   the kernel takes; jaxlib assembles the PTX itself and says nothing of them, so the hook runs
+#   Triton's ptxas on it once and reads them from the cubin (`_filled_shared`).
 _REGISTER_CAPS: dict = {}
+# Launches that dispatch.fills_shared names ask for more dynamic shared memory than their kernel
+# uses (multisoftmax/occupancy.py): their kernel is a copy of the JITFunction (`_filled_kernel`), as
+# for a cap, in _FILLS; the hook gives jaxlib's kernel occupancy.fill_shared's bytes.
+_FILLS: set = set()
 _LEAN: dict = {}  # id(jax-triton's kernel) -> (that kernel, its lean twin)
 
 
@@ -119,11 +127,12 @@ def _hook_compile(jax_triton) -> None:
     def get_or_create_triton_kernel(backend_init_func, platform, fn, *args, **kwargs):
         if not _ours(fn):
             return original(backend_init_func, platform, fn, *args, **kwargs)
-        maxnreg, built = _REGISTER_CAPS.get(fn), {}
+        maxnreg, fill, built = _REGISTER_CAPS.get(fn), fn in _FILLS, {}
         init = backend_init_func
 
         def backend_init_func(device, compute_capability):
             backend = init(device, compute_capability)
+            built["device"] = device
             parse, make_llir, make_ptx = backend.parse_options, backend.make_llir, backend.make_ptx
             if maxnreg is not None:
                 backend.parse_options = lambda opts: parse({**opts, "maxnreg": maxnreg})
@@ -139,6 +148,9 @@ def _hook_compile(jax_triton) -> None:
             def ptx_kept(src, metadata, options, capability):
                 ptx = make_ptx(src, metadata, options, capability)
                 built.update(ptx=ptx, name=metadata["name"], shared=metadata["shared"], capability=capability)
+                if fill:
+                    built["shared"] = _filled_shared(backend, ptx, dict(metadata), options, capability,
+                                                     built["device"], kwargs.get("num_warps") or 4)
                 return ptx
 
             backend.make_llir, backend.make_ptx = llir_without_line_info, ptx_kept
@@ -166,6 +178,33 @@ def _register_caps_work() -> bool:
         return True
     lib = _jax_triton().triton_lib
     return getattr(lib.get_or_create_triton_kernel, "_multisoftmax_hook", False)
+
+
+def _filled_shared(backend, ptx, metadata, options, capability, device: int, num_warps: int) -> int:
+    """The dynamic shared memory a launch of the kernel `ptx` asks for where dispatch.fills_shared
+    says so: occupancy.fill_shared at the registers a thread it takes, which Triton's ptxas gives
+    (the cubin loaded once to read them, as Triton's CompiledKernel does); the kernel's own shared
+    memory where that fails (another Triton, no driver)."""
+    shared = metadata["shared"]
+    try:
+        from triton.backends.nvidia.driver import CudaUtils
+
+        cubin = backend.make_cubin(ptx, metadata, options, capability)
+        n_regs = CudaUtils().load_binary(metadata["name"], cubin, shared, device)[2]
+    except Exception:  # noqa: BLE001
+        return shared
+    return occupancy.fill_shared(n_regs, num_warps, shared, occupancy.limits(device))
+
+
+@functools.cache
+def _filled_kernel(name: str):
+    """Kernel `name` as a JITFunction of its own, whose launches ask for the SM's shared memory
+    (see _FILLS)."""
+    import triton
+
+    fn = triton.jit(kernels.get(name).fn)
+    _FILLS.add(fn)
+    return fn
 
 
 @functools.cache
@@ -251,7 +290,8 @@ def _gpu_execute(launches, buffers: dict, io_dtype):
         zeroed = tuple(i for i, (name, _, kind) in enumerate(outs) if kind in ("zeros", "sync") and name not in scratch)
         meta = dict(l.kwargs)
         maxnreg = meta.pop("maxnreg", None)
-        kernel = _capped_kernel(l.kernel, maxnreg) if maxnreg else kernels.get(l.kernel)
+        kernel = (_capped_kernel(l.kernel, maxnreg) if maxnreg else _filled_kernel(l.kernel) if dispatch.fills_shared(l)
+                  else kernels.get(l.kernel))
         written = jt.triton_call(*inputs, *l.scalars, *init_args,
                                  kernel=kernel, out_shape=out_shape, grid=l.grid, input_output_aliases=aliases,
                                  zeroed_outputs=zeroed, **meta)

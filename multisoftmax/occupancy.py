@@ -13,8 +13,9 @@ launch's dynamic shared memory is in both adapters' hands. So a launch that `dis
 names asks for the SM's shared memory over the programs it holds at once (less what the GPU
 keeps for each program): the driver then takes the split with the most shared memory, and the SM
 holds as many programs as before. The kernels do not touch the memory asked for.
-The cooperative kernels lost 2-12% so, which is why dispatch names only some launches. Today
-only the torch adapter's cached launches ask (multisoftmax/launch.py); the JAX adapter's do not yet.
+The cooperative kernels lost 2-12% so, which is why dispatch names only some launches. Both
+adapters ask: the torch adapter's cached launches (multisoftmax/launch.py), the JAX adapter's
+kernels through its compile hook (multisoftmax/jax.py, `_filled_shared`).
 
 Device limits come from the driver through ctypes (libcuda.so.1), as in `sms`; where there is no
 driver or a query fails, `limits` is None and launches ask for what Triton computed.

@@ -3,6 +3,7 @@
 Skipped cleanly without a CUDA device; run on the GPU machine with the rest of the suite.
 """
 
+import numpy as np
 import pytest
 import torch
 
@@ -595,12 +596,17 @@ def test_cached_launch_calls_triton_s_c_launch_and_launch_hooks_still_see_launch
 @pytest.mark.parametrize("dtype,N,log", [(torch.bfloat16, 2048, False), (torch.float32, 1024, True),
                                          (torch.float16, 4096, True)])
 def test_fill_shared_launches_ask_for_the_sm_s_shared_memory(dtype, N, log):
-    """Launches that dispatch.fills_shared names ask, through the torch adapter, for
-    occupancy.fill_shared's bytes of the SM's shared memory (the cached launch's metadata: more than
-    the kernel's own, the SM holding as many programs); forward and backward right on fresh inputs."""
+    """Launches that dispatch.fills_shared names ask for occupancy.fill_shared's bytes of the SM's
+    shared memory: through the torch adapter (the cached launch's metadata: more than the kernel's
+    own, the SM holding as many programs) and through the JAX adapter (the kernel handed to jaxlib,
+    compiled anew here); forward and backward right on fresh inputs in both."""
+    import jax
+    import jax.numpy as jnp
+
+    import multisoftmax.jax as mj
     from multisoftmax import launch, occupancy
 
-    M = 1000
+    M = 1000  # a row count no other test compiles for JAX
     name = str(dtype).split(".")[-1]
     fwd = dispatch.plan_forward(M, N, N, N, name, log, _sms())
     bwd = dispatch.plan_backward(M, N, N, N, N, name, log, _sms())
@@ -628,6 +634,35 @@ def test_fill_shared_launches_ask_for_the_sm_s_shared_memory(dtype, N, log):
             assert packed[2] > compiled.metadata.shared, (packed, compiled.metadata.shared)
             k = occupancy.programs_per_sm(compiled.n_regs, packed[0], compiled.metadata.shared, lim)
             assert occupancy.programs_per_sm(compiled.n_regs, packed[0], packed[2], lim) == k
+
+    lib = mj._jax_triton().triton_lib
+    made = []
+    original = lib.triton_kernel_call_lib.TritonKernel
+
+    def spy(*args):
+        made.append(args)
+        return original(*args)
+
+    lib._COMPILED_KERNEL_CACHE.clear()  # compile anew: the hook sees the kernels
+    lib.triton_kernel_call_lib.TritonKernel = spy
+    try:
+        jf = mj.log_softmax if log else mj.softmax
+        xj = jnp.asarray(x.detach().float().cpu().numpy()).astype(jnp.dtype(name))
+        dyj = jnp.asarray(dy.float().cpu().numpy()).astype(jnp.dtype(name))
+        yj, pull = jax.vjp(lambda a: jf(a, -1), xj)
+        (dxj,) = pull(dyj)
+        yj.block_until_ready()
+    finally:
+        lib.triton_kernel_call_lib.TritonKernel = original
+    # the kernels handed to jaxlib (TTIR ""), not those jax-triton makes itself on the way
+    filled = [a for a in made if a[0].startswith(("softmax_fwd_rows", "softmax_bwd_rows")) and a[5] == ""]
+    assert len(filled) == 2, [a[:4] for a in made]
+    assert all(a[3] > 1024 for a in filled), filled  # far more than the rows kernels' own (<= 64 bytes)
+    xj64 = np.asarray(xj, np.float64)
+    yj64 = np.asarray(t(torch.from_numpy(xj64), -1))
+    ref.assert_close(np.asarray(yj, np.float64), yj64, name, "jax fwd")
+    ref.assert_close(np.asarray(dxj, np.float64), ref.softmax_backward(yj64, np.asarray(dyj, np.float64), log=log),
+                     name, "jax bwd", scale_atol=True)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])

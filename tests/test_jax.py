@@ -686,6 +686,52 @@ def test_compile_hook():
     assert other[0] == "fat" and seen == [("maxnreg", None), ("line info off", False)]
 
 
+class _CubinBackend(_StandInBackend):
+    def make_cubin(self, src, metadata, options, capability):
+        self.seen.append(("cubin", src))
+        return b"cubin"
+
+
+def test_compile_hook_fills_shared(monkeypatch):
+    """`_hook_compile` on a stand-in for jax_triton: a kernel from `_filled_kernel` comes back as a
+    kernel asking for occupancy.fill_shared's bytes at the registers a thread that Triton's ptxas
+    gives it (the cubin loaded by Triton's CudaUtils, as CompiledKernel reads them: here 40, 12
+    programs an SM of 4 warps on the H100); where that fails, for its own shared memory."""
+    import triton.backends.nvidia.driver as nvidia
+
+    from multisoftmax import kernels, occupancy
+
+    seen = []
+
+    class Utils:
+        def load_binary(self, name, cubin, shared, device):
+            seen.append(("load", name, cubin, shared, device))
+            return (1, 2, 40, 0, 1024)
+
+    monkeypatch.setattr(nvidia, "CudaUtils", Utils)
+    monkeypatch.setattr(occupancy, "limits", lambda device: occupancy.Limits(233472, 65536, 2048, 32, 1024))
+    fake = _stand_in_jax_triton(seen)
+    mj._hook_compile(fake)
+    hooked = fake.triton_lib.get_or_create_triton_kernel
+    filled = mj._filled_kernel("softmax_fwd_rows")
+    assert filled is mj._filled_kernel("softmax_fwd_rows") and filled is not kernels.get("softmax_fwd_rows")
+    lean, _ = hooked(lambda d, c: _CubinBackend(seen), "cuda", filled, [], [], num_warps=4, num_ctas=1, num_stages=1)
+    assert lean[4] == 233472 // 12 - 1024, lean
+    assert ("cubin", ".version 8.0 // llir") in seen and ("load", "kernel_0d1d", b"cubin", 64, 0) in seen
+
+    class Broken:
+        def load_binary(self, *args):
+            raise RuntimeError("no driver")
+
+    monkeypatch.setattr(nvidia, "CudaUtils", Broken)
+    other = mj._filled_kernel("softmax_bwd_rows")
+    lean, _ = hooked(lambda d, c: _CubinBackend(seen), "cuda", other, [], [], num_warps=4, num_ctas=1, num_stages=1)
+    assert lean[4] == 64  # the kernel's own
+    plain, _ = hooked(lambda d, c: _CubinBackend(seen), "cuda", kernels.get("softmax_bwd_rows"), [], [],
+                      num_warps=4, num_ctas=1, num_stages=1)
+    assert plain[4] == 64
+
+
 @pytest.mark.skipif(jax.default_backend() != "gpu", reason="jax-triton compiles on a GPU backend only")
 def test_register_cap_reaches_the_ptx_subprocess(tmp_path, monkeypatch):
     """The JAX adapter's capped kernels compile to PTX with `.maxnreg 64`, its other kernels
