@@ -2530,6 +2530,26 @@ def rows_occupancy(sms, cases=ROWS_OCC_CASES, names=ROWS_OCC_VARIANTS):
                   + (f" ERR {errs[name]:.0e}" if errs[name] > 2e-2 else "") for name, _ in variants), flush=True)
 
 
+# --few-pack16: the 16-bit softmax forward of few long rows in TAG's 8-warp chunks, which dispatch holds
+# unpacked (COOP_TAG_FWD16_FEW_MIN_PER_SM to COOP_TAG_FWD16_SM_FEW_MAX_PER_SM programs an SM; the
+# log_softmax there is packed with CVT_X2), against the same plan packed with CVT_X2 (P) and packed
+# without it (Pn): probe_few_tag16.log compared packed and unpacked before CVT_X2 existed.
+FEW_PACK16_SHAPES = [(8, 256000), (16, 128256), (16, 151936), (12, 256000), (16, 256000), (32, 128256)]
+
+
+def few_pack16(sms, shapes=FEW_PACK16_SHAPES, dtypes=("bfloat16", "float16")):
+    """dispatch's plan against P and Pn (see the comment above), twice each, by the benchmark's clock."""
+    for dtype in dtypes:
+        for M, N in shapes:
+            plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms)
+            kw = plan[0].kwargs
+            assert kw["TAG"] and not kw["PACK"], (M, N, kw)
+            variants = [("dispatch", plan), ("P", tune.with_meta(plan, PACK=True, CVT_X2=True)),
+                        ("Pn", tune.with_meta(plan, PACK=True, CVT_X2=False))]
+            print(_head(M, N, dtype, "fwd", False, plan, sms) + _compare(M, N, dtype, "fwd", False, variants, sms),
+                  flush=True)
+
+
 # --rows-fill: dispatch's rows plans of the sweep's lengths (~256 MB, as the benchmark's sweep) launched
 # asking for multisoftmax/occupancy.py's fill_shared bytes (fill), whatever dispatch.fills_shared says,
 # against the same launches asking for Triton's shared memory alone (plain).
@@ -2704,7 +2724,7 @@ def main():
              "--poly-wide": lambda sms: poly(sms, POLY_WIDE_SHAPES, variants={
                  k: POLY_VARIANTS[k] for k in ("A3", "A4", "Q4")}),
              "--rows-short": lambda sms: rows16(sms, ROWS_SHORT_N, ("float32", "bfloat16", "float16"), ("fwd", "bwd")),
-             "--rows-hints": rows_hints, "--rows-occ": rows_occupancy, "--rows-fill": rows_fill,
+             "--rows-hints": rows_hints, "--rows-occ": rows_occupancy, "--rows-fill": rows_fill, "--few-pack16": few_pack16,
              "--rows-occ2": lambda sms: rows_occupancy(sms, names=("pad1024", "pad4096", "pad8192", "occ14", "occ12",
                                                                    "carve100", "carve50", "cg")),
              "--rows-occ3": lambda sms: rows_occupancy(
