@@ -169,9 +169,10 @@ COOP_TAG_FWD32_MIN_PER_SM = 0.75
 COOP_FWD16_WARPS = 4
 COOP_FWD16_LOG_WIDE_MIN_PER_SM = 96
 # Unpeeled 16-bit rows in grids under COOP_TAG_FWD16_FEW_MAX_PER_SM programs an SM (the softmax:
-# COOP_TAG_FWD16_SM_FEW_MAX_PER_SM) take TAG in 8192-value chunks at COOP_WARPS warps: the
-# log_softmax packed from COOP_TAG_FWD16_LOG_MIN_PER_SM, the softmax unpacked from
-# COOP_TAG_FWD16_FEW_MIN_PER_SM (it lost at 0.97 an SM). log_softmax 16 x 256000: 10.9 to 9.65 us.
+# COOP_TAG_FWD16_SM_FEW_MAX_PER_SM) take TAG in 8192-value chunks at COOP_WARPS warps, packed: the
+# log_softmax from COOP_TAG_FWD16_LOG_MIN_PER_SM, the softmax from COOP_TAG_FWD16_FEW_MIN_PER_SM (it
+# lost at 0.97 an SM). log_softmax 16 x 256000: 10.9 to 9.65 us. The softmax was held unpacked until
+# CVT_X2 made the packed one quicker (2026-11-27): bf16 8 x 256000 7.32 -> 7.03 us.
 # Measured: bench/DISPATCH.md, COOP_TAG_FWD16_FEW_MAX_PER_SM.
 COOP_TAG_FWD16_FEW_MAX_PER_SM = 6
 COOP_TAG_FWD16_FEW_MIN_PER_SM = 1.5
@@ -557,8 +558,8 @@ def _coop_cvt_x2(packed: bool, log: bool, poly: bool, tag: dict | None, peeled: 
 def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: int, num_sms: int,
                   log: bool) -> dict | None:
     """TAG of the cooperative forward: the chunks it takes, as `_coop_launches`' keyword
-    arguments (wide, narrow, warps) and `pack=False` where 16-bit rows of whole words are not held
-    packed, or None where the forward waits on counters instead.
+    arguments (wide, narrow, warps), or None where the forward waits on counters instead (16-bit
+    rows of whole words are held packed in every chunk TAG takes).
     float32 rows, peeled or not, from COOP_TAG_FWD32_MIN_PER_SM programs an SM (narrow chunks for
     the fewest programs, COOP_NARROW_MIN_SMS_PER_PROGRAM); 16-bit peeled rows, and rows not of whole
     words, from COOP_TAG_FWD_MIN_PER_SM, rows of whole words (`words`, peeled or not) at COOP_FWD16_WARPS
@@ -574,7 +575,7 @@ def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: in
         take, min_per_sm = {}, COOP_TAG_FWD_MIN_PER_SM
     elif not peeled and programs < num_sms * (COOP_TAG_FWD16_FEW_MAX_PER_SM if log
                                               else COOP_TAG_FWD16_SM_FEW_MAX_PER_SM):  # few programs: 8 warps
-        take = {} if log else dict(pack=False)
+        take = {}
         min_per_sm = COOP_TAG_FWD16_LOG_MIN_PER_SM if log else COOP_TAG_FWD16_FEW_MIN_PER_SM
     elif _coop_chunks(N, itemsize)[1] > COOP_TAG_MAX_CHUNKS:  # counters (COOP_TAG_FWD_MIN_PER_SM)
         return None
@@ -780,13 +781,12 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         words = _whole_words(itemsize, peeled, acc["ALIGN"])
         tag = _coop_tag_fwd(N, itemsize, words, peeled, programs, num_sms, log)  # the chunks TAG takes, if it does
         if tag is not None:  # SPLIT_SUM: see COOP_FWD16_WARPS
-            take = {k: v for k, v in tag.items() if k != "pack"}
-            acc.update(PACK=words and tag.get("pack", True), LATE_LEAVE=False, TAG=True,
-                       SPLIT_SUM=take.get("warps") == COOP_FWD16_WARPS, SENT=False, POLY=False)
-            acc["CVT_X2"], cap = _coop_cvt_x2(acc["PACK"], log, False, take, peeled, programs, num_sms,
+            acc.update(PACK=words, LATE_LEAVE=False, TAG=True,
+                       SPLIT_SUM=tag.get("warps") == COOP_FWD16_WARPS, SENT=False, POLY=False)
+            acc["CVT_X2"], cap = _coop_cvt_x2(acc["PACK"], log, False, tag, peeled, programs, num_sms,
                                              register_cap)
             return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,
-                                  num_sms, acc, 2, "y", maxnreg=cap, **take)
+                                  num_sms, acc, 2, "y", maxnreg=cap, **tag)
         split = _coop_split_sum(N, itemsize, words, peeled, programs, num_sms)
         acc.update(TAG=False, SPLIT_SUM=split)
         wide = not split and _coop_wide(M, N, itemsize, log, peeled, num_sms)

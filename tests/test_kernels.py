@@ -270,14 +270,14 @@ def test_coop_forward_pack_rule():
         assert fwd(64, 256000, dtype) == (True, 8192, False)  # TAG's 4-warp chunks (test_coop_tag_few_rule)
         assert fwd(64, 128256, dtype) == (True, 8192, False)
         assert fwd(32, 256000, dtype) == (True, 8192, False)
-        assert fwd(32, 128256, dtype) == (False, 8192, False)  # TAG, few rows: unpacked
+        assert fwd(32, 128256, dtype) == (True, 8192, False)  # TAG, few rows: packed, 8 warps
         assert fwd(2048, 65536, dtype, log=True) == (True, 16384, False)  # TAG, 16384 programs of 8192 >= 12672
         assert fwd(1024, 65536, dtype, log=True) == (True, 8192, False)  # TAG, 8192 programs < 12672
         assert fwd(512, 151936, dtype, log=True) == (True, 8192, False)  # TAG: 9728 >= 4224, 19 chunks
         assert fwd(64, 256000, dtype, log=True) == (True, 8192, False)  # TAG at any grid (test_coop_tag_few_rule)
         assert fwd(64, 128256, dtype, log=True) == (True, 8192, False)
         assert fwd(8, 256000, dtype, log=True) == (True, 8192, False)  # TAG: packed, 8 warps
-        assert fwd(8, 256000, dtype) == (False, 8192, False)  # TAG, unpacked
+        assert fwd(8, 256000, dtype) == (True, 8192, False)  # TAG: packed, 8 warps
         for log in (False, True):
             assert fwd(5, 1048576, dtype, log=log) == (False, 8192, False)  # 640 programs <= 660
             assert fwd(6, 1048576, dtype, log=log) == (True, 8192, True)  # COOP_SPLIT_SUM_MAX_CHUNKS's few rows
@@ -356,7 +356,7 @@ def test_coop_tag_rule():
             assert plan(4, 256000, dtype, True)["TAG"] and not plan(1, 50257, dtype, True)["TAG"]
         else:  # the softmax of unpeeled rows: 4 warps' packed chunks from 528 programs (4 an SM), 8 warps' below
             assert [(kw["TAG"], kw["num_warps"], kw["PACK"]) for kw in (plan(M, 65536, dtype, True) for M in (66, 65))
-                    ] == [(True, 4, True), (True, 8, False)]
+                    ] == [(True, 4, True), (True, 8, True)]
             assert not plan(603, 50257, dtype, True)["TAG"]  # peeled: from 4224 programs (above)
         # 32 chunks of 8192 at 262144 (TAG; 16-bit at 4 warps), 64 at 524288 and 128 at 1048576
         # (counters, with keyed partials; 16-bit: COOP_SPLIT_SUM_MAX_CHUNKS's chunks, wide ones).
@@ -436,10 +436,10 @@ def test_split_fresh_rule():
 
 def test_coop_tag_few_rule():
     # Few long rows (COOP_TAG_FWD16_FEW_MAX_PER_SM, COOP_TAG_FWD16_SM_FEW_MAX_PER_SM): unpeeled 16-bit
-    # rows take TAG in 8192-value chunks at 8 warps, the log_softmax packed from 0.75 an SM (99) in a
-    # grid of fewer than 6 programs of 8192 values an SM (132 SMs: 792), the softmax unpacked from 1.5
-    # (198) in a grid of fewer than 4 (528); past those the 4 warps' packed chunks (SPLIT_SUM) at every
-    # grid. Peeled rows, float32 and rows of more than 32 chunks keep their rules.
+    # rows take TAG in 8192-value chunks at 8 warps, packed: the log_softmax from 0.75 an SM (99) in a
+    # grid of fewer than 6 programs of 8192 values an SM (132 SMs: 792), the softmax from 1.5 (198) in a
+    # grid of fewer than 4 (528); past those the 4 warps' packed chunks (SPLIT_SUM) at every grid.
+    # Peeled rows, float32 and rows of more than 32 chunks keep their rules.
     def kw(M, N, dtype, log, strides=None):
         return dispatch.plan_forward(M, N, *(strides or (N, N)), dtype, log, 132)[0].kwargs
 
@@ -451,17 +451,17 @@ def test_coop_tag_few_rule():
         assert tag(4, 256000, dtype, True) == (True, True, 8192, 8, False)  # 128 programs
         assert tag(3, 256000, dtype, True) is None  # 96
         assert tag(4, 256000, dtype, False) is None
-        assert tag(7, 256000, dtype, False) == (True, False, 8192, 8, False)  # 224: unpacked
+        assert tag(7, 256000, dtype, False) == (True, True, 8192, 8, False)  # 224
         assert tag(6, 256000, dtype, False) is None  # 192
         for log in (False, True):
-            assert tag(16, 256000, dtype, log) == (True, log, 8192, 8, False)  # 512
+            assert tag(16, 256000, dtype, log) == (True, True, 8192, 8, False)  # 512
             assert tag(16, 1048576, dtype, log) is None  # 128 chunks a row
             for M, N in ((25, 256000), (64, 256000), (64, 128256), (256, 128256)):  # 800 to 4096
                 assert tag(M, N, dtype, log) == (True, True, 8192, 4, True)
         assert tag(24, 256000, dtype, True) == (True, True, 8192, 8, False)  # 768
         assert tag(24, 256000, dtype, False) == (True, True, 8192, 4, True)
         assert tag(17, 256000, dtype, False) == (True, True, 8192, 4, True)  # 544
-        assert tag(16, 128256, dtype, False) == (True, False, 8192, 8, False)  # 256
+        assert tag(16, 128256, dtype, False) == (True, True, 8192, 8, False)  # 256
         assert tag(16, 100003, dtype, True) is None  # peeled: from 4224 programs
     assert not kw(7, 256000, "float32", False)["PACK"] and kw(7, 256000, "float32", False)["TAG"]
 
@@ -633,12 +633,12 @@ def test_coop_poly_rule():
 
 def test_coop_cvt_x2_rule():
     """CVT_X2 (y's words by one cvt.rn.bf16x2.f32 / cvt.rn.f16x2.f32 a word; COOP_CVT_X2): the packed
-    16-bit softmax forward, on counters or TAG, peeled or not, through either adapter's plans, POLY's
-    under Triton's maxnreg at COOP_X2_CAP_REGS; the packed log_softmax forward on counters, in TAG's
-    wide chunks (under the cap), in TAG's 4-warp chunks of peeled rows, and in the 8-warp chunks of
-    few rows in grids of at most COOP_X2_FEW_MAX_PER_SM programs an SM; never the log_softmax in TAG's
-    4-warp chunks of unpeeled rows, unpacked rows, float32 or float64; where the launcher cannot pass a
-    cap (register_cap=False), none that needs one."""
+    16-bit softmax forward, on counters or TAG (the 8-warp chunks of few rows too), peeled or not,
+    through either adapter's plans, POLY's under Triton's maxnreg at COOP_X2_CAP_REGS; the packed
+    log_softmax forward on counters, in TAG's wide chunks (under the cap), in TAG's 4-warp chunks of
+    peeled rows, and in the 8-warp chunks of few rows in grids of at most COOP_X2_FEW_MAX_PER_SM
+    programs an SM; never the log_softmax in TAG's 4-warp chunks of unpeeled rows, unpacked rows,
+    float32 or float64; where the launcher cannot pass a cap (register_cap=False), none that needs one."""
     def kw(M, N, dtype, log=False, jax=False, cap=True):
         return dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, 132, counters_per_call=jax,
                                                  register_cap=cap)[0].kwargs
@@ -669,6 +669,9 @@ def test_coop_cvt_x2_rule():
             k = kw(M, N, dtype, True)  # few rows: 8-warp chunks of 8192, up to 5 programs an SM (660)
             assert k["TAG"] and k["PACK"] and k["CHUNK_N"] == 8192 and k["num_warps"] == 8, (M, N)
             assert k["CVT_X2"] == x2 and "maxnreg" not in k, (M, N)
+        for M, N in ((7, 256000), (8, 256000), (16, 128256), (16, 256000)):  # the softmax's few rows: 8 warps
+            k = kw(M, N, dtype)
+            assert k["TAG"] and k["PACK"] and k["num_warps"] == 8 and k["CVT_X2"] and "maxnreg" not in k, (M, N)
         k = dispatch.plan_forward.__wrapped__(64, 256000, 256001, 256003, dtype, False, 132)[0].kwargs
         assert not k["PACK"] and not k["CVT_X2"]  # wide unpacked chunks (rows not of whole words)
         k = kw(64, 256000, dtype)  # TAG's 4-warp chunks, unpeeled: packed, CVT_X2
