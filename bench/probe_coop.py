@@ -2550,6 +2550,28 @@ def few_pack16(sms, shapes=FEW_PACK16_SHAPES, dtypes=("bfloat16", "float16")):
                   flush=True)
 
 
+# --few-pack16-below: the same forward in grids under COOP_TAG_FWD16_FEW_MIN_PER_SM programs an SM, where
+# dispatch waits on counters, against TAG's 8-warp chunks packed with CVT_X2 (P), as the log_softmax
+# takes them from COOP_TAG_FWD16_LOG_MIN_PER_SM.
+FEW_PACK16_BELOW_SHAPES = [(2, 256000), (3, 256000), (4, 256000), (8, 128256), (8, 151936), (5, 256000),
+                           (6, 256000)]
+
+
+def few_pack16_below(sms, shapes=FEW_PACK16_BELOW_SHAPES, dtypes=("bfloat16", "float16")):
+    """dispatch's plan against P (see the comment above), twice each, by the benchmark's clock."""
+    from multisoftmax import dispatch
+    for dtype in dtypes:
+        for M, N in shapes:
+            plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms)
+            assert not plan[0].kwargs["TAG"], (M, N)
+            with mock.patch.object(dispatch, "_coop_tag_fwd", lambda *a: {}):
+                p = dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, False, sms, "coop")
+            k = p[0].kwargs
+            assert k["TAG"] and k["PACK"] and k["CVT_X2"] and k["num_warps"] == 8, k
+            print(_head(M, N, dtype, "fwd", False, plan, sms)
+                  + _compare(M, N, dtype, "fwd", False, [("dispatch", plan), ("P", p)], sms), flush=True)
+
+
 # --rows-fill: dispatch's rows plans of the sweep's lengths (~256 MB, as the benchmark's sweep) launched
 # asking for multisoftmax/occupancy.py's fill_shared bytes (fill), whatever dispatch.fills_shared says,
 # against the same launches asking for Triton's shared memory alone (plain).
@@ -2725,6 +2747,7 @@ def main():
                  k: POLY_VARIANTS[k] for k in ("A3", "A4", "Q4")}),
              "--rows-short": lambda sms: rows16(sms, ROWS_SHORT_N, ("float32", "bfloat16", "float16"), ("fwd", "bwd")),
              "--rows-hints": rows_hints, "--rows-occ": rows_occupancy, "--rows-fill": rows_fill, "--few-pack16": few_pack16,
+             "--few-pack16-below": few_pack16_below,
              "--rows-occ2": lambda sms: rows_occupancy(sms, names=("pad1024", "pad4096", "pad8192", "occ14", "occ12",
                                                                    "carve100", "carve50", "cg")),
              "--rows-occ3": lambda sms: rows_occupancy(
