@@ -168,15 +168,15 @@ COOP_TAG_FWD32_MIN_PER_SM = 0.75
 # Measured: bench/DISPATCH.md, COOP_FWD16_WARPS.
 COOP_FWD16_WARPS = 4
 COOP_FWD16_LOG_WIDE_MIN_PER_SM = 96
-# Unpeeled 16-bit rows in grids under COOP_TAG_FWD16_FEW_MAX_PER_SM programs an SM (the softmax:
-# COOP_TAG_FWD16_SM_FEW_MAX_PER_SM) take TAG in 8192-value chunks at COOP_WARPS warps, packed: the
-# log_softmax from COOP_TAG_FWD16_LOG_MIN_PER_SM, the softmax from COOP_TAG_FWD16_FEW_MIN_PER_SM (it
-# lost at 0.97 an SM). log_softmax 16 x 256000: 10.9 to 9.65 us. The softmax was held unpacked until
-# CVT_X2 made the packed one quicker (2026-11-27): bf16 8 x 256000 7.32 -> 7.03 us.
+# Unpeeled 16-bit rows in grids of COOP_TAG_FWD16_FEW_MIN_PER_SM programs an SM and more, under
+# COOP_TAG_FWD16_FEW_MAX_PER_SM (the softmax: COOP_TAG_FWD16_SM_FEW_MAX_PER_SM), take TAG in
+# 8192-value chunks at COOP_WARPS warps, packed. log_softmax 16 x 256000: 10.9 to 9.65 us. The
+# softmax was held unpacked, and from 1.5 an SM only (unpacked it lost at 0.97), until CVT_X2 made
+# the packed one quicker (2026-11-27): bf16 8 x 256000 7.32 -> 7.03 us, 6 x 256000 6.85 -> 6.37;
+# even from 0.75 an SM to 0.97, as the log_softmax.
 # Measured: bench/DISPATCH.md, COOP_TAG_FWD16_FEW_MAX_PER_SM.
 COOP_TAG_FWD16_FEW_MAX_PER_SM = 6
-COOP_TAG_FWD16_FEW_MIN_PER_SM = 1.5
-COOP_TAG_FWD16_LOG_MIN_PER_SM = 0.75
+COOP_TAG_FWD16_FEW_MIN_PER_SM = 0.75
 # COOP_TAG_FWD16_SM_FEW_MAX_PER_SM: the softmax's few rows end here (COOP_TAG_FWD16_FEW_MAX_PER_SM
 # is the log_softmax's); from here unpeeled 16-bit rows of whole words take TAG's COOP_FWD16_WARPS
 # chunks (packed, summed in halves) at every grid: with CVT_X2 they beat the plans before (H100 bf16
@@ -565,8 +565,9 @@ def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: in
     words, from COOP_TAG_FWD_MIN_PER_SM, rows of whole words (`words`, peeled or not) at COOP_FWD16_WARPS
     warps, but the log_softmax's (`log`) in a grid of at least COOP_FWD16_LOG_WIDE_MIN_PER_SM programs
     an SM in wide ones, and never rows of more than COOP_TAG_MAX_CHUNKS such chunks; unpeeled rows of
-    whole words at every grid, in grids of few programs as COOP_TAG_FWD16_FEW_MAX_PER_SM (the log_softmax)
-    and COOP_TAG_FWD16_SM_FEW_MAX_PER_SM (the softmax) say; float64 never (as every TAG). Rows of at most
+    whole words at every grid, in grids of few programs from COOP_TAG_FWD16_FEW_MIN_PER_SM an SM as
+    COOP_TAG_FWD16_FEW_MAX_PER_SM (the log_softmax) and COOP_TAG_FWD16_SM_FEW_MAX_PER_SM (the softmax) say;
+    float64 never (as every TAG). Rows of at most
     COOP_TAG_MAX_CHUNKS chunks as TAG takes them, at most one an SM as every cooperative launch
     (_coop_launches)."""
     if itemsize == 4:
@@ -575,8 +576,7 @@ def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: in
         take, min_per_sm = {}, COOP_TAG_FWD_MIN_PER_SM
     elif not peeled and programs < num_sms * (COOP_TAG_FWD16_FEW_MAX_PER_SM if log
                                               else COOP_TAG_FWD16_SM_FEW_MAX_PER_SM):  # few programs: 8 warps
-        take = {}
-        min_per_sm = COOP_TAG_FWD16_LOG_MIN_PER_SM if log else COOP_TAG_FWD16_FEW_MIN_PER_SM
+        take, min_per_sm = {}, COOP_TAG_FWD16_FEW_MIN_PER_SM
     elif _coop_chunks(N, itemsize)[1] > COOP_TAG_MAX_CHUNKS:  # counters (COOP_TAG_FWD_MIN_PER_SM)
         return None
     elif peeled or not (log and programs >= COOP_FWD16_LOG_WIDE_MIN_PER_SM * num_sms):

@@ -437,10 +437,10 @@ def test_split_fresh_rule():
 
 def test_coop_tag_few_rule():
     # Few long rows (COOP_TAG_FWD16_FEW_MAX_PER_SM, COOP_TAG_FWD16_SM_FEW_MAX_PER_SM): unpeeled 16-bit
-    # rows take TAG in 8192-value chunks at 8 warps, packed: the log_softmax from 0.75 an SM (99) in a
-    # grid of fewer than 6 programs of 8192 values an SM (132 SMs: 792), the softmax from 1.5 (198) in a
-    # grid of fewer than 4 (528); past those the 4 warps' packed chunks (SPLIT_SUM) at every grid.
-    # Peeled rows, float32 and rows of more than 32 chunks keep their rules.
+    # rows take TAG in 8192-value chunks at 8 warps, packed, from 0.75 programs of 8192 values an SM
+    # (132 SMs: 99) in a grid of fewer than 6 an SM (792; the softmax: 4, 528); past those the 4 warps'
+    # packed chunks (SPLIT_SUM) at every grid. Peeled rows, float32 and rows of more than 32 chunks
+    # keep their rules.
     def kw(M, N, dtype, log, strides=None):
         return dispatch.plan_forward(M, N, *(strides or (N, N)), dtype, log, 132)[0].kwargs
 
@@ -449,12 +449,11 @@ def test_coop_tag_few_rule():
         return (k["TAG"], k["PACK"], k["CHUNK_N"], k["num_warps"], k["SPLIT_SUM"]) if k["TAG"] else None
 
     for dtype in ("bfloat16", "float16"):
-        assert tag(4, 256000, dtype, True) == (True, True, 8192, 8, False)  # 128 programs
-        assert tag(3, 256000, dtype, True) is None  # 96
-        assert tag(4, 256000, dtype, False) is None
-        assert tag(7, 256000, dtype, False) == (True, True, 8192, 8, False)  # 224
-        assert tag(6, 256000, dtype, False) is None  # 192
         for log in (False, True):
+            assert tag(4, 256000, dtype, log) == (True, True, 8192, 8, False)  # 128 programs
+            assert tag(8, 128256, dtype, log) == (True, True, 8192, 8, False)  # 128
+            assert tag(3, 256000, dtype, log) is None  # 96
+            assert tag(6, 256000, dtype, log) == (True, True, 8192, 8, False)  # 192
             assert tag(16, 256000, dtype, log) == (True, True, 8192, 8, False)  # 512
             assert tag(16, 1048576, dtype, log) is None  # 128 chunks a row
             for M, N in ((25, 256000), (64, 256000), (64, 128256), (256, 128256)):  # 800 to 4096
@@ -483,7 +482,6 @@ def test_coop_tagged_partials(forced_family, torch_device, monkeypatch, dtype, l
     forced_family("coop", peel_min_n=1)
     monkeypatch.setattr(dispatch, "COOP_TAG_FWD_MIN_PER_SM", 0)
     monkeypatch.setattr(dispatch, "COOP_TAG_FWD32_MIN_PER_SM", 0)
-    monkeypatch.setattr(dispatch, "COOP_TAG_FWD16_LOG_MIN_PER_SM", 0)
     monkeypatch.setattr(dispatch, "COOP_TAG_FWD16_FEW_MIN_PER_SM", 0)
     monkeypatch.setattr(dispatch, "COOP_TAG_FWD16_FEW_MAX_PER_SM", 1e9 if few else 0)
     monkeypatch.setattr(dispatch, "COOP_TAG_FWD16_SM_FEW_MAX_PER_SM", 1e9 if few else 0)
