@@ -2530,46 +2530,34 @@ def rows_occupancy(sms, cases=ROWS_OCC_CASES, names=ROWS_OCC_VARIANTS):
                   + (f" ERR {errs[name]:.0e}" if errs[name] > 2e-2 else "") for name, _ in variants), flush=True)
 
 
-# --few-pack16: the 16-bit softmax forward of few long rows in TAG's 8-warp chunks, which dispatch holds
-# unpacked (COOP_TAG_FWD16_FEW_MIN_PER_SM to COOP_TAG_FWD16_SM_FEW_MAX_PER_SM programs an SM; the
-# log_softmax there is packed with CVT_X2), against the same plan packed with CVT_X2 (P) and packed
-# without it (Pn): probe_few_tag16.log compared packed and unpacked before CVT_X2 existed.
+# --few-pack16, --few-pack16-below: the 16-bit softmax forward of few long rows in the plans that
+# COOP_TAG_FWD16_FEW_MIN_PER_SM chose between: TAG's 8-warp chunks packed with CVT_X2 (P, dispatch's
+# since 2c8aa82), packed without it (Pn), unpacked (U, dispatch's at 1.5 to 4 programs an SM before
+# 4085a51) and the forward on counters (C, dispatch's below 1.5 an SM before 2c8aa82). The logs ran
+# before those changes and name dispatch's plan "dispatch": U in probe_few_pack16.log (against P and
+# Pn), C in probe_few_pack16_below.log (against P).
 FEW_PACK16_SHAPES = [(8, 256000), (16, 128256), (16, 151936), (12, 256000), (16, 256000), (32, 128256)]
-
-
-def few_pack16(sms, shapes=FEW_PACK16_SHAPES, dtypes=("bfloat16", "float16")):
-    """dispatch's plan against P and Pn (see the comment above), twice each, by the benchmark's clock."""
-    for dtype in dtypes:
-        for M, N in shapes:
-            plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms)
-            kw = plan[0].kwargs
-            assert kw["TAG"] and not kw["PACK"], (M, N, kw)
-            variants = [("dispatch", plan), ("P", tune.with_meta(plan, PACK=True, CVT_X2=True)),
-                        ("Pn", tune.with_meta(plan, PACK=True, CVT_X2=False))]
-            print(_head(M, N, dtype, "fwd", False, plan, sms) + _compare(M, N, dtype, "fwd", False, variants, sms),
-                  flush=True)
-
-
-# --few-pack16-below: the same forward in grids under COOP_TAG_FWD16_FEW_MIN_PER_SM programs an SM, where
-# dispatch waits on counters, against TAG's 8-warp chunks packed with CVT_X2 (P), as the log_softmax
-# takes them from COOP_TAG_FWD16_LOG_MIN_PER_SM.
 FEW_PACK16_BELOW_SHAPES = [(2, 256000), (3, 256000), (4, 256000), (8, 128256), (8, 151936), (5, 256000),
                            (6, 256000)]
 
 
-def few_pack16_below(sms, shapes=FEW_PACK16_BELOW_SHAPES, dtypes=("bfloat16", "float16")):
-    """dispatch's plan against P (see the comment above), twice each, by the benchmark's clock."""
+def few_pack16(sms, shapes=FEW_PACK16_SHAPES, names=("U", "P", "Pn"), dtypes=("bfloat16", "float16")):
+    """The plans `names` of the comment above, twice each, by the benchmark's clock."""
     from multisoftmax import dispatch
     for dtype in dtypes:
         for M, N in shapes:
-            plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms)
-            assert not plan[0].kwargs["TAG"], (M, N)
-            with mock.patch.object(dispatch, "_coop_tag_fwd", lambda *a: {}):
-                p = dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, False, sms, "coop")
-            k = p[0].kwargs
+            plans = {}
+            for name, take in (("P", lambda *a: {}), ("C", lambda *a: None)):
+                with mock.patch.object(dispatch, "_coop_tag_fwd", take):
+                    plans[name] = dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, False, sms, "coop")
+            k = plans["P"][0].kwargs
             assert k["TAG"] and k["PACK"] and k["CVT_X2"] and k["num_warps"] == 8, k
+            assert not plans["C"][0].kwargs["TAG"]
+            plans.update(Pn=tune.with_meta(plans["P"], CVT_X2=False),
+                         U=tune.with_meta(plans["P"], PACK=False, CVT_X2=False))
+            plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms)
             print(_head(M, N, dtype, "fwd", False, plan, sms)
-                  + _compare(M, N, dtype, "fwd", False, [("dispatch", plan), ("P", p)], sms), flush=True)
+                  + _compare(M, N, dtype, "fwd", False, [(name, plans[name]) for name in names], sms), flush=True)
 
 
 # --rows-fill: dispatch's rows plans of the sweep's lengths (~256 MB, as the benchmark's sweep) launched
@@ -2747,7 +2735,7 @@ def main():
                  k: POLY_VARIANTS[k] for k in ("A3", "A4", "Q4")}),
              "--rows-short": lambda sms: rows16(sms, ROWS_SHORT_N, ("float32", "bfloat16", "float16"), ("fwd", "bwd")),
              "--rows-hints": rows_hints, "--rows-occ": rows_occupancy, "--rows-fill": rows_fill, "--few-pack16": few_pack16,
-             "--few-pack16-below": few_pack16_below,
+             "--few-pack16-below": lambda sms: few_pack16(sms, FEW_PACK16_BELOW_SHAPES, ("C", "P")),
              "--rows-occ2": lambda sms: rows_occupancy(sms, names=("pad1024", "pad4096", "pad8192", "occ14", "occ12",
                                                                    "carve100", "carve50", "cg")),
              "--rows-occ3": lambda sms: rows_occupancy(

@@ -567,9 +567,8 @@ def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: in
     an SM in wide ones, and never rows of more than COOP_TAG_MAX_CHUNKS such chunks; unpeeled rows of
     whole words at every grid, in grids of few programs from COOP_TAG_FWD16_FEW_MIN_PER_SM an SM as
     COOP_TAG_FWD16_FEW_MAX_PER_SM (the log_softmax) and COOP_TAG_FWD16_SM_FEW_MAX_PER_SM (the softmax) say;
-    float64 never (as every TAG). Rows of at most
-    COOP_TAG_MAX_CHUNKS chunks as TAG takes them, at most one an SM as every cooperative launch
-    (_coop_launches)."""
+    float64 never (as every TAG). Rows of at most COOP_TAG_MAX_CHUNKS chunks as TAG takes them, at
+    most one an SM as every cooperative launch (_coop_launches)."""
     if itemsize == 4:
         take, min_per_sm = dict(narrow=_coop_narrow(programs, itemsize, num_sms)), COOP_TAG_FWD32_MIN_PER_SM
     elif not words:

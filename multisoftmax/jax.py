@@ -83,9 +83,9 @@ def _jax_triton():
 #
 # * Register caps (Triton's maxnreg; dispatch.COOP_CAP32_REGS). triton_call builds the compiler's
 #   options itself from num_warps, num_stages and num_ctas and passes any other keyword to the
-#   kernel as a constexpr. For a kernel in `_REGISTER_CAPS` the backend's parse_options adds
+#   kernel as a constexpr. For a kernel copy with a cap (`_COPIES`) the backend's parse_options adds
 #   maxnreg, so the PTX carries `.maxnreg`, as under Triton's own launcher (the torch adapter). A
-#   capped kernel is a copy of the JITFunction (`_capped_kernel`): jax-triton keys its compiled
+#   capped kernel is a copy of the JITFunction (`_kernel_copy`): jax-triton keys its compiled
 #   kernels by the function object, not by options. Where the hook cannot be placed (another
 #   jax-triton), the plans are made uncapped (slower, the same results).
 # * A lean payload. The custom call's payload is a zlib-compressed proto holding the kernel's PTX
@@ -101,12 +101,9 @@ def _jax_triton():
 # * Filled shared memory (dispatch.FILL_SHARED, multisoftmax/occupancy.py): the kernel jaxlib gets
 #   asks for the SM's shared memory over the programs it holds, which needs the registers a thread
 #   the kernel takes; jaxlib assembles the PTX itself and says nothing of them, so the hook runs
-#   Triton's ptxas on it once and reads them from the cubin (`_filled_shared`).
-_REGISTER_CAPS: dict = {}
-# Launches that dispatch.fills_shared names ask for more dynamic shared memory than their kernel
-# uses (multisoftmax/occupancy.py): their kernel is a copy of the JITFunction (`_filled_kernel`), as
-# for a cap, in _FILLS; the hook gives jaxlib's kernel occupancy.fill_shared's bytes.
-_FILLS: set = set()
+#   Triton's ptxas on it once and reads them from the cubin (`_filled_shared`). Such a kernel is a
+#   copy of the JITFunction too (`_kernel_copy`), as for a cap.
+_COPIES: dict = {}  # a kernel's copy (`_kernel_copy`) -> (its maxnreg or None, whether it fills shared memory)
 _LEAN: dict = {}  # id(jax-triton's kernel) -> (that kernel, its lean twin)
 
 
@@ -127,12 +124,12 @@ def _hook_compile(jax_triton) -> None:
     def get_or_create_triton_kernel(backend_init_func, platform, fn, *args, **kwargs):
         if not _ours(fn):
             return original(backend_init_func, platform, fn, *args, **kwargs)
-        maxnreg, fill, built = _REGISTER_CAPS.get(fn), fn in _FILLS, {}
+        (maxnreg, fill), built = _COPIES.get(fn, (None, False)), {}
+        num_warps = kwargs.get("num_warps") or 4
         init = backend_init_func
 
         def backend_init_func(device, compute_capability):
             backend = init(device, compute_capability)
-            built["device"] = device
             parse, make_llir, make_ptx = backend.parse_options, backend.make_llir, backend.make_ptx
             if maxnreg is not None:
                 backend.parse_options = lambda opts: parse({**opts, "maxnreg": maxnreg})
@@ -149,8 +146,8 @@ def _hook_compile(jax_triton) -> None:
                 ptx = make_ptx(src, metadata, options, capability)
                 built.update(ptx=ptx, name=metadata["name"], shared=metadata["shared"], capability=capability)
                 if fill:
-                    built["shared"] = _filled_shared(backend, ptx, dict(metadata), options, capability,
-                                                     built["device"], kwargs.get("num_warps") or 4)
+                    built["shared"] = _filled_shared(backend, ptx, dict(metadata), options, capability, device,
+                                                     num_warps)
                 return ptx
 
             backend.make_llir, backend.make_ptx = llir_without_line_info, ptx_kept
@@ -160,7 +157,7 @@ def _hook_compile(jax_triton) -> None:
         if id(kernel) not in _LEAN and built:
             try:
                 lean = lib.triton_kernel_call_lib.TritonKernel(
-                    built["name"], kwargs.get("num_warps") or 4, kwargs.get("num_ctas") or 1, built["shared"],
+                    built["name"], num_warps, kwargs.get("num_ctas") or 1, built["shared"],
                     built["ptx"], "", built["capability"])
             except Exception:  # noqa: BLE001  (another jaxlib's constructor: keep jax-triton's kernel)
                 lean = kernel
@@ -197,23 +194,15 @@ def _filled_shared(backend, ptx, metadata, options, capability, device: int, num
 
 
 @functools.cache
-def _filled_kernel(name: str):
-    """Kernel `name` as a JITFunction of its own, whose launches ask for the SM's shared memory
-    (see _FILLS)."""
+def _kernel_copy(name: str, maxnreg: int | None, fill: bool):
+    """Kernel `name` as a JITFunction of its own (jax-triton keys compiled kernels by it), which the
+    compile hook builds under Triton's `maxnreg` where given, and whose launches ask for the SM's
+    shared memory where `fill` (dispatch.fills_shared); see `_COPIES`. Pass all three by position:
+    the cache keys on the arguments as given."""
     import triton
 
     fn = triton.jit(kernels.get(name).fn)
-    _FILLS.add(fn)
-    return fn
-
-
-@functools.cache
-def _capped_kernel(name: str, maxnreg: int):
-    """Kernel `name` as a JITFunction of its own, compiled under maxnreg (see _REGISTER_CAPS)."""
-    import triton
-
-    fn = triton.jit(kernels.get(name).fn)
-    _REGISTER_CAPS[fn] = maxnreg
+    _COPIES[fn] = (maxnreg, fill)
     return fn
 
 
@@ -289,9 +278,8 @@ def _gpu_execute(launches, buffers: dict, io_dtype):
         out_shape = [jax.ShapeDtypeStruct(shape, dtypes[kind]) for _, shape, kind in outs]
         zeroed = tuple(i for i, (name, _, kind) in enumerate(outs) if kind in ("zeros", "sync") and name not in scratch)
         meta = dict(l.kwargs)
-        maxnreg = meta.pop("maxnreg", None)
-        kernel = (_capped_kernel(l.kernel, maxnreg) if maxnreg else _filled_kernel(l.kernel) if dispatch.fills_shared(l)
-                  else kernels.get(l.kernel))
+        maxnreg, fill = meta.pop("maxnreg", None), dispatch.fills_shared(l)
+        kernel = _kernel_copy(l.kernel, maxnreg, fill) if maxnreg or fill else kernels.get(l.kernel)
         written = jt.triton_call(*inputs, *l.scalars, *init_args,
                                  kernel=kernel, out_shape=out_shape, grid=l.grid, input_output_aliases=aliases,
                                  zeroed_outputs=zeroed, **meta)

@@ -167,8 +167,8 @@ def _launcher(compiled, packed=None):
     bench/results/h100/probe_host.log), else `run`. `packed`: the launch's (num_warps,
     num_ctas, shared memory) where not the kernel's own (`occupancy.fill_shared`)."""
     run = compiled.run
-    common = (compiled.packed_metadata if packed is None else packed, None, None, None)  # metadata; launch
-    # metadata, enter and exit hooks
+    # the metadata; the launch metadata, enter and exit hooks
+    common = (compiled.packed_metadata if packed is None else packed, None, None, None)
     code = getattr(type(run).__call__, "__code__", None)
     if code is not None and code.co_flags & inspect.CO_VARARGS \
             and code.co_varnames[:code.co_argcount + 1] == _MODULE_LAUNCHER \

@@ -649,7 +649,7 @@ def _stand_in_jax_triton(seen):
 
 
 def test_compile_hook():
-    """`_hook_compile` on a stand-in for jax_triton: a kernel from `_capped_kernel` compiles with
+    """`_hook_compile` on a stand-in for jax_triton: a capped kernel from `_kernel_copy` compiles with
     maxnreg among the backend's options, another of ours without; ours compile without line info
     (Triton's knob on for their make_llir alone) and come back as a kernel of the same PTX and an
     empty TTIR, the same object at every lowering; a kernel not ours passes through untouched. The
@@ -665,8 +665,8 @@ def test_compile_hook():
     hooked = fake.triton_lib.get_or_create_triton_kernel
     mj._hook_compile(fake)
     assert fake.triton_lib.get_or_create_triton_kernel is hooked and hooked is not plain
-    capped = mj._capped_kernel("softmax_bwd_coop", 64)
-    assert capped is mj._capped_kernel("softmax_bwd_coop", 64) and capped is not kernels.get("softmax_bwd_coop")
+    capped = mj._kernel_copy("softmax_bwd_coop", 64, False)
+    assert capped is mj._kernel_copy("softmax_bwd_coop", 64, False) and capped is not kernels.get("softmax_bwd_coop")
     init = lambda d, c: _StandInBackend(seen)  # noqa: E731
 
     lean, attrs = hooked(init, "cuda", capped, [], [], num_warps=8, num_ctas=1, num_stages=1)
@@ -693,7 +693,7 @@ class _CubinBackend(_StandInBackend):
 
 
 def test_compile_hook_fills_shared(monkeypatch):
-    """`_hook_compile` on a stand-in for jax_triton: a kernel from `_filled_kernel` comes back as a
+    """`_hook_compile` on a stand-in for jax_triton: a filling kernel from `_kernel_copy` comes back as a
     kernel asking for occupancy.fill_shared's bytes at the registers a thread that Triton's ptxas
     gives it (the cubin loaded by Triton's CudaUtils, as CompiledKernel reads them: here 40, 12
     programs an SM of 4 warps on the H100); where that fails, for its own shared memory."""
@@ -713,8 +713,8 @@ def test_compile_hook_fills_shared(monkeypatch):
     fake = _stand_in_jax_triton(seen)
     mj._hook_compile(fake)
     hooked = fake.triton_lib.get_or_create_triton_kernel
-    filled = mj._filled_kernel("softmax_fwd_rows")
-    assert filled is mj._filled_kernel("softmax_fwd_rows") and filled is not kernels.get("softmax_fwd_rows")
+    filled = mj._kernel_copy("softmax_fwd_rows", None, True)
+    assert filled is mj._kernel_copy("softmax_fwd_rows", None, True) and filled is not kernels.get("softmax_fwd_rows")
     lean, _ = hooked(lambda d, c: _CubinBackend(seen), "cuda", filled, [], [], num_warps=4, num_ctas=1, num_stages=1)
     assert lean[4] == 233472 // 12 - 1024, lean
     assert ("cubin", ".version 8.0 // llir") in seen and ("load", "kernel_0d1d", b"cubin", 64, 0) in seen
@@ -724,7 +724,7 @@ def test_compile_hook_fills_shared(monkeypatch):
             raise RuntimeError("no driver")
 
     monkeypatch.setattr(nvidia, "CudaUtils", Broken)
-    other = mj._filled_kernel("softmax_bwd_rows")
+    other = mj._kernel_copy("softmax_bwd_rows", None, True)
     lean, _ = hooked(lambda d, c: _CubinBackend(seen), "cuda", other, [], [], num_warps=4, num_ctas=1, num_stages=1)
     assert lean[4] == 64  # the kernel's own
     plain, _ = hooked(lambda d, c: _CubinBackend(seen), "cuda", kernels.get("softmax_bwd_rows"), [], [],
