@@ -2682,6 +2682,266 @@ def exact(sms, shapes=EXACT_SHAPES, dtypes=("bfloat16", "float16"), big=1000.0):
                 torch.cuda.empty_cache()
 
 
+# --fused-gather: the cooperative forward on counters with keyed partials (SENT: the 1048576-value rows'
+# plans) after its wait takes the row's max and sum in one reduction of (all words written, max, sum)
+# pairs (FG), not a reduction for the spin's test and then one for the max and one for the sum: two
+# cross-warp reductions fewer (each a CTA barrier, a shared-memory write, another barrier and a read).
+# FGB also drops `_sent_arrive`'s two CTA barriers (SENT's words carry their own validity; the spin's
+# polls are broadcast through barriers already). NT: dispatch's plan without TICKET (items by program
+# id: the order the GPU starts programs in, which it does not promise; what the ticket's round trip
+# before the loads costs).
+FUSED_HELPERS = """
+
+@triton.jit
+def _ms_combine(ok1, m1, s1, ok2, m2, s2):
+    m = tl.maximum(m1, m2)
+    m_safe = tl.where(m == -float("inf"), 0.0, m)
+    return tl.minimum(ok1, ok2), m, s1 * tl.exp(m1 - m_safe) + s2 * tl.exp(m2 - m_safe)
+
+
+@triton.jit
+def _sent_ms(words_ptr, c, ok, n_chunks):
+    a = tl.load(words_ptr + c, mask=ok, other=1, volatile=True)
+    b = tl.load(words_ptr + n_chunks + c, mask=ok, other=1, volatile=True)
+    m_c = tl.where(ok, (a ^ SENT_KEY).to(tl.float32, bitcast=True), -float("inf"))
+    s_c = tl.where(ok, (b ^ SENT_KEY).to(tl.float32, bitcast=True), 0.0)
+    return tl.reduce((((a != 0) & (b != 0)).to(tl.int32), m_c, s_c), 0, _ms_combine)
+
+
+@triton.jit
+def _sent_gather_ms(words_ptr, n_chunks, BLOCK_C: tl.constexpr, PHASE: tl.constexpr):
+    c = tl.arange(0, BLOCK_C)
+    ok = c < n_chunks
+    got, m, s = _sent_ms(words_ptr, c, ok, n_chunks)
+    if PHASE == 3:
+        while got == 0:
+            got, m, s = _sent_ms(words_ptr, c, ok, n_chunks)
+    return m, s
+
+
+@triton.jit
+def _sent_arrive_nb(count_ptr, row, n_chunks, PHASE: tl.constexpr):
+    arrived = tl.atomic_add(count_ptr + row, 1, sem="relaxed", scope="gpu") + 1
+    if PHASE == 3:
+        while arrived < n_chunks:
+            arrived = tl.atomic_add(count_ptr + row, 0, sem="relaxed", scope="gpu")
+"""
+FUSED_GATHER = [("            m_c, s_c = _sent_gather(part_row, n_chunks, BLOCK_C, PHASE)\n",
+                 "            m_f, s_f = _sent_gather_ms(part_row, n_chunks, BLOCK_C, PHASE)\n"),
+                ("        m = tl.max(m_c, axis=0)\n        m_safe = tl.where(m == -float(\"inf\"), 0.0, m)\n"
+                 "        s = tl.sum(s_c * tl.exp(m_c - m_safe), axis=0)\n",
+                 "        if SENT:\n            m_safe = tl.where(m_f == -float(\"inf\"), 0.0, m_f)\n            s = s_f\n"
+                 "        else:\n            m = tl.max(m_c, axis=0)\n"
+                 "            m_safe = tl.where(m == -float(\"inf\"), 0.0, m)\n"
+                 "            s = tl.sum(s_c * tl.exp(m_c - m_safe), axis=0)\n")]
+FUSED_NB = [("            _sent_arrive(count_ptr, row, n_chunks, PHASE)", "            _sent_arrive_nb(count_ptr, row, n_chunks, PHASE)")]
+FUSED_SHAPES = {"bfloat16": [(128, 1048576), (64, 1048576), (16, 1048576)], "float32": [(64, 1048576)]}
+
+
+# Z: dispatch's plan with its counters zeroed before and after each call (two memsets in the timing); ZNL: the same
+# without the leave (`_sent_leave`: a round trip whose result each program waits for before it ends, to
+# find the row's last leaver, which zeroes the row's counter and words); the memset zeroes them instead.
+# ZNL - Z: what that round trip costs (ZNLT: and the ticket's).
+FUSED_NL = [("        if SENT and LATE_LEAVE:\n            _sent_leave(count_ptr, part_row, row, n_chunks, BLOCK_C)\n",
+             "        if SENT and LATE_LEAVE:\n            pass\n")]
+
+
+def _zeroed(plan):
+    """`plan` (one cooperative launch) with its "zeros" scratch (the pooled counters the torch launcher
+    passes) zeroed before and after each call, within what is timed."""
+    (l,) = plan
+    size = next(shape[0] for _, shape, kind in l.outputs if kind == "zeros")
+
+    def zero():
+        launch._counters(size, torch.device("cuda", torch.cuda.current_device())).zero_()
+
+    class Zeroed(tuple):  # run_plan iterates it: a memset, the launch and a memset (ZNL leaves them dirty)
+        def __iter__(self):
+            zero()
+            yield l
+            zero()
+    return Zeroed((l,))
+
+
+def fused_gather(sms, shapes=FUSED_SHAPES, names=("dispatch", "FG", "NT", "Z", "ZNL", "ZNLT")):
+    """dispatch's SENT forward plans on `shapes` (softmax and log_softmax) against FG, FGB, NT, Z, ZNL and
+    ZNLT (above), twice each, by the benchmark's clock, with registers and the largest error."""
+    import dataclasses
+    _function_variants("_FG", {"softmax_fwd_coop": FUSED_GATHER}, FUSED_HELPERS)
+    _function_variants("_FGB", {"softmax_fwd_coop": FUSED_GATHER + FUSED_NB}, FUSED_HELPERS)
+    _function_variants("_NL", {"softmax_fwd_coop": FUSED_NL})
+    for dtype, cases in shapes.items():
+        for M, N in cases:
+            for log in (False, True):
+                plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
+                if plan[0].kernel != "softmax_fwd_coop" or not plan[0].kwargs["SENT"]:
+                    print(f"{dtype} {M}x{N} {'log' if log else 'sm'}: dispatch takes no SENT plan", flush=True)
+                    continue
+                nl = (dataclasses.replace(plan[0], kernel="softmax_fwd_coop_NL"),)
+                made = {"dispatch": plan, "NT": tune.with_meta(plan, TICKET=False),
+                        "FG": (dataclasses.replace(plan[0], kernel="softmax_fwd_coop_FG"),),
+                        "FGB": (dataclasses.replace(plan[0], kernel="softmax_fwd_coop_FGB"),),
+                        "Z": _zeroed(plan), "ZNL": _zeroed(nl), "ZNLT": _zeroed(tune.with_meta(nl, TICKET=False))}
+                vs = [(name, made[name]) for name in names]
+                print(_head(M, N, dtype, "fwd", log, plan, sms) + _compare(M, N, dtype, "fwd", log, vs, sms),
+                      flush=True)
+
+
+# --scale-1m: dispatch's forward of 1048576-value rows against a copy of the same bytes (x into a fresh
+# tensor), by the same clock, as M grows: a line t = a * M + b through each gives the steady rate (a)
+# and what a launch costs beside it (b: the grid's fill and drain).
+SCALE_1M_M = (16, 32, 64, 96, 128, 192, 256)
+
+
+def scale_1m(sms, cases=(("bfloat16", False), ("float32", True), ("bfloat16", True), ("float32", False)),
+             Ms=SCALE_1M_M, N=1048576):
+    """us a call of dispatch's forward and of a copy of x, by the benchmark's clock, for each M."""
+    import timing
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    for dtype, log in cases:
+        for M in Ms:
+            x, y, dy, out, bufs, nbytes = tune.make_inputs(M, N, getattr(torch, dtype), "fwd", log)
+            plan, names = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
+            us = [_bench_clock(plan, bufs, names, out, nbytes, l2) for _ in range(2)]
+            cp = [timing.torch_time(lambda a: torch.empty_like(a).copy_(a), (x,), nbytes, cuda=True, graphable=True,
+                                    l2_bytes=l2)[0] for _ in range(2)]
+            print(_head(M, N, dtype, "fwd", log, plan, sms) + "dispatch " + "/".join(f"{u:.2f}" for u in us)
+                  + f" us {nbytes / min(us) / 1e3:.0f} GB/s | copy " + "/".join(f"{u:.2f}" for u in cp)
+                  + f" us {nbytes / min(cp) / 1e3:.0f} GB/s | ratio {min(cp) / min(us):.3f}", flush=True)
+            del x, y, dy, out, bufs
+            torch.cuda.empty_cache()
+
+
+# --wide-1m: dispatch's SENT forward of 1048576-value rows against the same plan in chunks `f` times as wide
+# at `f` times the warps (W2: the same values a thread, so the same registers; a row of half the chunks, so
+# half the programs its first chunk waits for; half the programs an SM). W2c: W2 under Triton's maxnreg at 64
+# registers a thread (2 programs of 16 warps an SM).
+def _widened(plan, f, M, N):
+    """The one-launch SENT cooperative `plan` in chunks f times as wide at f times the warps."""
+    import dataclasses
+    (l,) = plan
+    kw = l.kwargs
+    assert kw["SENT"] and not kw["TAG"] and not kw["PEEL"], kw
+    chunk = kw["CHUNK_N"] * f
+    n_chunks = triton.cdiv(N, chunk)
+    size = M + 1 + M * 2 * n_chunks
+    outs = tuple((name, (size,), kind) if name == "count" else (name, shape, kind) for name, shape, kind in l.outputs)
+    return tune.with_meta((dataclasses.replace(l, scalars=l.scalars[:-1] + (n_chunks,), outputs=outs),),
+                          grid=(M * n_chunks,), CHUNK_N=chunk, BLOCK_C=triton.next_power_of_2(n_chunks),
+                          num_warps=kw["num_warps"] * f)
+
+
+WIDE_1M_SHAPES = {"bfloat16": [(128, 1048576), (64, 1048576)], "float32": [(64, 1048576), (32, 1048576)]}
+
+
+def wide_1m(sms, shapes=WIDE_1M_SHAPES):
+    """dispatch's SENT forward plans on `shapes` (softmax and log_softmax) against W2 (above), twice each, by
+    the benchmark's clock, with registers and the largest error."""
+    for dtype, cases in shapes.items():
+        for M, N in cases:
+            for log in (False, True):
+                plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
+                w2 = _widened(plan, 2, M, N)
+                vs = [("dispatch", plan), ("W2", w2), ("W2c", tune.with_meta(w2, maxnreg=64))]
+                print(_head(M, N, dtype, "fwd", log, plan, sms) + _compare(M, N, dtype, "fwd", log, vs, sms),
+                      flush=True)
+
+
+# --stagger: the first wave of dispatch's SENT forward (the programs the GPU holds at once, FIRST, 4 an SM
+# here) starts together, loads together, waits together and stores together, and leaves the memory idle
+# between; the waves after it inherit that. S<us>: the program of item t < FIRST first waits t / FIRST of
+# <us> microseconds (SM clock cycles at 1.8 GHz), so that the first wave starts as a ramp: the kernel's
+# STAGGER and FIRST (probe_stagger*.log ran a scratch copy with the same code, before the kernel had it).
+STAGGER_SHAPES = {"bfloat16": [(128, 1048576), (64, 1048576)], "float32": [(64, 1048576)]}
+STAGGER_VARIANTS = [(f"S{us}", us, {}) for us in (2, 4, 8, 12)]
+# --stagger2: the bf16 softmax (POLY, capped at 64 registers: it lost with S<us>) with each of those off,
+# and other ramps.
+STAGGER2_CASES = [("bfloat16", 128, 1048576, False), ("bfloat16", 64, 1048576, False)]
+STAGGER2_VARIANTS = [("S8", 8, {}), ("P0", 0, {"POLY": False}), ("S8P0", 8, {"POLY": False}),
+                     ("C0", 0, {"maxnreg": None}), ("S8C0", 8, {"maxnreg": None}),
+                     ("S8P0C0", 8, {"POLY": False, "maxnreg": None})]
+STAGGER3_CASES = [("float32", 64, 1048576, True), ("float32", 128, 1048576, True), ("float32", 32, 1048576, True),
+                  ("bfloat16", 256, 1048576, True), ("bfloat16", 32, 1048576, True),
+                  ("float32", 64, 1048576, False), ("float32", 128, 1048576, False)]
+STAGGER3_VARIANTS = [(f"S{us}", us, {}) for us in (6, 8, 10)]
+
+
+def _stagger_cases(shapes):
+    return [(dtype, M, N, log) for dtype, cases in shapes.items() for M, N in cases for log in (False, True)]
+
+
+def stagger(sms, cases=_stagger_cases(STAGGER_SHAPES), variants=STAGGER_VARIANTS):
+    """dispatch's SENT forward plans on `cases` ((dtype, M, N, log)) against `variants` ((name, ramp in us,
+    constexprs replaced: None drops one)), twice each, by the benchmark's clock, with registers and the
+    largest error."""
+    import dataclasses
+    for dtype, M, N, log in cases:
+        plan = tune.with_meta(_dispatch_plan(M, N, dtype, "fwd", sms, None, log)[0], STAGGER=0, FIRST=0)
+        vs = [("dispatch", plan)]  # dispatch's plan at once (STAGGER off; POLY as dispatch has it now)
+        for name, us, meta in variants:
+            (p,) = tune.with_meta(plan, **({"STAGGER": int(us * 1800), "FIRST": 4 * sms} if us else {}), **meta)
+            kw = {k: v for k, v in p.kwargs.items() if v is not None}
+            vs.append((name, (dataclasses.replace(p, meta=tuple(kw.items())),)))
+        print(_head(M, N, dtype, "fwd", log, plan, sms) + _compare(M, N, dtype, "fwd", log, vs, sms), flush=True)
+
+
+# --stagger-rule: the kernels' STAGGER (committed after --stagger's scratch copies) on dispatch's forward
+# plans, cooperative on counters (SENT or fenced) and with TAG: S<us> ramps the first wave (FIRST: the
+# programs the GPU holds at once at 64 registers a thread: 4 of 8 warps, 8 of 4 an SM) over <us>
+# microseconds at 1.8 GHz; P0: POLY off (the cap kept), S8P0 both.
+STAGGER_RULE_CASES = [
+    *[("bfloat16", M, 1048576, False) for M in (128, 64, 32, 24, 18, 16, 12, 8)], ("float16", 128, 1048576, False),
+    *[("bfloat16", M, 1048576, True) for M in (128, 64, 32, 16, 12, 8)],
+    *[("float32", M, 1048576, log) for M in (128, 64, 32, 16, 12, 8) for log in (False, True)],
+    *[("bfloat16", M, N, log) for M, N in ((256, 524288), (447, 300000), (2048, 65536), (1024, 128256),
+                                           (256, 256000), (4096, 50257), (64, 256000)) for log in (False, True)],
+    *[("float32", M, N, log) for M, N in ((128, 524288), (1024, 65536), (512, 131072), (1335, 50257), (64, 256000))
+      for log in (False, True)]]
+
+
+def stagger_rule(sms, cases=STAGGER_RULE_CASES, ramps_us=(4, 8)):
+    """dispatch's cooperative forward plans on `cases` ((dtype, M, N, log)) against S<us> and, where POLY
+    is on, P0 and S8P0 (above), twice each, by the benchmark's clock, with registers and the largest error."""
+    for dtype, M, N, log in cases:
+        plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
+        kw = plan[0].kwargs
+        if plan[0].kernel != "softmax_fwd_coop" or not kw["TICKET"]:
+            print(f"{dtype} {M}x{N} {'log' if log else 'sm'}: {plan[0].kernel}, no ticket", flush=True)
+            continue
+        first = 2048 // (32 * kw["num_warps"]) // 2 * sms
+        ramp = {f"S{us}": dict(STAGGER=int(us * 1800), FIRST=first) for us in ramps_us}
+        if kw["POLY"]:
+            ramp.update(P0=dict(POLY=False), S8P0=dict(STAGGER=8 * 1800, FIRST=first, POLY=False))
+        vs = [("dispatch", plan)] + [(name, tune.with_meta(plan, **meta)) for name, meta in ramp.items()]
+        print(_head(M, N, dtype, "fwd", log, plan, sms) + f"tag={kw['TAG']:d},sent={kw['SENT']:d},first={first} | "
+              + _compare(M, N, dtype, "fwd", log, vs, sms), flush=True)
+
+
+# --stagger-edge: dispatch's forward plans (STAGGER where the grid is more than the first wave, since
+# COOP_STAGGER_CYCLES) against the same plans at once (S0), on grids of 1 to 2 first waves, which
+# --stagger-rule did not reach below 1.45.
+STAGGER_EDGE_CASES = [*[("bfloat16", M, 1048576, log) for M in (9, 10, 11) for log in (False, True)],
+                      *[("float32", M, 1048576, log) for M in (5, 6) for log in (False, True)],
+                      *[("bfloat16", M, N, log) for M, N in ((48, 128256), (24, 256000), (36, 128256))
+                        for log in (False, True)],
+                      *[("float32", M, N, log) for M, N in ((40, 128256), (20, 256000)) for log in (False, True)]]
+
+
+def stagger_edge(sms, cases=STAGGER_EDGE_CASES):
+    """dispatch's forward plans on `cases` ((dtype, M, N, log)) against them with STAGGER off, twice each,
+    by the benchmark's clock, with registers and the largest error."""
+    for dtype, M, N, log in cases:
+        plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
+        kw = plan[0].kwargs
+        if not kw.get("STAGGER"):
+            print(f"{dtype} {M}x{N} {'log' if log else 'sm'}: {plan[0].kernel} grid {plan[0].grid[0]}, no STAGGER",
+                  flush=True)
+            continue
+        vs = [("dispatch", plan), ("S0", tune.with_meta(plan, STAGGER=0, FIRST=0))]
+        print(_head(M, N, dtype, "fwd", log, plan, sms) + f"tag={kw['TAG']:d},sent={kw['SENT']:d},"
+              f"waves={plan[0].grid[0] / kw['FIRST']:.2f} | " + _compare(M, N, dtype, "fwd", log, vs, sms), flush=True)
+
+
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
@@ -2736,6 +2996,10 @@ def main():
              "--rows-short": lambda sms: rows16(sms, ROWS_SHORT_N, ("float32", "bfloat16", "float16"), ("fwd", "bwd")),
              "--rows-hints": rows_hints, "--rows-occ": rows_occupancy, "--rows-fill": rows_fill, "--few-pack16": few_pack16,
              "--few-pack16-below": lambda sms: few_pack16(sms, FEW_PACK16_BELOW_SHAPES, ("C", "P")),
+             "--fused-gather": fused_gather, "--scale-1m": scale_1m, "--wide-1m": wide_1m, "--stagger": stagger, "--stagger-edge": stagger_edge, "--stagger-rule": lambda sms: stagger_rule(sms, STAGGER_RULE_CASES[:21]),
+             "--stagger-rule2": lambda sms: stagger_rule(sms, STAGGER_RULE_CASES[21:]),
+             "--stagger2": lambda sms: stagger(sms, STAGGER2_CASES, STAGGER2_VARIANTS),
+             "--stagger3": lambda sms: stagger(sms, STAGGER3_CASES, STAGGER3_VARIANTS),
              "--rows-occ2": lambda sms: rows_occupancy(sms, names=("pad1024", "pad4096", "pad8192", "occ14", "occ12",
                                                                    "carve100", "carve50", "cg")),
              "--rows-occ3": lambda sms: rows_occupancy(

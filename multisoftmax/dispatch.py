@@ -192,20 +192,30 @@ COOP_TAG_FWD16_SM_FEW_MAX_PER_SM = 4
 COOP_SENT32_MIN_PER_SM = 6
 COOP_SENT32_LOG_MIN_PER_SM = 10
 # COOP_POLY: the 16-bit softmax forward packed in wide chunks (COOP_PACK_WIDE_MIN_PER_SM, with SENT)
-# computes the post-wait exps of its words' high halves by a polynomial on the FMA pipe (POLY,
-# `_exp2_poly`), the low halves' by MUFU.EX2, whose 4 lanes an SM quarter bound that phase (H100:
-# bf16 128 x 1048576 2,684-2,693 to 2,740-2,746 GB/s). Elsewhere it lost or tied: not taken.
+# computed the post-wait exps of its words' high halves by a polynomial on the FMA pipe (POLY,
+# `_exp2_poly`), the low halves' by MUFU.EX2 (H100: bf16 128 x 1048576 2,684-2,693 to 2,740-2,746
+# GB/s when it came). Since CVT_X2 under its cap it loses there (193.1-193.6 us without it against
+# 196.9-197.9; with COOP_STAGGER_CYCLES 190.6-191.0 against 206.5-207.6): off, the kernel's POLY kept.
 # Measured: bench/DISPATCH.md, COOP_POLY.
-COOP_POLY = True
+COOP_POLY = False
 # COOP_CVT_X2: packed 16-bit forwards write y by one cvt.rn.bf16x2.f32 (cvt.rn.f16x2.f32) a word,
 # not two scalar conversions and byte permutes (CVT_X2; the same bits): bf16 softmax 16 x 1048576
-# 32.2-32.8 to 30.2-30.9 us. POLY's wide chunks and the log_softmax's in TAG's wide ones, past an
-# occupancy step, take it capped at COOP_X2_CAP_REGS (maxnreg) only where the launcher can; the
+# 32.2-32.8 to 30.2-30.9 us. The softmax's wide chunks on counters and the log_softmax's in TAG's wide
+# ones, past an occupancy step, take it capped at COOP_X2_CAP_REGS (maxnreg) only where the launcher can; the
 # log_softmax in TAG's 4-warp chunks only if peeled, in 8-warp ones to COOP_X2_FEW_MAX_PER_SM an SM.
 # Measured: bench/DISPATCH.md, COOP_CVT_X2.
 COOP_CVT_X2 = True
 COOP_X2_CAP_REGS = 64
 COOP_X2_FEW_MAX_PER_SM = 5
+# COOP_STAGGER_CYCLES: the cooperative forward's first wave (the programs the GPU holds at once, taken
+# at 64 registers a thread: 32 // num_warps an SM) starts over a ramp of this many SM cycles (8 us at
+# 1.8 GHz; the kernel's STAGGER), where the grid has more programs than that wave. Started at once,
+# those programs load, wait and store together, and leave the memory idle between; the waves after
+# inherit it (a launch cost ~6-10 us beside a copy's, bench/results/h100/probe_scale_1m.log). H100
+# float32 64 x 1048576 log_softmax 196.97-197.27 -> 192.84-193.29 us, bf16 12 x 1048576 25.1 -> 22.9
+# (S8); 4 us and 12 us ramps gained less. Not float64 (not measured).
+# Measured: bench/DISPATCH.md, COOP_STAGGER_CYCLES.
+COOP_STAGGER_CYCLES = 14400
 # Unpeeled 16-bit rows of more than COOP_TAG_MAX_CHUNKS and at most COOP_SPLIT_SUM_MAX_CHUNKS chunks
 # of 8192 values are held packed at COOP_FWD16_WARPS warps with SPLIT_SUM, SENT and LATE_LEAVE from
 # COOP_SPLIT_SUM_MIN_PER_SM programs an SM (bf16 softmax 256 x 524288: 2,577 to 2,724 GB/s; it lost
@@ -536,17 +546,18 @@ def _coop_poly(log: bool, packed_wide: bool) -> bool:
     return COOP_POLY and packed_wide and not log
 
 
-def _coop_cvt_x2(packed: bool, log: bool, poly: bool, tag: dict | None, peeled: bool, programs: int,
+def _coop_cvt_x2(packed: bool, log: bool, packed_wide: bool, tag: dict | None, peeled: bool, programs: int,
                  num_sms: int, register_cap: bool = True) -> tuple[bool, int | None]:
     """CVT_X2 of the cooperative forward and the register cap it takes (Triton's maxnreg, or None; see
-    COOP_CVT_X2): the packed softmax (POLY's under COOP_X2_CAP_REGS) and the packed log_softmax, on
+    COOP_CVT_X2): the packed softmax (in wide chunks on counters, `packed_wide`, under COOP_X2_CAP_REGS)
+    and the packed log_softmax, on
     counters (`tag` None) or in TAG's chunks (`tag`: `_coop_tag_fwd`'s): wide ones under
     COOP_X2_CAP_REGS, COOP_FWD16_WARPS's of peeled rows, and COOP_WARPS's in grids of at most
     COOP_X2_FEW_MAX_PER_SM programs an SM; never COOP_FWD16_WARPS's of unpeeled rows. Where it needs
     the cap and the launcher cannot pass it (`register_cap` False), not at all."""
     if not (COOP_CVT_X2 and packed):
         return False, None
-    if poly or (log and tag is not None and tag.get("wide")):
+    if (packed_wide and not log) or (log and tag is not None and tag.get("wide")):
         return register_cap, COOP_X2_CAP_REGS if register_cap else None
     if not log or tag is None:
         return True, None
@@ -636,11 +647,13 @@ def _pipe_launches(M: int, N: int, strides: tuple, itemsize: int, log: bool, ali
 def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, itemsize: int, num_sms: int,
                    acc: dict, part_rows: int, out: str, wide: bool = False,
                    narrow: bool = False, warps: int | None = None,
-                   maxnreg: int | None = None, chunk: int | None = None) -> tuple[Launch, ...]:
+                   maxnreg: int | None = None, chunk: int | None = None, stagger: bool = False) -> tuple[Launch, ...]:
     """The cooperative kernel: one program per chunk (grid M * n_chunks), n_chunks appended
     to `scalars`, `part_rows` partials a chunk, chunks as `_coop_chunks(N, itemsize, wide,
     narrow)` (or of `chunk` values where given), `warps` warps a program (default COOP_WARPS,
-    read at the call), compiled under Triton's `maxnreg` register cap where given.
+    read at the call), compiled under Triton's `maxnreg` register cap where given. `stagger`
+    (the forward kernel, which takes STAGGER and FIRST): its first wave over a ramp where that
+    pays (COOP_STAGGER_CYCLES), else STAGGER = FIRST = 0.
     One launch (PHASE 3) or, under Triton's interpreter, where programs run one by one and
     could never wait for each other, two (PHASE 1 writes the partials, PHASE 2 combines them
     and writes `out`).
@@ -671,8 +684,13 @@ def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, i
     # item, which saves each program the ticket's atomic round trip before its loads (few
     # long rows, where that latency is a good part of the time).
     ticket = M * n_chunks > num_sms
+    warps = warps or COOP_WARPS
+    if stagger:  # the programs of the first wave at 64 registers a thread; a ramp where the grid is more
+        first = num_sms * 32 // warps
+        on = ticket and not acc["ACC_FP64"] and M * n_chunks > first
+        acc = dict(acc, STAGGER=COOP_STAGGER_CYCLES if on else 0, FIRST=first if on else 0)
     meta = dict(CHUNK_N=CHUNK_N, BLOCK_C=triton.next_power_of_2(n_chunks), TICKET=ticket, **acc,
-                num_warps=warps or COOP_WARPS, num_stages=1, **({"maxnreg": maxnreg} if maxnreg else {}))
+                num_warps=warps, num_stages=1, **({"maxnreg": maxnreg} if maxnreg else {}))
     if acc.get("TAG"):  # part is not used; count: the int64 words of TAG, as int32 pairs
         outputs = coop_outputs((1,), (2 * (1 + M * part_rows * n_chunks),), "sync", out, (M, N))
     elif acc.get("SENT"):  # part is not used; count: the counters, the ticket, then the keyed partials
@@ -771,7 +789,8 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         # (COOP_SPLIT_SUM_MAX_CHUNKS), else unpacked wide chunks (COOP_WIDE_MAX_N), else PACK where it pays
         # (COOP_FWD_UNPACKED_PER_SM), packed in wide chunks where those pay (COOP_PACK_WIDE_MIN_PER_SM);
         # keyed partials where they pay (those chunks and the wide packed ones, COOP_SENT32_*), and POLY
-        # in the wide packed softmax (COOP_POLY); LATE_LEAVE by the grid
+        # in the wide packed softmax (COOP_POLY: off); the first wave over a ramp where the grid has more
+        # (COOP_STAGGER_CYCLES, TAG's too); LATE_LEAVE by the grid
         # of the chunks taken, never for the unpacked wide chunks, for log_softmax only packed
         # (COOP_LATE_LEAVE), but with keyed partials always (the float32 softmax: by the grid);
         # narrow chunks for grids of a few programs (COOP_NARROW_MIN_SMS_PER_PROGRAM), which take
@@ -785,7 +804,7 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
             acc["CVT_X2"], cap = _coop_cvt_x2(acc["PACK"], log, False, tag, peeled, programs, num_sms,
                                              register_cap)
             return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,
-                                  num_sms, acc, 2, "y", maxnreg=cap, **tag)
+                                  num_sms, acc, 2, "y", maxnreg=cap, stagger=True, **tag)
         split = _coop_split_sum(N, itemsize, words, peeled, programs, num_sms)
         acc.update(TAG=False, SPLIT_SUM=split)
         wide = not split and _coop_wide(M, N, itemsize, log, peeled, num_sms)
@@ -794,14 +813,14 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         taken = M * _coop_chunks(N, itemsize, wide or packed_wide)[1]
         acc["SENT"] = _coop_sent(programs, itemsize, log, packed_wide or split, num_sms)
         acc["POLY"] = _coop_poly(log, packed_wide)
-        acc["CVT_X2"], cap = _coop_cvt_x2(acc["PACK"], log, acc["POLY"], None, peeled, programs, num_sms,
+        acc["CVT_X2"], cap = _coop_cvt_x2(acc["PACK"], log, packed_wide, None, peeled, programs, num_sms,
                                          register_cap)
         acc["LATE_LEAVE"] = not wide and (_coop_late_leave(taken, log and not acc["PACK"], num_sms)
                                           or (acc["SENT"] and (log or itemsize == 2)))
         return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,
                               num_sms, acc, 2, "y", wide=wide or packed_wide,
                               narrow=not split and _coop_narrow(programs, itemsize, num_sms),
-                              warps=COOP_FWD16_WARPS if split else None, maxnreg=cap)
+                              warps=COOP_FWD16_WARPS if split else None, maxnreg=cap, stagger=True)
     BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))
     num_warps = 8
     if fam == "online":

@@ -1,9 +1,11 @@
 """dispatch's rules patched to force plans it does not choose at test sizes (tests only)."""
 
 # The cooperative forward on keyed partials (SENT) at any grid: no TAG, no packed wide chunks
-# or unpacked ones, float32 SENT from 0 programs an SM.
+# or unpacked ones, float32 SENT from 0 programs an SM; the 16-bit softmax there with POLY (COOP_POLY,
+# which dispatch no longer takes since 2026-11-27: the kernel's path stays tested).
 FORCE_SENT = (("_coop_tag_fwd", lambda *a: None), ("COOP_SENT32_MIN_PER_SM", 0), ("COOP_SENT32_LOG_MIN_PER_SM", 0),
-              ("COOP_FWD_UNPACKED_PER_SM", 0), ("COOP_PACK_WIDE_MIN_PER_SM", 0), ("COOP_WIDE_MAX_N", 0))
+              ("COOP_FWD_UNPACKED_PER_SM", 0), ("COOP_PACK_WIDE_MIN_PER_SM", 0), ("COOP_WIDE_MAX_N", 0),
+              ("COOP_POLY", True))
 
 
 def _force(dispatch, names_values, set_attr):

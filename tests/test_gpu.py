@@ -96,8 +96,8 @@ def test_dispatched_plans_at_real_sizes(dtype, M, N):
     """Whatever plan dispatch picks for a benchmark shape, its output is right everywhere
     (the forward on keyed partials, SENT: 64 x 1048576; float32 16 x 1048576, the log_softmax
     leaving late; the float32 softmax of 8 x 1048576, leaving early; 16-bit 24 x 1048576 in
-    wide packed chunks, leaving late below COOP_LATE_LEAVE_MIN_PER_SM, the softmax there with POLY,
-    `_exp2_poly` on half its values; 16-bit 128 x 524288, 16 and 8 x 1048576 in
+    wide packed chunks, leaving late below COOP_LATE_LEAVE_MIN_PER_SM, the softmax there under
+    COOP_X2_CAP_REGS; 16-bit 128 x 524288, 16 and 8 x 1048576 in
     COOP_SPLIT_SUM_MAX_CHUNKS's chunks; the float32 log_softmax backward of 64, 16 and 8 x 1048576
     and 64 x 128256 deferring y under COOP_CAP32_REGS)."""
     g = torch.Generator(device="cuda").manual_seed(M + N)
@@ -478,7 +478,7 @@ def test_packed_plans_on_a_view_off_a_word_boundary(M, N, log):
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("M,N", [(128, 1048576), (64, 128256), (16, 1048576), (300, 50257)])
 def test_packed_forward_large_maxima_at_real_sizes(dtype, M, N):
-    """dispatch's packed cooperative forward (PACK; at 128 x 1048576 the softmax with POLY, the
+    """dispatch's packed cooperative forward (PACK; at 128 x 1048576 the softmax under its register cap, the
     log_softmax in 16384-value chunks at 8 warps) on rows whose max lies far from 0, softmax and
     log_softmax, every element against float64: rows offset by 100 (the held words' path), 1000 and
     3e4 (kernels.softmax.COOP_FAST_MAX and past: x read again), bfloat16 rows of 1e8 (m * log2(e)
@@ -512,7 +512,7 @@ def test_packed_forward_large_maxima_at_real_sizes(dtype, M, N):
 def test_cvt_x2_writes_the_same_bits(dtype, M, N, log):
     """CVT_X2 (y's words by one cvt.rn.bf16x2.f32 / cvt.rn.f16x2.f32 a word, dispatch.COOP_CVT_X2)
     writes the same bits as the kernel without it, NaN's bits included, in dispatch's packed softmax
-    plans (on counters, TAG's, peeled, POLY's under its register cap) and log_softmax plans (on
+    plans (on counters, TAG's, peeled, the wide chunks' under its register cap) and log_softmax plans (on
     counters, TAG's wide chunks under the cap, peeled, few rows) at real sizes: random rows
     and rows of special values (a NaN, all -inf, an inf, huge magnitudes: the exact path, values ~85
     below the max: subnormal or zero results, a wide spread, tiny values); and y is right against

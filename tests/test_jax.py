@@ -529,7 +529,8 @@ def _vjp_matches_twice(ours, log, x, dy, name, what):
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
 def test_keyed_partials_forward(monkeypatch, dtype):
     """The cooperative forward on keyed partials (SENT: dispatch's wide packed chunks and
-    COOP_SENT32_*; the bfloat16 softmax with POLY), forced on a small grid, through the JAX adapter
+    COOP_SENT32_*; the bfloat16 softmax with POLY, which FORCE_SENT switches on), forced on a small grid,
+    through the JAX adapter
     (its counters and words kept from call to call on a GPU, zeroed for each call in the
     interpreter): the forward and its vjp match float64, twice over."""
     from forced_plans import force_sent
@@ -738,7 +739,7 @@ def test_register_cap_reaches_the_ptx_subprocess(tmp_path, monkeypatch):
     without: jax-triton's own dump (JAX_TRITON_DUMP_DIR, read when it is imported) in a child
     process, float32 log_softmax backward at 64 x 65536 (dispatch's COOP_CAP32_REGS plan; the rows of
     1M values it was shown on take the pipelined kernel since PIPE_*) and the forward, and bfloat16
-    softmax forward at 128 x 1048576 (COOP_X2_CAP_REGS: POLY's with CVT_X2)."""
+    softmax forward at 128 x 1048576 (COOP_X2_CAP_REGS: the wide chunks' with CVT_X2)."""
     from uninterpreted import run_uninterpreted
 
     monkeypatch.setenv("JAX_TRITON_DUMP_DIR", str(tmp_path))

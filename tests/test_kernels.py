@@ -576,8 +576,10 @@ def test_coop_keyed_partials(forced_family, torch_device, monkeypatch, dtype, lo
     chunks of 128 values), launch after launch of several shapes on one "zeros" buffer, which each
     launch must leave zero (the counters, the ticket and the words); a NaN row, a chunk of -inf, a
     row of one chunk; no input is modified. LATE_LEAVE early (the float32 softmax: the rule takes
-    no other early) and late. The 16-bit softmax so takes POLY (`_exp2_poly` on half its values)."""
+    no other early) and late. The 16-bit softmax there takes POLY (`_exp2_poly` on half its values;
+    COOP_POLY, off in dispatch since 2026-11-27, switched on here)."""
     forced_family("coop")
+    monkeypatch.setattr(dispatch, "COOP_POLY", True)
     monkeypatch.setattr(dispatch, "_coop_tag_fwd", lambda *a: None)  # counters
     monkeypatch.setattr(dispatch, "_coop_narrow", lambda *a: False)
     monkeypatch.setattr(dispatch, "COOP_FWD_UNPACKED_PER_SM", 0)
@@ -615,16 +617,22 @@ def _check_keyed_forward(fwd, x, x_before, count, dtype, log, what):
     ref.assert_close(y.double().cpu(), expected, dtype, what)
 
 
-def test_coop_poly_rule():
-    """POLY (the post-wait exps of the words' high halves by `_exp2_poly`): the 16-bit softmax
-    forward packed in wide chunks (COOP_POLY: from COOP_PACK_WIDE_MIN_PER_SM, with SENT), through
-    either adapter's plans; never the log_softmax, float32, TAG's chunks or fewer programs."""
+def test_coop_poly_rule(monkeypatch):
+    """POLY (the post-wait exps of the words' high halves by `_exp2_poly`): off (COOP_POLY: since
+    CVT_X2 under its cap it lost, 2026-11-27), so no plan takes it; switched on, the 16-bit softmax
+    forward packed in wide chunks (from COOP_PACK_WIDE_MIN_PER_SM, with SENT), through either adapter's
+    plans; never the log_softmax, float32, TAG's chunks or fewer programs."""
     def kw(M, N, dtype, log=False, jax=False):
         return dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, 132, counters_per_call=jax)[0].kwargs
 
+    wide = ((128, 1048576), (18, 1048576), (24, 786432))
+    for dtype in ("bfloat16", "float16"):
+        for M, N in wide:
+            assert not kw(M, N, dtype)["POLY"] and not kw(M, N, dtype, jax=True)["POLY"], (M, N, dtype)
+    monkeypatch.setattr(dispatch, "COOP_POLY", True)
     for dtype in ("bfloat16", "float16"):
         for jax in (False, True):
-            for M, N in ((128, 1048576), (18, 1048576), (24, 786432)):
+            for M, N in wide:
                 k = kw(M, N, dtype, jax=jax)
                 assert k["POLY"] and k["PACK"] and k["SENT"] and k["CHUNK_N"] == 16384, (M, N, dtype)
                 assert not kw(M, N, dtype, True, jax)["POLY"]
@@ -634,10 +642,42 @@ def test_coop_poly_rule():
     assert not kw(128, 1048576, "float32")["POLY"] and not kw(128, 1048576, "float64").get("POLY")
 
 
+def test_coop_stagger_rule():
+    """STAGGER (COOP_STAGGER_CYCLES): the cooperative forward whose grid is more than its first wave
+    (the programs of num_warps warps the GPU holds at once at 64 registers a thread: num_sms * 32 //
+    num_warps) ramps that wave, with FIRST that count: on counters (keyed or fenced) and TAG, 16-bit
+    and float32, through either adapter's plans; a grid of one wave or less, a grid held whole (no
+    ticket), float64, the backward, the split and rows plans never."""
+    def plan(M, N, dtype, log=False, jax=False, direction="fwd"):
+        if direction == "bwd":
+            return dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, log, 132)
+        return dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, 132, counters_per_call=jax)
+
+    cases = [(128, 1048576, "bfloat16"), (64, 1048576, "float32"), (12, 1048576, "bfloat16"), (8, 1048576, "float32"),
+             (2048, 65536, "bfloat16"), (256, 256000, "float16"), (1024, 65536, "float32"), (4096, 50257, "bfloat16")]
+    for M, N, dtype in cases:
+        for log in (False, True):
+            for jax in (False, True):
+                launch = plan(M, N, dtype, log, jax)[-1]  # (interpreted: PHASE 1 and 2, alike but PHASE)
+                k = launch.kwargs
+                assert launch.kernel == "softmax_fwd_coop" and k["TICKET"], (M, N, dtype, log)
+                assert k["FIRST"] == 132 * 32 // k["num_warps"] < launch.grid[0], (M, N, dtype, log)
+                assert k["STAGGER"] == dispatch.COOP_STAGGER_CYCLES, (M, N, dtype, log)
+    for M, N, dtype in ((8, 1048576, "bfloat16"), (1, 1048576, "float32"), (1, 256000, "bfloat16"),
+                        (4, 262144, "float32"), (32, 128256, "bfloat16")):
+        k = plan(M, N, dtype)[0].kwargs
+        assert k["STAGGER"] == 0 and k["FIRST"] == 0, (M, N, dtype)
+    assert "STAGGER" not in plan(64, 1048576, "float64")[0].kwargs  # the split plan
+    assert "STAGGER" not in plan(65536, 1024, "bfloat16")[0].kwargs  # rows
+    for M, N, dtype in cases[:3]:
+        assert all("STAGGER" not in l.kwargs for l in plan(M, N, dtype, direction="bwd"))
+
+
 def test_coop_cvt_x2_rule():
     """CVT_X2 (y's words by one cvt.rn.bf16x2.f32 / cvt.rn.f16x2.f32 a word; COOP_CVT_X2): the packed
     16-bit softmax forward, on counters or TAG (the 8-warp chunks of few rows too), peeled or not,
-    through either adapter's plans, POLY's under Triton's maxnreg at COOP_X2_CAP_REGS; the packed
+    through either adapter's plans, in wide chunks on counters under Triton's maxnreg at
+    COOP_X2_CAP_REGS (with POLY, when it is on, as without); the packed
     log_softmax forward on counters, in TAG's wide chunks (under the cap), in TAG's 4-warp chunks of
     peeled rows, and in the 8-warp chunks of few rows in grids of at most COOP_X2_FEW_MAX_PER_SM
     programs an SM; never the log_softmax in TAG's 4-warp chunks of unpeeled rows, unpacked rows,
@@ -655,10 +695,10 @@ def test_coop_cvt_x2_rule():
                 k = kw(M, N, dtype, True, jax)
                 assert k["CVT_X2"] and k["PACK"] and not k["TAG"] and "maxnreg" not in k, (M, N, dtype, jax)
             for cap in (True, False):
-                for M, N in ((128, 1048576), (32, 1048576)):  # POLY's
+                for M, N in ((128, 1048576), (32, 1048576)):  # the wide chunks on counters
                     k = kw(M, N, dtype, jax=jax, cap=cap)
-                    assert k["POLY"] and k["CVT_X2"] == cap and k.get("maxnreg") == (dispatch.COOP_X2_CAP_REGS
-                                                                                    if cap else None), (M, N)
+                    assert k["PACK"] and k["SENT"] and k["CHUNK_N"] == 16384 and not k["POLY"], (M, N)
+                    assert k["CVT_X2"] == cap and k.get("maxnreg") == (dispatch.COOP_X2_CAP_REGS if cap else None)
                 for M, N in ((2048, 65536), (4559, 29440), (512, 262144)):  # the log_softmax in TAG's wide chunks
                     k = kw(M, N, dtype, True, jax, cap)
                     assert k["TAG"] and k["PACK"] and k["CHUNK_N"] == 16384, (M, N)

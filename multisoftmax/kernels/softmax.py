@@ -454,6 +454,25 @@ def _coop_item(count_ptr, M, n_chunks, PHASE: tl.constexpr, TICKET: tl.constexpr
     return (item // n_chunks).to(tl.int64), item % n_chunks
 
 
+@triton.jit
+def _clock():
+    """The SM's cycle counter (%clock64)."""
+    return tl.inline_asm_elementwise("mov.u64 $0, %clock64;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
+
+
+@triton.jit
+def _stagger(item, STAGGER: tl.constexpr, FIRST: tl.constexpr):
+    """STAGGER (the GPU's one-launch form, PHASE 3): the program of item `item` < FIRST (the first
+    wave: the programs the GPU holds at once) spins item / FIRST of STAGGER SM cycles before its loads,
+    so that the first wave starts as a ramp, not all at once (dispatch.COOP_STAGGER: why)."""
+    if item < FIRST:
+        wait = (item * STAGGER) // FIRST
+        c0 = _clock()
+        c1 = _clock()
+        while c1 - c0 < wait:
+            c1 = _clock()
+
+
 # Tagged partials (TAG): the cooperative kernels' other way to wait for a row, without arrival
 # counters. sync (int64, read through count_ptr): sync[0] = generation << 32 | ticket, then one
 # 64-bit slot a partial: the launch's tag (generation + 1) << 32 | the partial's float32 bits.
@@ -654,7 +673,7 @@ def softmax_fwd_coop(
     PEEL: tl.constexpr,
     VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr,
     LATE_LEAVE: tl.constexpr, PACK: tl.constexpr, TAG: tl.constexpr, SPLIT_SUM: tl.constexpr,
-    SENT: tl.constexpr, POLY: tl.constexpr, CVT_X2: tl.constexpr,
+    SENT: tl.constexpr, POLY: tl.constexpr, CVT_X2: tl.constexpr, STAGGER: tl.constexpr, FIRST: tl.constexpr,
 ):
     """One item a program: chunk `item % n_chunks` of row `item // n_chunks`.
 
@@ -685,6 +704,8 @@ def softmax_fwd_coop(
     (dispatch.COOP_POLY: where that pays).
     CVT_X2 (PACK): y's words by `_pack_x2`, one conversion instruction a word
     (dispatch.COOP_CVT_X2: where that pays).
+    STAGGER, FIRST (PHASE 3, TICKET): the first FIRST items' programs start their loads over a ramp of
+    STAGGER SM cycles (`_stagger`; dispatch.COOP_STAGGER: where that pays); 0: at once.
     """
     count_ptr = count_init_ptr  # the scratch is read and written through its input (module docstring)
     tl.static_assert(not PACK or PEEL or ALIGN >= 2, "PACK needs whole words: PEEL, or ALIGN >= 2")
@@ -699,6 +720,8 @@ def softmax_fwd_coop(
         row, chunk, t = _tag_take(sync, n_chunks, PHASE, TICKET)
     else:
         row, chunk = _coop_item(count_ptr, M, n_chunks, PHASE, TICKET)
+    if PHASE == 3 and TICKET and STAGGER > 0:
+        _stagger(row * n_chunks + chunk, STAGGER, FIRST)
     if PACK:
         N_w, sx_w, sy_w = N, stride_xm, stride_ym  # _words aligns them itself
     N, stride_xm, stride_ym = _aligned(N, ALIGN), _aligned(stride_xm, ALIGN), _aligned(stride_ym, ALIGN)
