@@ -213,9 +213,12 @@ COOP_X2_FEW_MAX_PER_SM = 5
 # those programs load, wait and store together, and leave the memory idle between; the waves after
 # inherit it (a launch cost ~6-10 us beside a copy's, bench/results/h100/probe_scale_1m.log). H100
 # float32 64 x 1048576 log_softmax 196.97-197.27 -> 192.84-193.29 us, bf16 12 x 1048576 25.1 -> 22.9
-# (S8); 4 us and 12 us ramps gained less. Not float64 (not measured).
+# (S8); 4 us and 12 us ramps gained less. Only chunks of COOP_STAGGER_HELD registers of x a thread, whose
+# kernels take 56-64 (FIRST right): the packed 8-warp 8192-value chunks (16, 40-44 registers: 5-6 an SM)
+# lost, their grid held whole (bf16 36 x 128256 log_softmax 10.7 -> 14.0 us). Not float64 (not measured).
 # Measured: bench/DISPATCH.md, COOP_STAGGER_CYCLES.
 COOP_STAGGER_CYCLES = 14400
+COOP_STAGGER_HELD = 32
 # Unpeeled 16-bit rows of more than COOP_TAG_MAX_CHUNKS and at most COOP_SPLIT_SUM_MAX_CHUNKS chunks
 # of 8192 values are held packed at COOP_FWD16_WARPS warps with SPLIT_SUM, SENT and LATE_LEAVE from
 # COOP_SPLIT_SUM_MIN_PER_SM programs an SM (bf16 softmax 256 x 524288: 2,577 to 2,724 GB/s; it lost
@@ -687,7 +690,8 @@ def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, i
     warps = warps or COOP_WARPS
     if stagger:  # the programs of the first wave at 64 registers a thread; a ramp where the grid is more
         first = num_sms * 32 // warps
-        on = ticket and not acc["ACC_FP64"] and M * n_chunks > first
+        held = CHUNK_N // (32 * warps) // (2 if acc.get("PACK") else 1)  # 32-bit registers of x a thread
+        on = ticket and not acc["ACC_FP64"] and held == COOP_STAGGER_HELD and M * n_chunks > first
         acc = dict(acc, STAGGER=COOP_STAGGER_CYCLES if on else 0, FIRST=first if on else 0)
     meta = dict(CHUNK_N=CHUNK_N, BLOCK_C=triton.next_power_of_2(n_chunks), TICKET=ticket, **acc,
                 num_warps=warps, num_stages=1, **({"maxnreg": maxnreg} if maxnreg else {}))

@@ -646,8 +646,9 @@ def test_coop_stagger_rule():
     """STAGGER (COOP_STAGGER_CYCLES): the cooperative forward whose grid is more than its first wave
     (the programs of num_warps warps the GPU holds at once at 64 registers a thread: num_sms * 32 //
     num_warps) ramps that wave, with FIRST that count: on counters (keyed or fenced) and TAG, 16-bit
-    and float32, through either adapter's plans; a grid of one wave or less, a grid held whole (no
-    ticket), float64, the backward, the split and rows plans never."""
+    and float32, through either adapter's plans, where a thread holds COOP_STAGGER_HELD registers of
+    its chunk; the packed 8-warp chunks of few rows (half that), a grid of one wave or less, a grid
+    held whole (no ticket), float64, the backward, the split and rows plans never."""
     def plan(M, N, dtype, log=False, jax=False, direction="fwd"):
         if direction == "bwd":
             return dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, log, 132)
@@ -664,9 +665,11 @@ def test_coop_stagger_rule():
                 assert k["FIRST"] == 132 * 32 // k["num_warps"] < launch.grid[0], (M, N, dtype, log)
                 assert k["STAGGER"] == dispatch.COOP_STAGGER_CYCLES, (M, N, dtype, log)
     for M, N, dtype in ((8, 1048576, "bfloat16"), (1, 1048576, "float32"), (1, 256000, "bfloat16"),
-                        (4, 262144, "float32"), (32, 128256, "bfloat16")):
-        k = plan(M, N, dtype)[0].kwargs
-        assert k["STAGGER"] == 0 and k["FIRST"] == 0, (M, N, dtype)
+                        (4, 262144, "float32"), (32, 128256, "bfloat16"), (48, 128256, "bfloat16"),
+                        (24, 256000, "float16")):
+        for log in (False, True):
+            k = plan(M, N, dtype, log)[-1].kwargs
+            assert k["STAGGER"] == 0 and k["FIRST"] == 0, (M, N, dtype, log)
     assert "STAGGER" not in plan(64, 1048576, "float64")[0].kwargs  # the split plan
     assert "STAGGER" not in plan(65536, 1024, "bfloat16")[0].kwargs  # rows
     for M, N, dtype in cases[:3]:
