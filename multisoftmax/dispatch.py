@@ -195,7 +195,7 @@ COOP_SENT32_LOG_MIN_PER_SM = 10
 # computed the post-wait exps of its words' high halves by a polynomial on the FMA pipe (POLY,
 # `_exp2_poly`), the low halves' by MUFU.EX2 (H100: bf16 128 x 1048576 2,684-2,693 to 2,740-2,746
 # GB/s when it came). Since CVT_X2 under its cap it loses there (193.1-193.6 us without it against
-# 196.9-197.9; with COOP_STAGGER_CYCLES 190.6-191.0 against 206.5-207.6): off, the kernel's POLY kept.
+# 196.5-197.9; with COOP_STAGGER_CYCLES 190.0-191.0 against 205.2-207.6): off, the kernel's POLY kept.
 # Measured: bench/DISPATCH.md, COOP_POLY.
 COOP_POLY = False
 # COOP_CVT_X2: packed 16-bit forwards write y by one cvt.rn.bf16x2.f32 (cvt.rn.f16x2.f32) a word,

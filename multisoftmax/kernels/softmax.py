@@ -50,7 +50,8 @@ Four families, each for softmax (LOG=False) and log_softmax (LOG=True):
   as keyed words that show whether they are written yet; see "Keyed partials" below). The
   softmax forward may compute half its exps after the wait by a polynomial on the FMA pipe,
   beside the MUFU unit's ex2 (POLY, `_exp2_poly`), and the forward may round its packed y to
-  16-bit pairs by one conversion instruction a word (CVT_X2, `_pack_x2`). The backward of long
+  16-bit pairs by one conversion instruction a word (CVT_X2, `_pack_x2`); its first wave (the programs
+  the GPU holds at once) may start over a ramp rather than all at once (STAGGER, `_stagger`). The backward of long
   rows in larger grids runs pipelined (``softmax_bwd_pipe``): a persistent grid whose programs
   load and publish their next chunk before they wait for the row of the chunk they hold.
 
@@ -464,7 +465,7 @@ def _clock():
 def _stagger(item, STAGGER: tl.constexpr, FIRST: tl.constexpr):
     """STAGGER (the GPU's one-launch form, PHASE 3): the program of item `item` < FIRST (the first
     wave: the programs the GPU holds at once) spins item / FIRST of STAGGER SM cycles before its loads,
-    so that the first wave starts as a ramp, not all at once (dispatch.COOP_STAGGER: why)."""
+    so that the first wave starts as a ramp, not all at once (dispatch.COOP_STAGGER_CYCLES: why)."""
     if item < FIRST:
         wait = (item * STAGGER) // FIRST
         c0 = _clock()
@@ -705,7 +706,7 @@ def softmax_fwd_coop(
     CVT_X2 (PACK): y's words by `_pack_x2`, one conversion instruction a word
     (dispatch.COOP_CVT_X2: where that pays).
     STAGGER, FIRST (PHASE 3, TICKET): the first FIRST items' programs start their loads over a ramp of
-    STAGGER SM cycles (`_stagger`; dispatch.COOP_STAGGER: where that pays); 0: at once.
+    STAGGER SM cycles (`_stagger`; dispatch.COOP_STAGGER_CYCLES: where that pays); 0: at once.
     """
     count_ptr = count_init_ptr  # the scratch is read and written through its input (module docstring)
     tl.static_assert(not PACK or PEEL or ALIGN >= 2, "PACK needs whole words: PEEL, or ALIGN >= 2")
