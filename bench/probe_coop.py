@@ -2942,6 +2942,40 @@ def stagger_edge(sms, cases=STAGGER_EDGE_CASES):
               f"waves={plan[0].grid[0] / kw['FIRST']:.2f} | " + _compare(M, N, dtype, "fwd", log, vs, sms), flush=True)
 
 
+# --stagger-bwd: the kernels' STAGGER tried on the cooperative backward (softmax_bwd_coop: a scratch copy
+# taking STAGGER and FIRST, the forward's `_stagger` after its item) on dispatch's backward plans that take
+# that kernel, against them at once: S8 (FIRST at 64 registers a thread, as the forward's rule).
+STAGGER_BWD_EDITS = [("    BITS: tl.constexpr, TAG: tl.constexpr,\n):",
+                      "    BITS: tl.constexpr, TAG: tl.constexpr, STAGGER: tl.constexpr = 0, FIRST: tl.constexpr = 0,\n):"),
+                     ("        row, chunk = _coop_item(count_ptr, M, n_chunks, PHASE, TICKET)\n    if PACK:\n",
+                      "        row, chunk = _coop_item(count_ptr, M, n_chunks, PHASE, TICKET)\n"
+                      "    if PHASE == 3 and TICKET and STAGGER > 0:\n"
+                      "        _stagger(row * n_chunks + chunk, STAGGER, FIRST)\n    if PACK:\n")]
+STAGGER_BWD_CASES = [(dtype, M, N, log) for dtype, M, N in (("bfloat16", 2048, 65536), ("bfloat16", 1024, 128256),
+                                                           ("bfloat16", 256, 256000), ("float32", 1024, 65536),
+                                                           ("float32", 512, 131072), ("bfloat16", 64, 256000),
+                                                           ("bfloat16", 512, 151936), ("bfloat16", 4096, 50257))
+                     for log in (False, True)]
+
+
+def stagger_bwd(sms, cases=STAGGER_BWD_CASES):
+    """dispatch's cooperative backward plans (softmax_bwd_coop) on `cases` against the same with S8 (above),
+    twice each, by the benchmark's clock, with registers and the largest error."""
+    import dataclasses
+    _function_variants("_SB", {"softmax_bwd_coop": STAGGER_BWD_EDITS})
+    for dtype, M, N, log in cases:
+        plan, _ = _dispatch_plan(M, N, dtype, "bwd", sms, None, log)
+        (l,) = plan
+        if l.kernel != "softmax_bwd_coop" or not l.kwargs["TICKET"]:
+            print(f"{dtype} {M}x{N} {'log' if log else 'sm'} bwd: {l.kernel}, not taken here", flush=True)
+            continue
+        first = sms * 32 // l.kwargs["num_warps"]
+        sb = tune.with_meta((dataclasses.replace(l, kernel="softmax_bwd_coop_SB"),), STAGGER=14400, FIRST=first)
+        print(_head(M, N, dtype, "bwd", log, plan, sms) + f"tag={l.kwargs['TAG']:d},first={first},"
+              f"waves={l.grid[0] / first:.2f} | " + _compare(M, N, dtype, "bwd", log, [("dispatch", plan), ("S8", sb)],
+                                                               sms), flush=True)
+
+
 def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"{torch.cuda.get_device_name()}  copy {tune.copy_bandwidth():.0f} GB/s  SMs {sms}", flush=True)
@@ -2996,7 +3030,7 @@ def main():
              "--rows-short": lambda sms: rows16(sms, ROWS_SHORT_N, ("float32", "bfloat16", "float16"), ("fwd", "bwd")),
              "--rows-hints": rows_hints, "--rows-occ": rows_occupancy, "--rows-fill": rows_fill, "--few-pack16": few_pack16,
              "--few-pack16-below": lambda sms: few_pack16(sms, FEW_PACK16_BELOW_SHAPES, ("C", "P")),
-             "--fused-gather": fused_gather, "--scale-1m": scale_1m, "--wide-1m": wide_1m, "--stagger": stagger, "--stagger-edge": stagger_edge, "--stagger-rule": lambda sms: stagger_rule(sms, STAGGER_RULE_CASES[:21]),
+             "--fused-gather": fused_gather, "--scale-1m": scale_1m, "--wide-1m": wide_1m, "--stagger": stagger, "--stagger-edge": stagger_edge, "--stagger-bwd": stagger_bwd, "--stagger-rule": lambda sms: stagger_rule(sms, STAGGER_RULE_CASES[:21]),
              "--stagger-rule2": lambda sms: stagger_rule(sms, STAGGER_RULE_CASES[21:]),
              "--stagger2": lambda sms: stagger(sms, STAGGER2_CASES, STAGGER2_VARIANTS),
              "--stagger3": lambda sms: stagger(sms, STAGGER3_CASES, STAGGER3_VARIANTS),
