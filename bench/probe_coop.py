@@ -2730,11 +2730,13 @@ FUSED_GATHER = [("            m_c, s_c = _sent_gather(part_row, n_chunks, BLOCK_
                  "            m_f, s_f = _sent_gather_ms(part_row, n_chunks, BLOCK_C, PHASE)\n"),
                 ("        m = tl.max(m_c, axis=0)\n        m_safe = tl.where(m == -float(\"inf\"), 0.0, m)\n"
                  "        s = tl.sum(s_c * tl.exp(m_c - m_safe), axis=0)\n",
-                 "        if SENT:\n            m_safe = tl.where(m_f == -float(\"inf\"), 0.0, m_f)\n            s = s_f\n"
+                 "        if SENT:\n            m_safe = tl.where(m_f == -float(\"inf\"), 0.0, m_f)\n"
+                 "            s = s_f\n"
                  "        else:\n            m = tl.max(m_c, axis=0)\n"
                  "            m_safe = tl.where(m == -float(\"inf\"), 0.0, m)\n"
                  "            s = tl.sum(s_c * tl.exp(m_c - m_safe), axis=0)\n")]
-FUSED_NB = [("            _sent_arrive(count_ptr, row, n_chunks, PHASE)", "            _sent_arrive_nb(count_ptr, row, n_chunks, PHASE)")]
+FUSED_NB = [("            _sent_arrive(count_ptr, row, n_chunks, PHASE)",
+             "            _sent_arrive_nb(count_ptr, row, n_chunks, PHASE)")]
 FUSED_SHAPES = {"bfloat16": [(128, 1048576), (64, 1048576), (16, 1048576)], "float32": [(64, 1048576)]}
 
 
@@ -2946,7 +2948,8 @@ def stagger_edge(sms, cases=STAGGER_EDGE_CASES):
 # taking STAGGER and FIRST, the forward's `_stagger` after its item) on dispatch's backward plans that take
 # that kernel, against them at once: S8 (FIRST at 64 registers a thread, as the forward's rule).
 STAGGER_BWD_EDITS = [("    BITS: tl.constexpr, TAG: tl.constexpr,\n):",
-                      "    BITS: tl.constexpr, TAG: tl.constexpr, STAGGER: tl.constexpr = 0, FIRST: tl.constexpr = 0,\n):"),
+                      "    BITS: tl.constexpr, TAG: tl.constexpr, STAGGER: tl.constexpr = 0,\n"
+                      "    FIRST: tl.constexpr = 0,\n):"),
                      ("        row, chunk = _coop_item(count_ptr, M, n_chunks, PHASE, TICKET)\n    if PACK:\n",
                       "        row, chunk = _coop_item(count_ptr, M, n_chunks, PHASE, TICKET)\n"
                       "    if PHASE == 3 and TICKET and STAGGER > 0:\n"
@@ -3030,7 +3033,9 @@ def main():
              "--rows-short": lambda sms: rows16(sms, ROWS_SHORT_N, ("float32", "bfloat16", "float16"), ("fwd", "bwd")),
              "--rows-hints": rows_hints, "--rows-occ": rows_occupancy, "--rows-fill": rows_fill, "--few-pack16": few_pack16,
              "--few-pack16-below": lambda sms: few_pack16(sms, FEW_PACK16_BELOW_SHAPES, ("C", "P")),
-             "--fused-gather": fused_gather, "--scale-1m": scale_1m, "--wide-1m": wide_1m, "--stagger": stagger, "--stagger-edge": stagger_edge, "--stagger-bwd": stagger_bwd, "--stagger-rule": lambda sms: stagger_rule(sms, STAGGER_RULE_CASES[:21]),
+             "--fused-gather": fused_gather, "--scale-1m": scale_1m, "--wide-1m": wide_1m, "--stagger": stagger,
+             "--stagger-edge": stagger_edge, "--stagger-bwd": stagger_bwd,
+             "--stagger-rule": lambda sms: stagger_rule(sms, STAGGER_RULE_CASES[:21]),
              "--stagger-rule2": lambda sms: stagger_rule(sms, STAGGER_RULE_CASES[21:]),
              "--stagger2": lambda sms: stagger(sms, STAGGER2_CASES, STAGGER2_VARIANTS),
              "--stagger3": lambda sms: stagger(sms, STAGGER3_CASES, STAGGER3_VARIANTS),
