@@ -569,6 +569,19 @@ def _coop_cvt_x2(packed: bool, log: bool, packed_wide: bool, tag: dict | None, p
     return programs <= COOP_X2_FEW_MAX_PER_SM * num_sms, None
 
 
+def _coop_stagger(programs: int, chunk: int, warps: int, packed: bool, fp64: bool, ticket: bool,
+                  num_sms: int) -> tuple[int, int]:
+    """STAGGER and FIRST of the cooperative forward (see COOP_STAGGER_CYCLES): FIRST the programs of
+    `warps` warps the GPU holds at once at 64 registers a thread (an SM's 65,536), and the ramp over
+    them where a thread holds COOP_STAGGER_HELD 32-bit registers of x (`chunk` values, `packed` two a
+    word) and the grid (`programs`, taking tickets) has more; (0, 0) elsewhere and for float64."""
+    first = num_sms * 65536 // (64 * 32 * warps)
+    held = chunk // (32 * warps) // (2 if packed else 1)
+    if ticket and not fp64 and held == COOP_STAGGER_HELD and programs > first:
+        return COOP_STAGGER_CYCLES, first
+    return 0, 0
+
+
 def _coop_tag_fwd(N: int, itemsize: int, words: bool, peeled: bool, programs: int, num_sms: int,
                   log: bool) -> dict | None:
     """TAG of the cooperative forward: the chunks it takes, as `_coop_launches`' keyword
@@ -688,11 +701,10 @@ def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, i
     # long rows, where that latency is a good part of the time).
     ticket = M * n_chunks > num_sms
     warps = warps or COOP_WARPS
-    if stagger:  # the programs of the first wave at 64 registers a thread; a ramp where the grid is more
-        first = num_sms * 32 // warps
-        held = CHUNK_N // (32 * warps) // (2 if acc.get("PACK") else 1)  # 32-bit registers of x a thread
-        on = ticket and not acc["ACC_FP64"] and held == COOP_STAGGER_HELD and M * n_chunks > first
-        acc = dict(acc, STAGGER=COOP_STAGGER_CYCLES if on else 0, FIRST=first if on else 0)
+    if stagger:
+        ramp, first = _coop_stagger(M * n_chunks, CHUNK_N, warps, acc.get("PACK", False), acc["ACC_FP64"], ticket,
+                                    num_sms)
+        acc = dict(acc, STAGGER=ramp, FIRST=first)
     meta = dict(CHUNK_N=CHUNK_N, BLOCK_C=triton.next_power_of_2(n_chunks), TICKET=ticket, **acc,
                 num_warps=warps, num_stages=1, **({"maxnreg": maxnreg} if maxnreg else {}))
     if acc.get("TAG"):  # part is not used; count: the int64 words of TAG, as int32 pairs
