@@ -12,11 +12,18 @@ lean copies itself beside the adapter's full payload.)
 
     python bench/probe_jax_host.py [--calls 2000] [--rounds 15]
     python bench/probe_jax_host.py --fastpath
+    python bench/probe_jax_host.py --trace
 
 --fastpath instead asks, for jitted jax.nn.softmax, `2 * x` and the adapter at 32 x 1024
 float32 (on a jnp array and on one taken from torch by DLPack, as bench/run.py's host section
 does): how many Python functions one call enters once compiled (JAX's C++ dispatch path enters
 none), and what the compiled program's entry computation holds; then host time in rounds.
+
+--trace asks where a jitted call's host time goes: it records --calls back-to-back calls of each
+of the three at 32 x 1024 float32 under jax.profiler.trace, reads the trace back
+(jax.profiler.ProfileData) and prints, for each, the host events (XLA's and PjRt's scopes and
+the CUDA driver calls CUPTI sees) by name: how many a call and their mean length, so that the
+adapter's extra microseconds can be put on a named step.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import functools
 import os
 import statistics
 import sys
+import time
 import types
 import zlib
 from unittest import mock
@@ -121,14 +129,67 @@ def fastpath(args):
         print_rounds(timing.host_rounds(entries, args.calls, args.rounds))
 
 
+def trace(args):
+    import collections
+    import glob
+    import tempfile
+
+    M, N = 32, 1024
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((M, N), np.float32))
+    fns = {"jax.nn.softmax": jax.jit(lambda a: jax.nn.softmax(a, axis=-1)), "2 * x": jax.jit(lambda a: 2 * a),
+           "adapter": jax.jit(lambda a: mj.softmax(a, -1))}
+    for name, f in fns.items():
+        for _ in range(50):
+            r = f(x)
+        jax.block_until_ready(r)
+        events = collections.defaultdict(list)
+        for rep in range(args.rounds):
+            d = tempfile.mkdtemp()
+            with jax.profiler.trace(d):
+                t = time.perf_counter()
+                for _ in range(args.calls):
+                    r = f(x)
+                jax.block_until_ready(r)
+                wall = (time.perf_counter() - t) / args.calls * 1e6
+            events["(wall, traced)"].append((args.calls, wall * 1e3 * args.calls))
+            data = jax.profiler.ProfileData.from_file(glob.glob(d + "/**/*.xplane.pb", recursive=True)[0])
+            per = collections.defaultdict(lambda: [0, 0.0])
+            for plane in data.planes:
+                if not plane.name.startswith("/host"):
+                    continue
+                for line in plane.lines:
+                    for ev in line.events:
+                        if ev.name.startswith("$"):  # the Python tracer's function events
+                            continue
+                        a = per[f"{line.name[:24]} | {ev.name[:90]}"]
+                        a[0] += 1
+                        a[1] += ev.duration_ns
+            for key, (n, ns) in per.items():
+                events[key].append((n, ns))
+        print(f"{name}: host events a call over {args.calls} calls, median of {args.rounds} traces "
+              "(count a call, mean us an event, us a call)", flush=True)
+        rows = []
+        for key, reps in events.items():
+            n = statistics.median(c for c, _ in reps) / args.calls
+            us = statistics.median(ns / c for c, ns in reps if c) / 1e3
+            rows.append((n * us, n, us, key))
+        for total, n, us, key in sorted(rows, reverse=True)[:args.top]:
+            if n >= 0.5:
+                print(f"  {n:5.2f} x {us:8.2f} us = {total:8.2f} us  {key}", flush=True)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--calls", type=int, default=2000)
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--fastpath", action="store_true")
+    p.add_argument("--trace", action="store_true")
+    p.add_argument("--top", type=int, default=40)
     args = p.parse_args()
     if args.fastpath:
         return fastpath(args)
+    if args.trace:
+        return trace(args)
     install()
     sms = jax.devices()[0].core_count
     print(f"# {jax.devices()[0].device_kind}, jax {jax.__version__}, triton {triton.__version__}")
