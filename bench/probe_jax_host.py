@@ -13,6 +13,7 @@ lean copies itself beside the adapter's full payload.)
     python bench/probe_jax_host.py [--calls 2000] [--rounds 15]
     python bench/probe_jax_host.py --fastpath
     python bench/probe_jax_host.py --trace
+    python bench/probe_jax_host.py --fill
 
 --fastpath instead asks, for jitted jax.nn.softmax, `2 * x` and the adapter at 32 x 1024
 float32 (on a jnp array and on one taken from torch by DLPack, as bench/run.py's host section
@@ -24,6 +25,11 @@ of the three at 32 x 1024 float32 under jax.profiler.trace, reads the trace back
 (jax.profiler.ProfileData) and prints, for each, the host events (XLA's and PjRt's scopes and
 the CUDA driver calls CUPTI sees) by name: how many a call and their mean length, so that the
 adapter's extra microseconds can be put on a named step.
+
+--fill times, in rounds as above, the adapter at 32 x 1024 float32 as dispatched (its rows launch
+asks for the SM's shared memory, dispatch.FILL_SHARED) against the same plan lowered with
+dispatch.fills_shared off (the kernel's own shared memory), beside jax.nn.softmax and `2 * x`:
+whether the filled launch costs host time.
 """
 
 from __future__ import annotations
@@ -178,18 +184,38 @@ def trace(args):
                 print(f"  {n:5.2f} x {us:8.2f} us = {total:8.2f} us  {key}", flush=True)
 
 
+def fill(args):
+    M, N = 32, 1024
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((M, N), np.float32))
+    fns = {"jax.nn.softmax": jax.jit(lambda a: jax.nn.softmax(a, axis=-1)), "2 * x": jax.jit(lambda a: 2 * a),
+           "adapter (filled)": jax.jit(lambda a: mj.softmax(a, -1)),
+           "adapter (not filled)": jax.jit(lambda a: mj.softmax(a, -1))}
+    plan = dispatch.plan_forward(M, N, N, N, "float32", False, mj._num_sms())
+    print(f"# {M}x{N} float32: plan " + " + ".join(f"{l.kernel}{list(l.grid)}" for l in plan)
+          + f", fills_shared {[dispatch.fills_shared(l) for l in plan]}", flush=True)
+    with mock.patch.object(dispatch, "fills_shared", lambda launch: False):
+        ref = jax.block_until_ready(fns["adapter (not filled)"](x))  # traced and lowered with the rule off
+    err = float(jnp.max(jnp.abs(ref - fns["adapter (filled)"](x))))
+    print(f"# filled vs not filled max |diff| {err:.1e}", flush=True)
+    entries = {name: (functools.partial(f, x), jax.block_until_ready) for name, f in fns.items()}
+    print_rounds(timing.host_rounds(entries, args.calls, args.rounds))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--calls", type=int, default=2000)
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--fastpath", action="store_true")
     p.add_argument("--trace", action="store_true")
+    p.add_argument("--fill", action="store_true")
     p.add_argument("--top", type=int, default=40)
     args = p.parse_args()
     if args.fastpath:
         return fastpath(args)
     if args.trace:
         return trace(args)
+    if args.fill:
+        return fill(args)
     install()
     sms = jax.devices()[0].core_count
     print(f"# {jax.devices()[0].device_kind}, jax {jax.__version__}, triton {triton.__version__}")
