@@ -29,7 +29,10 @@ adapter's extra microseconds can be put on a named step.
 --fill times, in rounds as above, the adapter at 32 x 1024 float32 as dispatched (its rows launch
 asks for the SM's shared memory, dispatch.FILL_SHARED) against the same plan lowered with
 dispatch.fills_shared off (the kernel's own shared memory), beside jax.nn.softmax and `2 * x`:
-whether the filled launch costs host time.
+whether the filled launch costs host time; and beside them a bare jax_triton.triton_call of a
+copy kernel (`_copy_kernel`: two pointers and a length, one launch of 16 programs, through
+jax-triton as jax-triton alone builds it): what any triton_call costs a jitted call, whatever
+the kernel.
 """
 
 from __future__ import annotations
@@ -184,12 +187,29 @@ def trace(args):
                 print(f"  {n:5.2f} x {us:8.2f} us = {total:8.2f} us  {key}", flush=True)
 
 
+@functools.cache
+def _copy_kernel():
+    import triton.language as tl
+
+    @triton.jit
+    def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+    return copy_kernel
+
+
 def fill(args):
     M, N = 32, 1024
     x = jnp.asarray(np.random.default_rng(0).standard_normal((M, N), np.float32))
     fns = {"jax.nn.softmax": jax.jit(lambda a: jax.nn.softmax(a, axis=-1)), "2 * x": jax.jit(lambda a: 2 * a),
            "adapter (filled)": jax.jit(lambda a: mj.softmax(a, -1)),
            "adapter (not filled)": jax.jit(lambda a: mj.softmax(a, -1))}
+    if jax.default_backend() == "gpu":
+        jt = mj._jax_triton()
+        fns["triton_call copy"] = jax.jit(lambda a: jt.triton_call(
+            a, a.size, kernel=_copy_kernel(), out_shape=jax.ShapeDtypeStruct(a.shape, a.dtype),
+            grid=(16,), BLOCK=a.size // 16))
     plan = dispatch.plan_forward(M, N, N, N, "float32", False, mj._num_sms())
     print(f"# {M}x{N} float32: plan " + " + ".join(f"{l.kernel}{list(l.grid)}" for l in plan)
           + f", fills_shared {[dispatch.fills_shared(l) for l in plan]}", flush=True)
@@ -197,6 +217,8 @@ def fill(args):
         ref = jax.block_until_ready(fns["adapter (not filled)"](x))  # traced and lowered with the rule off
     err = float(jnp.max(jnp.abs(ref - fns["adapter (filled)"](x))))
     print(f"# filled vs not filled max |diff| {err:.1e}", flush=True)
+    if "triton_call copy" in fns:
+        print(f"# triton_call copy vs x max |diff| {float(jnp.max(jnp.abs(fns['triton_call copy'](x) - x))):.1e}")
     entries = {name: (functools.partial(f, x), jax.block_until_ready) for name, f in fns.items()}
     print_rounds(timing.host_rounds(entries, args.calls, args.rounds))
 
