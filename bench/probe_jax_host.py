@@ -192,7 +192,7 @@ def _copy_kernel():
     import triton.language as tl
 
     @triton.jit
-    def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    def copy_kernel(x_ptr, n, y_ptr, BLOCK: tl.constexpr):  # jax-triton appends the outputs
         offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
 
