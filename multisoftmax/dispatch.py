@@ -311,25 +311,33 @@ class Launch:
 # (bench/results/h100/probe_rows_fill.log, the benchmark's clock, two runs) those launches ran 0.2-0.9%
 # faster, 26 of 32 (bf16 65536 x 2048 softmax forward 179.0 -> 177.4 us, float32 32768 x 2048
 # log_softmax forward 179.1 -> 177.8, backward 264.8 -> 263.3), the other 6 within 0.15%; where XLA's
-# fused kernel, one row a program as ours, had been that much ahead. Lost: rows in part of their lanes
-# (bf16 N = 1152 forward 2-3%, float32 N = 781 peeled 5%, bf16 N = 3000 forward 2%), tiles of 1-2 KB
-# (bf16 N = 1024 forward 0.4%), N = 128 (float32 log_softmax 1.6%); even at N >= 8192; the cooperative
-# kernels lost 2-12% (probe_coop_carve.log). float64 not measured: left out. Measured: bench/DISPATCH.md, FILL_SHARED.
+# fused kernel, one row a program as ours, had been that much ahead. Lost: 16-bit rows in part of their
+# lanes, whole lines or not (bf16 N = 1152 forward 2-3%, N = 3000 forward 2%; probe_rows_fill_part.log:
+# -6.4% to +0.9% by N, with no rule between), float32 rows in part of their lanes whose
+# bytes are not whole 128-byte lines (N = 600, 1000, 1100, 2000, 3000: up to 3.2%; 781 peeled 5%), tiles of
+# 1-2 KB (bf16 N = 1024 forward 0.4%), N = 128 (float32 log_softmax 1.6%); even at N >= 8192; the
+# cooperative kernels lost 2-12% (probe_coop_carve.log). float32 rows in part of their lanes that are
+# whole lines (N a multiple of FILL_SHARED_LINE_BYTES / 4: 768, 1152, 1280, 1536, 1792, 2304, 2560,
+# 3584) gained 0.1-0.9% filled in 31 of 32 cases, the other within 0.13% (probe_rows_fill_part.log), and
+# are filled too. float64 not measured: left out. Measured: bench/DISPATCH.md, FILL_SHARED.
 FILL_SHARED_N = (512, 4096)
 FILL_SHARED_MIN_TILE = 4096
+FILL_SHARED_LINE_BYTES = 128
 
 
 def fills_shared(launch: "Launch") -> bool:
     """Whether `launch` (a `Launch` of this module) asks for the SM's shared memory: a rows launch
-    (softmax_fwd_rows / softmax_bwd_rows) of 16- or 32-bit rows that fill BLOCK_N lanes, no tail
-    and no peel, FILL_SHARED_N[0] <= N <= FILL_SHARED_N[1], in tiles of BLOCK_M x N values of at
-    least FILL_SHARED_MIN_TILE bytes (the comment above; bench/DISPATCH.md has the figures). The
+    (softmax_fwd_rows / softmax_bwd_rows), no tail and no peel, of 16- or 32-bit rows that fill
+    BLOCK_N lanes, or of float32 rows that are whole FILL_SHARED_LINE_BYTES lines, with
+    FILL_SHARED_N[0] <= N <= FILL_SHARED_N[1], in tiles of BLOCK_M x N values of at least
+    FILL_SHARED_MIN_TILE bytes (the comment above; bench/DISPATCH.md has the figures). The
     launcher asks for occupancy.fill_shared's bytes. Raises nothing: any other launch is False."""
     if launch.kernel not in ("softmax_fwd_rows", "softmax_bwd_rows"):
         return False
     kw = launch.kwargs
     N, itemsize = launch.scalars[1], 16 // kw["VEC"]
-    return (itemsize <= 4 and N == kw["BLOCK_N"] and not kw["TAIL_N"] and not kw["PEEL"]
+    lanes = N == kw["BLOCK_N"] or (itemsize == 4 and N * itemsize % FILL_SHARED_LINE_BYTES == 0)
+    return (itemsize <= 4 and lanes and not kw["TAIL_N"] and not kw["PEEL"]
             and FILL_SHARED_N[0] <= N <= FILL_SHARED_N[1]
             and kw["BLOCK_M"] * N * itemsize >= FILL_SHARED_MIN_TILE)
 

@@ -594,7 +594,7 @@ def test_cached_launch_calls_triton_s_c_launch_and_launch_hooks_still_see_launch
 
 
 @pytest.mark.parametrize("dtype,N,log", [(torch.bfloat16, 2048, False), (torch.float32, 1024, True),
-                                         (torch.float16, 4096, True)])
+                                         (torch.float16, 4096, True), (torch.float32, 1152, True)])
 def test_fill_shared_launches_ask_for_the_sm_s_shared_memory(dtype, N, log):
     """Launches that dispatch.fills_shared names ask for occupancy.fill_shared's bytes of the SM's
     shared memory: through the torch adapter (the cached launch's metadata: more than the kernel's

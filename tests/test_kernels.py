@@ -1737,8 +1737,8 @@ def test_occupancy_arithmetic():
 
 def test_fill_shared_rule():
     """dispatch.fills_shared: rows launches whose rows fill their lanes (N == BLOCK_N, no tail, no
-    peel) of 512 to 4096 values in tiles of at least 4 KB a tensor, forward and backward, 16- and
-    32-bit; no other launch."""
+    peel), 16- and 32-bit, or float32 rows of whole 128-byte lines in part of their lanes, of 512 to
+    4096 values in tiles of at least 4 KB a tensor, forward and backward; no other launch."""
     def fills(M, N, dtype, forward=True, log=False):
         plan = (dispatch.plan_forward(M, N, N, N, dtype, log, 132) if forward
                 else dispatch.plan_backward(M, N, N, N, N, dtype, log, 132))
@@ -1751,7 +1751,13 @@ def test_fill_shared_rule():
     assert fills(65536, 512, "bfloat16") == [True] and fills(65536, 512, "bfloat16", False) == [False]  # 1 KB tiles
     assert fills(65536, 1024, "bfloat16") == [False] and fills(65536, 1024, "bfloat16", False) == [True]
     assert fills(65536, 512, "float32", False, True) == [True] and fills(32, 1024, "float32") == [True]
-    assert fills(65536, 1152, "bfloat16") == [False] and fills(58254, 1152, "float32") == [False]  # lanes in part
+    assert fills(65536, 1152, "bfloat16") == [False] and fills(65536, 1536, "float16", False) == [False]  # in part
+    for N in (768, 1152, 1280, 1536, 1792, 2304, 2560, 3584):  # float32 rows of whole lines, in part of their lanes
+        for forward in (True, False):
+            assert fills(256 * 2**20 // (4 * N), N, "float32", forward, N == 1152) == [True], (N, forward)
+    for N in (600, 1000, 1100, 2000, 3000, 4095):  # float32 rows of lines in part
+        assert fills(65536, N, "float32") == [False] and fills(65536, N, "float32", False, True) == [False], N
+    assert fills(65536, 480, "float32") == [False] and fills(1000, 8160, "float32") == [False]  # beyond 512..4096
     assert fills(65536, 781, "float32") == [False] and fills(44739, 3000, "bfloat16") == [False]
     assert fills(65536, 128, "float32", True, True) == [False] and fills(16384, 8192, "bfloat16") == [False]
     assert fills(65536, 2048, "float64") == [False]  # not measured
