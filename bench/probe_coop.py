@@ -2567,6 +2567,9 @@ ROWS_FILL_N = (128, 256, 512, 781, 1024, 1152, 2048, 3000, 4096, 8192, 16384, 16
 # --rows-fill-part: the same on rows that fill part of their lanes, which FILL_SHARED leaves out (in
 # probe_rows_fill.log bf16 N = 1152 and 3000 forward lost 2-3% filled, float32 N = 1152 gained 0.5-0.9%).
 ROWS_FILL_PART_N = (600, 768, 1000, 1100, 1152, 1280, 1536, 1792, 2000, 2304, 2560, 3000, 3584)
+# --rows-fill-edge: float32 rows of whole 128-byte lines in part of their lanes beyond FILL_SHARED_N
+# (512 lanes below it, 8192 above), where FILL_SHARED_LINE_BYTES's rule was not measured.
+ROWS_FILL_EDGE_N = (320, 384, 448, 4608, 5120, 6144, 7168)
 
 
 def rows_fill(sms, Ns=ROWS_FILL_N, dtypes=("bfloat16", "float32")):
@@ -3035,7 +3038,8 @@ def main():
                  k: POLY_VARIANTS[k] for k in ("A3", "A4", "Q4")}),
              "--rows-short": lambda sms: rows16(sms, ROWS_SHORT_N, ("float32", "bfloat16", "float16"), ("fwd", "bwd")),
              "--rows-hints": rows_hints, "--rows-occ": rows_occupancy, "--rows-fill": rows_fill,
-             "--rows-fill-part": lambda sms: rows_fill(sms, ROWS_FILL_PART_N, ("float32", "bfloat16", "float16")), "--few-pack16": few_pack16,
+             "--rows-fill-part": lambda sms: rows_fill(sms, ROWS_FILL_PART_N, ("float32", "bfloat16", "float16")),
+             "--rows-fill-edge": lambda sms: rows_fill(sms, ROWS_FILL_EDGE_N, ("float32",)), "--few-pack16": few_pack16,
              "--few-pack16-below": lambda sms: few_pack16(sms, FEW_PACK16_BELOW_SHAPES, ("C", "P")),
              "--fused-gather": fused_gather, "--scale-1m": scale_1m, "--wide-1m": wide_1m, "--stagger": stagger,
              "--stagger-edge": stagger_edge, "--stagger-bwd": stagger_bwd,
