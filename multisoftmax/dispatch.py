@@ -319,7 +319,7 @@ class Launch:
 # cooperative kernels lost 2-12% (probe_coop_carve.log). float32 rows in part of their lanes that are
 # whole lines (N a multiple of FILL_SHARED_LINE_BYTES / 4: 768, 1152, 1280, 1536, 1792, 2304, 2560,
 # 3584) gained 0.1-0.9% filled in 31 of 32 cases, the other within 0.13% (probe_rows_fill_part.log), and
-# are filled too. float64 not measured: left out. Measured: bench/DISPATCH.md, FILL_SHARED.
+# are filled too (past FILL_SHARED_N they did not gain: probe_rows_fill_edge.log). float64 not measured: left out. Measured: bench/DISPATCH.md, FILL_SHARED.
 FILL_SHARED_N = (512, 4096)
 FILL_SHARED_MIN_TILE = 4096
 FILL_SHARED_LINE_BYTES = 128
