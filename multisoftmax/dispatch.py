@@ -309,17 +309,18 @@ class Launch:
 # asks for the SM's shared memory over the programs it holds at once (multisoftmax/occupancy.py: the
 # driver then splits the SM's L1 / shared memory with the most shared memory). On the H100
 # (bench/results/h100/probe_rows_fill.log, the benchmark's clock, two runs) those launches ran 0.2-0.9%
-# faster, 26 of 32 (bf16 65536 x 2048 softmax forward 179.0 -> 177.4 us, float32 32768 x 2048
-# log_softmax forward 179.1 -> 177.8, backward 264.8 -> 263.3), the other 6 within 0.15%; where XLA's
-# fused kernel, one row a program as ours, had been that much ahead. Lost: 16-bit rows in part of their
-# lanes, whole lines or not (bf16 N = 1152 forward 2-3%, N = 3000 forward 2%; probe_rows_fill_part.log:
-# -6.4% to +0.9% by N, with no rule between), float32 rows in part of their lanes whose
-# bytes are not whole 128-byte lines (N = 600, 1000, 1100, 2000, 3000: up to 3.2%; 781 peeled 5%), tiles of
-# 1-2 KB (bf16 N = 1024 forward 0.4%), N = 128 (float32 log_softmax 1.6%); even at N >= 8192; the
-# cooperative kernels lost 2-12% (probe_coop_carve.log). float32 rows in part of their lanes that are
-# whole lines (N a multiple of FILL_SHARED_LINE_BYTES / 4: 768, 1152, 1280, 1536, 1792, 2304, 2560,
-# 3584) gained 0.1-0.9% filled in 31 of 32 cases, the other within 0.13% (probe_rows_fill_part.log), and
-# are filled too (past FILL_SHARED_N they did not gain: probe_rows_fill_edge.log). float64 not measured: left out. Measured: bench/DISPATCH.md, FILL_SHARED.
+# faster, 26 of 32 (bf16 65536 x 2048 softmax forward 179.0 -> 177.4 us, float32 32768 x 2048 log_softmax
+# forward 179.1 -> 177.8, backward 264.8 -> 263.3), the other 6 within 0.15%; where XLA's fused kernel,
+# one row a program as ours, had been that much ahead. Lost: 16-bit rows in part of their lanes, whole
+# lines or not (bf16 N = 1152 forward 2-3%, N = 3000 forward 2%; probe_rows_fill_part.log: -6.4% to +0.9%
+# by N, with no rule between), float32 rows in part of their lanes whose bytes are not whole 128-byte
+# lines (N = 600, 1000, 1100, 2000, 3000: up to 3.2%; 781 peeled 5%), tiles of 1-2 KB (bf16 N = 1024
+# forward 0.4%), N = 128 (float32 log_softmax 1.6%); even at N >= 8192; the cooperative kernels lost 2-12%
+# (probe_coop_carve.log). float32 rows in part of their lanes that are whole lines (N a multiple of
+# FILL_SHARED_LINE_BYTES / 4: 768, 1152, 1280, 1536, 1792, 2304, 2560, 3584) gained 0.1-0.9% filled in 31
+# of 32 cases, the other within 0.13% (probe_rows_fill_part.log), and are filled too (past FILL_SHARED_N
+# they did not gain: probe_rows_fill_edge.log). float64 not measured: left out. Measured:
+# bench/DISPATCH.md, FILL_SHARED.
 FILL_SHARED_N = (512, 4096)
 FILL_SHARED_MIN_TILE = 4096
 FILL_SHARED_LINE_BYTES = 128
