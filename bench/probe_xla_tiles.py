@@ -1,0 +1,46 @@
+"""Probe: the tiling XLA picks for jax.nn.softmax / log_softmax's fused Triton kernel (GPU).
+
+    python bench/probe_xla_tiles.py > bench/results/h100/probe_xla_tiles.log
+
+For the sweep shapes where XLA's forward ran at or just ahead of multisoftmax in the published
+runs, prints the optimized HLO's fusion line(s) with their backend_config (XLA's block-level
+fusion config: output tile sizes, num_warps, num_ctas, num_stages), beside dispatch's rows plan
+for the same shape, to compare the two tilings.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+from multisoftmax import dispatch  # noqa: E402
+
+CASES = [("bfloat16", 65536, 1024, True), ("float16", 65536, 1024, True), ("bfloat16", 65536, 1024, False),
+         ("bfloat16", 65536, 1152, True), ("float32", 58254, 1152, True), ("float32", 65536, 512, True),
+         ("bfloat16", 65536, 2048, True), ("bfloat16", 65536, 256, True)]
+
+
+def main():
+    print(f"# {jax.devices()[0].device_kind}, jax {jax.__version__}")
+    for dtype, M, N, log in CASES:
+        f = jax.nn.log_softmax if log else jax.nn.softmax
+        x = jax.ShapeDtypeStruct((M, N), jnp.dtype(dtype))
+        hlo = jax.jit(lambda a: f(a, axis=-1)).lower(x).compile().as_text()
+        plan = dispatch.plan_forward(M, N, N, N, dtype, log, getattr(jax.devices()[0], "core_count", 132))
+        kw = plan[0].kwargs
+        print(f"{dtype} {M}x{N} {'log_softmax' if log else 'softmax'} fwd | dispatch: {plan[0].kernel} "
+              f"BLOCK_M={kw.get('BLOCK_M')} BLOCK_N={kw.get('BLOCK_N')} num_warps={kw.get('num_warps')}")
+        for line in hlo.splitlines():
+            if "fusion(" in line and ("backend_config" in line) and "ENTRY" not in line:
+                cfg = re.search(r'backend_config=(\{.*\})', line)
+                name = line.strip().split(" = ")[0]
+                print(f"  {name}: {cfg.group(1)[:600] if cfg else ''}")
+
+
+if __name__ == "__main__":
+    main()
