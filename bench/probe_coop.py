@@ -970,6 +970,30 @@ def rows_few(sms, shapes=ROWS_FEW_SHAPES, directions=("bwd",)):
                       f"warps={kw['num_warps']} | " + _compare(M, N, dtype, direction, log, variants, sms), flush=True)
 
 
+# --rows-1k16: the 16-bit forward of 1024-value rows (one row a program at 4 warps, ROWS_FWD_ONE_ROW_N),
+# which XLA (2 rows a program at 4 warps: probe_xla_tiles.log) and Liger ran 0.2-0.5% ahead in every
+# published run, against other tilings under today's rules (FILL_SHARED fills the tiles of 4 KB and more).
+ROWS_1K16_TILINGS = ((2, 4), (2, 8), (4, 8), (1, 8), (4, 4), (1, 2))
+
+
+def rows_1k16(sms, dtypes=("bfloat16", "float16"), tilings=ROWS_1K16_TILINGS):
+    """dispatch's plan of dtypes' 65536 x 1024 forward (softmax and log_softmax) against `tilings`
+    ((B rows a program, W warps): bmBwW, filled where dispatch.fills_shared says), by the
+    benchmark's clock, twice each."""
+    from multisoftmax import dispatch
+    M, N = 65536, 1024
+    for dtype in dtypes:
+        itemsize = getattr(torch, dtype).itemsize
+        for log in (False, True):
+            plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
+            kw = plan[0].kwargs
+            variants = [("dispatch", plan)] + [
+                (f"bm{B}w{W}" + ("f" if dispatch.fills_shared(p[0]) else ""), p) for B, W in tilings
+                for p in [tune.with_rows_tiling(plan, M, B, W, itemsize, log, True)]]
+            print(f"{dtype} {M}x{N} {'log' if log else 'sm'} fwd | dispatch: block_m={kw['BLOCK_M']},"
+                  f"warps={kw['num_warps']} | " + _compare(M, N, dtype, "fwd", log, variants, sms), flush=True)
+
+
 SPLIT_FEW_SHAPES = [(16, 1048576), (64, 256000), (64, 128256), (32, 256000), (8, 256000), (8, 128256), (1, 256000)]
 # Eviction hints for the split forward (E): the first kernel's x stays in L2 (evict_last), the
 # second kernel's read of it and its y go first (evict_first), so y's lines do not push out
@@ -3039,7 +3063,8 @@ def main():
              "--rows-short": lambda sms: rows16(sms, ROWS_SHORT_N, ("float32", "bfloat16", "float16"), ("fwd", "bwd")),
              "--rows-hints": rows_hints, "--rows-occ": rows_occupancy, "--rows-fill": rows_fill,
              "--rows-fill-part": lambda sms: rows_fill(sms, ROWS_FILL_PART_N, ("float32", "bfloat16", "float16")),
-             "--rows-fill-edge": lambda sms: rows_fill(sms, ROWS_FILL_EDGE_N, ("float32",)), "--few-pack16": few_pack16,
+             "--rows-fill-edge": lambda sms: rows_fill(sms, ROWS_FILL_EDGE_N, ("float32",)),
+             "--rows-1k16": rows_1k16, "--few-pack16": few_pack16,
              "--few-pack16-below": lambda sms: few_pack16(sms, FEW_PACK16_BELOW_SHAPES, ("C", "P")),
              "--fused-gather": fused_gather, "--scale-1m": scale_1m, "--wide-1m": wide_1m, "--stagger": stagger,
              "--stagger-edge": stagger_edge, "--stagger-bwd": stagger_bwd,
