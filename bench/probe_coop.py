@@ -994,6 +994,27 @@ def rows_1k16(sms, dtypes=("bfloat16", "float16"), tilings=ROWS_1K16_TILINGS):
                   f"warps={kw['num_warps']} | " + _compare(M, N, dtype, "fwd", log, variants, sms), flush=True)
 
 
+# --rows-bwd32: float32 backwards of 2048- and 4096-value rows (one row a program, FILL_SHARED), which
+# torch.softmax's log_softmax backward ran 0.1-0.9% ahead in every published run, against other tilings.
+ROWS_BWD32_CASES = [(16384, 4096, True), (16384, 4096, False), (32768, 2048, True)]
+ROWS_BWD32_TILINGS = ((1, 4), (1, 16), (2, 8), (2, 16), (4, 16))
+
+
+def rows_bwd32(sms, cases=ROWS_BWD32_CASES, tilings=ROWS_BWD32_TILINGS):
+    """dispatch's plan of each (M, N, log) float32 backward against `tilings` ((B rows a program, W
+    warps): bmBwW, filled where dispatch.fills_shared says), by the benchmark's clock, twice each."""
+    from multisoftmax import dispatch
+    for M, N, log in cases:
+        plan, _ = _dispatch_plan(M, N, "float32", "bwd", sms, None, log)
+        kw = plan[0].kwargs
+        variants = [("dispatch", plan)] + [
+            (f"bm{B}w{W}" + ("f" if dispatch.fills_shared(p[0]) else ""), p) for B, W in tilings
+            if (B, W) != (kw["BLOCK_M"], kw["num_warps"])
+            for p in [tune.with_rows_tiling(plan, M, B, W, 4, log, False)]]
+        print(f"float32 {M}x{N} {'log' if log else 'sm'} bwd | dispatch: block_m={kw['BLOCK_M']},"
+              f"warps={kw['num_warps']} | " + _compare(M, N, "float32", "bwd", log, variants, sms), flush=True)
+
+
 SPLIT_FEW_SHAPES = [(16, 1048576), (64, 256000), (64, 128256), (32, 256000), (8, 256000), (8, 128256), (1, 256000)]
 # Eviction hints for the split forward (E): the first kernel's x stays in L2 (evict_last), the
 # second kernel's read of it and its y go first (evict_first), so y's lines do not push out
@@ -3064,7 +3085,7 @@ def main():
              "--rows-hints": rows_hints, "--rows-occ": rows_occupancy, "--rows-fill": rows_fill,
              "--rows-fill-part": lambda sms: rows_fill(sms, ROWS_FILL_PART_N, ("float32", "bfloat16", "float16")),
              "--rows-fill-edge": lambda sms: rows_fill(sms, ROWS_FILL_EDGE_N, ("float32",)),
-             "--rows-1k16": rows_1k16, "--few-pack16": few_pack16,
+             "--rows-1k16": rows_1k16, "--rows-bwd32": rows_bwd32, "--few-pack16": few_pack16,
              "--few-pack16-below": lambda sms: few_pack16(sms, FEW_PACK16_BELOW_SHAPES, ("C", "P")),
              "--fused-gather": fused_gather, "--scale-1m": scale_1m, "--wide-1m": wide_1m, "--stagger": stagger,
              "--stagger-edge": stagger_edge, "--stagger-bwd": stagger_bwd,
