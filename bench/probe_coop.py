@@ -1000,6 +1000,29 @@ ROWS_BWD32_CASES = [(16384, 4096, True), (16384, 4096, False), (32768, 2048, Tru
 ROWS_BWD32_TILINGS = ((1, 4), (1, 16), (2, 8), (2, 16), (4, 16))
 
 
+# --rows-bwd32-more: the two tilings that led there (16 warps; 2 rows at 16 warps) on more rows of the same
+# lanes, both ops, and bf16: (dtype, N, log, tilings).
+ROWS_BWD32_MORE = [("float32", N, log, ((1, 16), (1, 8))) for N in (1152, 1536, 1792, 2000, 2048) for log in (True, False)] + \
+    [("float32", N, log, ((2, 16),)) for N in (2304, 3000, 3584, 4096) for log in (True, False)] + \
+    [("bfloat16", 2048, True, ((1, 16),)), ("bfloat16", 4096, True, ((2, 16),))]
+
+
+def rows_bwd32_more(sms, cases=ROWS_BWD32_MORE):
+    """As rows_bwd32 over `cases` ((dtype, N, log, tilings); M for ~256 MB, at most 65536)."""
+    from multisoftmax import dispatch
+    for dtype, N, log, tilings in cases:
+        itemsize = getattr(torch, dtype).itemsize
+        M = min(65536, 256 * 2**20 // (N * itemsize))
+        plan, _ = _dispatch_plan(M, N, dtype, "bwd", sms, None, log)
+        kw = plan[0].kwargs
+        variants = [("dispatch", plan)] + [
+            (f"bm{B}w{W}" + ("f" if dispatch.fills_shared(p[0]) else ""), p) for B, W in tilings
+            if (B, W) != (kw["BLOCK_M"], kw["num_warps"])
+            for p in [tune.with_rows_tiling(plan, M, B, W, itemsize, log, False)]]
+        print(f"{dtype} {M}x{N} {'log' if log else 'sm'} bwd | dispatch: block_m={kw['BLOCK_M']},warps={kw['num_warps']},"
+              f"fill={dispatch.fills_shared(plan[0]):d} | " + _compare(M, N, dtype, "bwd", log, variants, sms), flush=True)
+
+
 def rows_bwd32(sms, cases=ROWS_BWD32_CASES, tilings=ROWS_BWD32_TILINGS):
     """dispatch's plan of each (M, N, log) float32 backward against `tilings` ((B rows a program, W
     warps): bmBwW, filled where dispatch.fills_shared says), by the benchmark's clock, twice each."""
@@ -3085,7 +3108,7 @@ def main():
              "--rows-hints": rows_hints, "--rows-occ": rows_occupancy, "--rows-fill": rows_fill,
              "--rows-fill-part": lambda sms: rows_fill(sms, ROWS_FILL_PART_N, ("float32", "bfloat16", "float16")),
              "--rows-fill-edge": lambda sms: rows_fill(sms, ROWS_FILL_EDGE_N, ("float32",)),
-             "--rows-1k16": rows_1k16, "--rows-bwd32": rows_bwd32, "--few-pack16": few_pack16,
+             "--rows-1k16": rows_1k16, "--rows-bwd32": rows_bwd32, "--rows-bwd32-more": rows_bwd32_more, "--few-pack16": few_pack16,
              "--few-pack16-below": lambda sms: few_pack16(sms, FEW_PACK16_BELOW_SHAPES, ("C", "P")),
              "--fused-gather": fused_gather, "--scale-1m": scale_1m, "--wide-1m": wide_1m, "--stagger": stagger,
              "--stagger-edge": stagger_edge, "--stagger-bwd": stagger_bwd,
