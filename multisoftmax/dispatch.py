@@ -68,6 +68,14 @@ ROWS_FWD_ONE_ROW_N = {2: (1024,)}
 # rows at 4 warps) ran no faster so, 16-bit rows at most 0.3% faster: not taken. Measured:
 # bench/results/h100/probe_rows_fwd32_128.log.
 ROWS_FWD32_HALF_N = (128,)
+# ...and the float32 backward of unpeeled rows in ROWS_BWD32_WIDE_LANES lanes (N = 1025 ... 2048) runs
+# one row a program at ROWS_BWD32_WIDE_WARPS warps (8 values a thread of each tensor, not 16). H100, ~256
+# MB, the benchmark's clock, both ops: 0.15-0.6% faster at N = 1152, 1536, 1792, 2000 and 2048 (32768 x
+# 2048 log_softmax 263.3 -> 262.3 us; torch.softmax's 263.0 in results.md); 16 warps gained more from N =
+# 1536 (up to 1.5%) but lost 1.2% at 1152; bf16 at 16 warps lost 4.6%; 4096 lanes at 2 rows and 16
+# warps were mixed. Measured: bench/results/h100/probe_rows_bwd32.log, probe_rows_bwd32_more.log.
+ROWS_BWD32_WIDE_LANES = 2048
+ROWS_BWD32_WIDE_WARPS = 8
 # EVEN_M (M a multiple of BLOCK_M: no row mask), else ALIGN_M (16 where M is a multiple of 16), make
 # the rows kernels compile alike under torch's launcher (which tells the compiler M is a multiple of
 # 16) and jax_triton's; only where BLOCK_M > 1, and no EVEN_M for the float32 forward of 32 rows a
@@ -382,7 +390,7 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool =
     so does the 16-bit log_softmax backward in ROWS_LOG_BWD16_DOUBLE_LANES lanes; the forward of
     short full rows runs on fewer warps, ROWS_SHORT_FWD_LANES, and some full rows in smaller
     programs, ROWS_BWD_1KB_N and ROWS_FWD32_HALF_N, where `aligned`: rows that start 16-byte
-    aligned)."""
+    aligned; the float32 backward in ROWS_BWD32_WIDE_LANES lanes on more warps)."""
     BLOCK_N, TAIL_N = row_segments(N) if not vec else (triton.next_power_of_2(max(1, N // vec * vec)), 2 * vec)
     # The edges of PEEL rows are not counted: 16 more lanes must not double the warps or
     # halve the rows a program (bf16 N = 781 measured 1494 vs 2616 GB/s when they did).
@@ -402,6 +410,8 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool =
         BLOCK_M = min(1 if forward else 1024 // (N * itemsize), triton.next_power_of_2(M))
     if forward and full and not log and itemsize == 4 and N in ROWS_FWD32_HALF_N:
         BLOCK_M = max(1, BLOCK_M // 2)  # 8 values a thread (ROWS_FWD32_HALF_N)
+    if not forward and itemsize == 4 and not vec and not TAIL_N and BLOCK_N == ROWS_BWD32_WIDE_LANES:
+        num_warps = ROWS_BWD32_WIDE_WARPS  # the same one row a program, 8 values a thread (ROWS_BWD32_WIDE_LANES)
     sparse = N < SPARSE_ROWS_FILL * lanes and SPARSE_ROWS_LANES[0] <= lanes <= SPARSE_ROWS_LANES[1]
     if itemsize == 2 and not vec and (sparse if forward else log and lanes == ROWS_LOG_BWD16_DOUBLE_LANES):
         BLOCK_M = min(2 * BLOCK_M, triton.next_power_of_2(M))

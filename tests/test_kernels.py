@@ -1735,6 +1735,25 @@ def test_occupancy_arithmetic():
     assert got is None or got.reserved >= 0  # None without a driver (CI)
 
 
+def test_rows_bwd32_wide_rule():
+    """dispatch.ROWS_BWD32_WIDE_LANES: the float32 backward of unpeeled rows in 2048 lanes (N = 1025 ... 2048)
+    runs one row a program at ROWS_BWD32_WIDE_WARPS warps, both ops; not the forward, 16-bit or float64
+    rows, peeled rows or rows with a tail, nor other lanes."""
+    def tiling(N, dtype="float32", forward=False, log=False, M=4096):
+        plan = (dispatch.plan_forward(M, N, N, N, dtype, log, 132) if forward
+                else dispatch.plan_backward(M, N, N, N, N, dtype, log, 132))
+        (one,) = plan
+        return one.kernel, one.kwargs["BLOCK_M"], one.kwargs["num_warps"]
+    for N in (1152, 1536, 2000, 2048):
+        for log in (False, True):
+            assert tiling(N, log=log) == ("softmax_bwd_rows", 1, dispatch.ROWS_BWD32_WIDE_WARPS), (N, log)
+    assert tiling(2048, M=1) == ("softmax_bwd_rows", 1, dispatch.ROWS_BWD32_WIDE_WARPS)
+    assert tiling(2048, forward=True) == ("softmax_fwd_rows", 1, 4)
+    assert tiling(2048, "bfloat16") == ("softmax_bwd_rows", 1, 4) and tiling(2048, "float64")[2] == 4
+    assert tiling(2049)[2] == 4 and tiling(1025)[2] == 4  # a tail / peeled
+    assert tiling(1024) == ("softmax_bwd_rows", 2, 4) and tiling(4096) == ("softmax_bwd_rows", 1, 8)
+
+
 def test_fill_shared_rule():
     """dispatch.fills_shared: rows launches whose rows fill their lanes (N == BLOCK_N, no tail, no
     peel), 16- and 32-bit, or float32 rows of whole 128-byte lines in part of their lanes, of 512 to
