@@ -71,9 +71,9 @@ ROWS_FWD32_HALF_N = (128,)
 # ...and the float32 backward of unpeeled rows in ROWS_BWD32_WIDE_LANES lanes (N = 1025 ... 2048) runs
 # one row a program at ROWS_BWD32_WIDE_WARPS warps (8 values a thread of each tensor, not 16). H100, ~256
 # MB, the benchmark's clock, both ops: 0.15-0.6% faster at N = 1152, 1536, 1792, 2000 and 2048 (32768 x
-# 2048 log_softmax 263.3 -> 262.3 us; torch.softmax's 263.0 in results.md); 16 warps gained more from N =
-# 1536 (up to 1.5%) but lost 1.2% at 1152; bf16 at 16 warps lost 4.6%; 4096 lanes at 2 rows and 16
-# warps were mixed. Measured: bench/results/h100/probe_rows_bwd32.log, probe_rows_bwd32_more.log.
+# 2048 log_softmax 263.3 -> 262.3 us; torch.softmax's 262.8-263.0); 16 warps gained more from N = 1536
+# (up to 1.5%) but lost 1.2% at 1152; bf16 at 16 warps lost 4.6%; 4096 lanes at 2 rows and 16 warps were
+# mixed. Measured: bench/DISPATCH.md, ROWS_BWD32_WIDE_LANES (probe_rows_bwd32.log, probe_rows_bwd32_more.log).
 ROWS_BWD32_WIDE_LANES = 2048
 ROWS_BWD32_WIDE_WARPS = 8
 # EVEN_M (M a multiple of BLOCK_M: no row mask), else ALIGN_M (16 where M is a multiple of 16), make
