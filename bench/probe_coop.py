@@ -970,72 +970,40 @@ def rows_few(sms, shapes=ROWS_FEW_SHAPES, directions=("bwd",)):
                       f"warps={kw['num_warps']} | " + _compare(M, N, dtype, direction, log, variants, sms), flush=True)
 
 
+# Rows plans against other tilings (`rows_tilings`), each case (dtype, N, log, tilings):
 # --rows-1k16: the 16-bit forward of 1024-value rows (one row a program at 4 warps, ROWS_FWD_ONE_ROW_N),
 # which XLA (2 rows a program at 4 warps: probe_xla_tiles.log) and Liger ran 0.2-0.5% ahead in every
-# published run, against other tilings under today's rules (FILL_SHARED fills the tiles of 4 KB and more).
-ROWS_1K16_TILINGS = ((2, 4), (2, 8), (4, 8), (1, 8), (4, 4), (1, 2))
-
-
-def rows_1k16(sms, dtypes=("bfloat16", "float16"), tilings=ROWS_1K16_TILINGS):
-    """dispatch's plan of dtypes' 65536 x 1024 forward (softmax and log_softmax) against `tilings`
-    ((B rows a program, W warps): bmBwW, filled where dispatch.fills_shared says), by the
-    benchmark's clock, twice each."""
-    from multisoftmax import dispatch
-    M, N = 65536, 1024
-    for dtype in dtypes:
-        itemsize = getattr(torch, dtype).itemsize
-        for log in (False, True):
-            plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
-            kw = plan[0].kwargs
-            variants = [("dispatch", plan)] + [
-                (f"bm{B}w{W}" + ("f" if dispatch.fills_shared(p[0]) else ""), p) for B, W in tilings
-                for p in [tune.with_rows_tiling(plan, M, B, W, itemsize, log, True)]]
-            print(f"{dtype} {M}x{N} {'log' if log else 'sm'} fwd | dispatch: block_m={kw['BLOCK_M']},"
-                  f"warps={kw['num_warps']} | " + _compare(M, N, dtype, "fwd", log, variants, sms), flush=True)
-
-
+# published run.
+ROWS_1K16 = [(dtype, 1024, log, ((2, 4), (2, 8), (4, 8), (1, 8), (4, 4), (1, 2)))
+             for dtype in ("bfloat16", "float16") for log in (False, True)]
 # --rows-bwd32: float32 backwards of 2048- and 4096-value rows (one row a program, FILL_SHARED), which
-# torch.softmax's log_softmax backward ran 0.1-0.9% ahead in every published run, against other tilings.
-ROWS_BWD32_CASES = [(16384, 4096, True), (16384, 4096, False), (32768, 2048, True)]
-ROWS_BWD32_TILINGS = ((1, 4), (1, 16), (2, 8), (2, 16), (4, 16))
-
-
+# torch.softmax's log_softmax backward ran 0.1-0.9% ahead in every published run.
+ROWS_BWD32 = [("float32", N, log, ((1, 4), (1, 16), (2, 8), (2, 16), (4, 16)))
+              for N, log in ((4096, True), (4096, False), (2048, True))]
 # --rows-bwd32-more: the two tilings that led there (16 warps; 2 rows at 16 warps) on more rows of the same
-# lanes, both ops, and bf16: (dtype, N, log, tilings).
+# lanes, both ops, and bf16.
 ROWS_BWD32_MORE = [("float32", N, log, ((1, 16), (1, 8))) for N in (1152, 1536, 1792, 2000, 2048) for log in (True, False)] + \
     [("float32", N, log, ((2, 16),)) for N in (2304, 3000, 3584, 4096) for log in (True, False)] + \
     [("bfloat16", 2048, True, ((1, 16),)), ("bfloat16", 4096, True, ((2, 16),))]
 
 
-def rows_bwd32_more(sms, cases=ROWS_BWD32_MORE):
-    """As rows_bwd32 over `cases` ((dtype, N, log, tilings); M for ~256 MB, at most 65536)."""
+def rows_tilings(sms, cases, direction):
+    """dispatch's rows plan of each case's `direction` (M for ~256 MB, at most 65536) against its
+    tilings ((B rows a program, W warps): bmBwW, with f where dispatch.fills_shared fills it; the
+    dispatched tiling itself left out), by the benchmark's clock, twice each."""
     from multisoftmax import dispatch
     for dtype, N, log, tilings in cases:
         itemsize = getattr(torch, dtype).itemsize
         M = min(65536, 256 * 2**20 // (N * itemsize))
-        plan, _ = _dispatch_plan(M, N, dtype, "bwd", sms, None, log)
+        plan, _ = _dispatch_plan(M, N, dtype, direction, sms, None, log)
         kw = plan[0].kwargs
         variants = [("dispatch", plan)] + [
             (f"bm{B}w{W}" + ("f" if dispatch.fills_shared(p[0]) else ""), p) for B, W in tilings
             if (B, W) != (kw["BLOCK_M"], kw["num_warps"])
-            for p in [tune.with_rows_tiling(plan, M, B, W, itemsize, log, False)]]
-        print(f"{dtype} {M}x{N} {'log' if log else 'sm'} bwd | dispatch: block_m={kw['BLOCK_M']},warps={kw['num_warps']},"
-              f"fill={dispatch.fills_shared(plan[0]):d} | " + _compare(M, N, dtype, "bwd", log, variants, sms), flush=True)
-
-
-def rows_bwd32(sms, cases=ROWS_BWD32_CASES, tilings=ROWS_BWD32_TILINGS):
-    """dispatch's plan of each (M, N, log) float32 backward against `tilings` ((B rows a program, W
-    warps): bmBwW, filled where dispatch.fills_shared says), by the benchmark's clock, twice each."""
-    from multisoftmax import dispatch
-    for M, N, log in cases:
-        plan, _ = _dispatch_plan(M, N, "float32", "bwd", sms, None, log)
-        kw = plan[0].kwargs
-        variants = [("dispatch", plan)] + [
-            (f"bm{B}w{W}" + ("f" if dispatch.fills_shared(p[0]) else ""), p) for B, W in tilings
-            if (B, W) != (kw["BLOCK_M"], kw["num_warps"])
-            for p in [tune.with_rows_tiling(plan, M, B, W, 4, log, False)]]
-        print(f"float32 {M}x{N} {'log' if log else 'sm'} bwd | dispatch: block_m={kw['BLOCK_M']},"
-              f"warps={kw['num_warps']} | " + _compare(M, N, "float32", "bwd", log, variants, sms), flush=True)
+            for p in [tune.with_rows_tiling(plan, M, B, W, itemsize, log, direction == "fwd")]]
+        print(f"{dtype} {M}x{N} {'log' if log else 'sm'} {direction} | dispatch: block_m={kw['BLOCK_M']},"
+              f"warps={kw['num_warps']},fill={dispatch.fills_shared(plan[0]):d} | "
+              + _compare(M, N, dtype, direction, log, variants, sms), flush=True)
 
 
 SPLIT_FEW_SHAPES = [(16, 1048576), (64, 256000), (64, 128256), (32, 256000), (8, 256000), (8, 128256), (1, 256000)]
@@ -3108,7 +3076,9 @@ def main():
              "--rows-hints": rows_hints, "--rows-occ": rows_occupancy, "--rows-fill": rows_fill,
              "--rows-fill-part": lambda sms: rows_fill(sms, ROWS_FILL_PART_N, ("float32", "bfloat16", "float16")),
              "--rows-fill-edge": lambda sms: rows_fill(sms, ROWS_FILL_EDGE_N, ("float32",)),
-             "--rows-1k16": rows_1k16, "--rows-bwd32": rows_bwd32, "--rows-bwd32-more": rows_bwd32_more, "--few-pack16": few_pack16,
+             "--rows-1k16": lambda sms: rows_tilings(sms, ROWS_1K16, "fwd"),
+             "--rows-bwd32": lambda sms: rows_tilings(sms, ROWS_BWD32, "bwd"),
+             "--rows-bwd32-more": lambda sms: rows_tilings(sms, ROWS_BWD32_MORE, "bwd"), "--few-pack16": few_pack16,
              "--few-pack16-below": lambda sms: few_pack16(sms, FEW_PACK16_BELOW_SHAPES, ("C", "P")),
              "--fused-gather": fused_gather, "--scale-1m": scale_1m, "--wide-1m": wide_1m, "--stagger": stagger,
              "--stagger-edge": stagger_edge, "--stagger-bwd": stagger_bwd,

@@ -114,14 +114,21 @@ def print_rounds(rounds: dict) -> None:
               + " ".join(f"{u:.1f}" for u in us), flush=True)
 
 
+def _jitted(adapters=("adapter",)) -> dict:
+    """Jitted jax.nn.softmax and `2 * x`, and the adapter as a jitted function of its own (compiled
+    apart) for each name of `adapters`, all over the last axis."""
+    fns = {"jax.nn.softmax": jax.jit(lambda a: jax.nn.softmax(a, axis=-1)), "2 * x": jax.jit(lambda a: 2 * a)}
+    fns.update({name: jax.jit(lambda a: mj.softmax(a, -1)) for name in adapters})
+    return fns
+
+
 def fastpath(args):
     import torch
 
     M, N = 32, 1024
     xt = torch.randn(M, N, device="cuda")
     inputs = {"jnp": jnp.asarray(xt.cpu().numpy()), "dlpack": jax.dlpack.from_dlpack(xt)}
-    fns = {"jax.nn.softmax": jax.jit(lambda a: jax.nn.softmax(a, axis=-1)), "2 * x": jax.jit(lambda a: 2 * a),
-           "adapter": jax.jit(lambda a: mj.softmax(a, -1))}
+    fns = _jitted()
     for name, f in fns.items():
         for kind, x in inputs.items():
             jax.block_until_ready(f(x))
@@ -145,8 +152,7 @@ def trace(args):
 
     M, N = 32, 1024
     x = jnp.asarray(np.random.default_rng(0).standard_normal((M, N), np.float32))
-    fns = {"jax.nn.softmax": jax.jit(lambda a: jax.nn.softmax(a, axis=-1)), "2 * x": jax.jit(lambda a: 2 * a),
-           "adapter": jax.jit(lambda a: mj.softmax(a, -1))}
+    fns = _jitted()
     for name, f in fns.items():
         for _ in range(50):
             r = f(x)
@@ -202,9 +208,7 @@ def _copy_kernel():
 def fill(args):
     M, N = 32, 1024
     x = jnp.asarray(np.random.default_rng(0).standard_normal((M, N), np.float32))
-    fns = {"jax.nn.softmax": jax.jit(lambda a: jax.nn.softmax(a, axis=-1)), "2 * x": jax.jit(lambda a: 2 * a),
-           "adapter (filled)": jax.jit(lambda a: mj.softmax(a, -1)),
-           "adapter (not filled)": jax.jit(lambda a: mj.softmax(a, -1))}
+    fns = _jitted(("adapter (filled)", "adapter (not filled)"))
     if jax.default_backend() == "gpu":
         jt = mj._jax_triton()
         fns["triton_call copy"] = jax.jit(lambda a: jt.triton_call(
