@@ -985,25 +985,39 @@ ROWS_BWD32 = [("float32", N, log, ((1, 4), (1, 16), (2, 8), (2, 16), (4, 16)))
 ROWS_BWD32_MORE = [("float32", N, log, ((1, 16), (1, 8))) for N in (1152, 1536, 1792, 2000, 2048) for log in (True, False)] + \
     [("float32", N, log, ((2, 16),)) for N in (2304, 3000, 3584, 4096) for log in (True, False)] + \
     [("bfloat16", 2048, True, ((1, 16),)), ("bfloat16", 4096, True, ((2, 16),))]
+# --rows-small32: float32 512- and 1024-value rows (4 and 2 rows a program at 4 warps, filled), where
+# torch.compile's and Liger's forward (one row a program at 4 warps: 2 and 4 KB tiles) and Liger's backward
+# ran 0.2-0.8% ahead in the published runs: fewer rows a program, filled or not (FILL_SHARED_MIN_TILE
+# leaves 2 KB tiles plain).
+ROWS_SMALL32 = [("float32", N, log, ((1, 4, False), (1, 4, True), (2, 4, False), (2, 4, True), (4, 4, False),
+                                     (4, 4, True), (1, 2, True), (2, 2, True), (1, 8, True)))
+                for N in (512, 1024) for log in (False, True)]
 
 
 def rows_tilings(sms, cases, direction):
     """dispatch's rows plan of each case's `direction` (M for ~256 MB, at most 65536) against its
-    tilings ((B rows a program, W warps): bmBwW, with f where dispatch.fills_shared fills it; the
-    dispatched tiling itself left out), by the benchmark's clock, twice each."""
+    tilings ((B rows a program, W warps): bmBwW, with f where the launch asks for the SM's shared
+    memory: where dispatch.fills_shared says, or as a tiling's third item, (B, W, fill), forces it;
+    the dispatched tiling itself left out unless forced), by the benchmark's clock, twice each."""
     from multisoftmax import dispatch
+    rule = dispatch.fills_shared
     for dtype, N, log, tilings in cases:
         itemsize = getattr(torch, dtype).itemsize
         M = min(65536, 256 * 2**20 // (N * itemsize))
         plan, _ = _dispatch_plan(M, N, dtype, direction, sms, None, log)
         kw = plan[0].kwargs
-        variants = [("dispatch", plan)] + [
-            (f"bm{B}w{W}" + ("f" if dispatch.fills_shared(p[0]) else ""), p) for B, W in tilings
-            if (B, W) != (kw["BLOCK_M"], kw["num_warps"])
-            for p in [tune.with_rows_tiling(plan, M, B, W, itemsize, log, direction == "fwd")]]
+        forced, variants = {}, [("dispatch", plan)]
+        for B, W, *fill in tilings:
+            if not fill and (B, W) == (kw["BLOCK_M"], kw["num_warps"]):
+                continue
+            p = tune.with_rows_tiling(plan, M, B, W, itemsize, log, direction == "fwd")
+            if fill:
+                forced[id(p[0])] = fill[0]
+            variants.append((f"bm{B}w{W}" + ("f" if forced.get(id(p[0]), rule(p[0])) else ""), p))
+        with mock.patch.object(dispatch, "fills_shared", lambda one: forced.get(id(one), rule(one))):
+            line = _compare(M, N, dtype, direction, log, variants, sms)
         print(f"{dtype} {M}x{N} {'log' if log else 'sm'} {direction} | dispatch: block_m={kw['BLOCK_M']},"
-              f"warps={kw['num_warps']},fill={dispatch.fills_shared(plan[0]):d} | "
-              + _compare(M, N, dtype, direction, log, variants, sms), flush=True)
+              f"warps={kw['num_warps']},fill={rule(plan[0]):d} | " + line, flush=True)
 
 
 SPLIT_FEW_SHAPES = [(16, 1048576), (64, 256000), (64, 128256), (32, 256000), (8, 256000), (8, 128256), (1, 256000)]
@@ -3078,7 +3092,8 @@ def main():
              "--rows-fill-edge": lambda sms: rows_fill(sms, ROWS_FILL_EDGE_N, ("float32",)),
              "--rows-1k16": lambda sms: rows_tilings(sms, ROWS_1K16, "fwd"),
              "--rows-bwd32": lambda sms: rows_tilings(sms, ROWS_BWD32, "bwd"),
-             "--rows-bwd32-more": lambda sms: rows_tilings(sms, ROWS_BWD32_MORE, "bwd"), "--few-pack16": few_pack16,
+             "--rows-bwd32-more": lambda sms: rows_tilings(sms, ROWS_BWD32_MORE, "bwd"),
+             "--rows-small32": lambda sms: [rows_tilings(sms, ROWS_SMALL32, d) for d in ("fwd", "bwd")], "--few-pack16": few_pack16,
              "--few-pack16-below": lambda sms: few_pack16(sms, FEW_PACK16_BELOW_SHAPES, ("C", "P")),
              "--fused-gather": fused_gather, "--scale-1m": scale_1m, "--wide-1m": wide_1m, "--stagger": stagger,
              "--stagger-edge": stagger_edge, "--stagger-bwd": stagger_bwd,
