@@ -992,18 +992,27 @@ ROWS_BWD32_MORE = [("float32", N, log, ((1, 16), (1, 8))) for N in (1152, 1536, 
 ROWS_SMALL32 = [("float32", N, log, ((1, 4, False), (1, 4, True), (2, 4, False), (2, 4, True), (4, 4, False),
                                      (4, 4, True), (1, 2, True), (2, 2, True), (1, 8, True)))
                 for N in (512, 1024) for log in (False, True)]
+# --rows-small32-rule: where one row a program, filled, led there (bm1w4f; the backward of 1024 at 8 warps,
+# bm1w8f), the same on float32 rows of 256-1024 values, full or in part of their lanes, at ~256 MB and
+# at fewer rows.
+ROWS_SMALL32_RULE = {
+    d: [("float32", N, log, t, *M) for N, M in [(n, ()) for n in (256, 384, 512, 640, 768, 896, 1000, 1024)]
+        + [(512, (8192,)), (1024, (4096,)), (1024, (1024,))] for log in (False, True)]
+    for d, t in (("fwd", ((1, 4, True), (1, 2, True), (2, 4, True), (1, 4, False))),
+                 ("bwd", ((1, 4, True), (1, 8, True), (1, 2, True), (2, 4, True))))}
 
 
 def rows_tilings(sms, cases, direction):
-    """dispatch's rows plan of each case's `direction` (M for ~256 MB, at most 65536) against its
+    """dispatch's rows plan of each case's `direction` (M for ~256 MB, at most 65536, or a case's fifth
+    item, (dtype, N, log, tilings, M)) against its
     tilings ((B rows a program, W warps): bmBwW, with f where the launch asks for the SM's shared
     memory: where dispatch.fills_shared says, or as a tiling's third item, (B, W, fill), forces it;
     the dispatched tiling itself left out unless forced), by the benchmark's clock, twice each."""
     from multisoftmax import dispatch
     rule = dispatch.fills_shared
-    for dtype, N, log, tilings in cases:
+    for dtype, N, log, tilings, *M in cases:
         itemsize = getattr(torch, dtype).itemsize
-        M = min(65536, 256 * 2**20 // (N * itemsize))
+        M = M[0] if M else min(65536, 256 * 2**20 // (N * itemsize))
         plan, _ = _dispatch_plan(M, N, dtype, direction, sms, None, log)
         kw = plan[0].kwargs
         forced, variants = {}, [("dispatch", plan)]
@@ -3093,7 +3102,8 @@ def main():
              "--rows-1k16": lambda sms: rows_tilings(sms, ROWS_1K16, "fwd"),
              "--rows-bwd32": lambda sms: rows_tilings(sms, ROWS_BWD32, "bwd"),
              "--rows-bwd32-more": lambda sms: rows_tilings(sms, ROWS_BWD32_MORE, "bwd"),
-             "--rows-small32": lambda sms: [rows_tilings(sms, ROWS_SMALL32, d) for d in ("fwd", "bwd")], "--few-pack16": few_pack16,
+             "--rows-small32": lambda sms: [rows_tilings(sms, ROWS_SMALL32, d) for d in ("fwd", "bwd")],
+             "--rows-small32-rule": lambda sms: [rows_tilings(sms, c, d) for d, c in ROWS_SMALL32_RULE.items()], "--few-pack16": few_pack16,
              "--few-pack16-below": lambda sms: few_pack16(sms, FEW_PACK16_BELOW_SHAPES, ("C", "P")),
              "--fused-gather": fused_gather, "--scale-1m": scale_1m, "--wide-1m": wide_1m, "--stagger": stagger,
              "--stagger-edge": stagger_edge, "--stagger-bwd": stagger_bwd,
