@@ -1000,6 +1000,11 @@ ROWS_SMALL32_RULE = {
         + [(512, (8192,)), (1024, (4096,)), (1024, (1024,))] for log in (False, True)]
     for d, t in (("fwd", ((1, 4, True), (1, 2, True), (2, 4, True), (1, 4, False))),
                  ("bwd", ((1, 4, True), (1, 8, True), (1, 2, True), (2, 4, True))))}
+# --rows-bwd32-one: the float32 backward's one row a program (4 warps in 512 lanes, 8 in 1024), plain and
+# filled, on rows FILL_SHARED leaves plain (N < 512, mid-line ends, peeled 781) and at fewer rows.
+ROWS_BWD32_ONE = [("float32", N, log, ((1, 4, False), (1, 4, True), (1, 8, False), (1, 8, True)), *M)
+                  for N, M in [(n, ()) for n in (384, 448, 600, 781, 1000, 1024)]
+                  + [(512, (2048,)), (1024, (2048,)), (1024, (16384,)), (768, (4096,))] for log in (False, True)]
 
 
 def rows_tilings(sms, cases, direction):
@@ -3103,7 +3108,8 @@ def main():
              "--rows-bwd32": lambda sms: rows_tilings(sms, ROWS_BWD32, "bwd"),
              "--rows-bwd32-more": lambda sms: rows_tilings(sms, ROWS_BWD32_MORE, "bwd"),
              "--rows-small32": lambda sms: [rows_tilings(sms, ROWS_SMALL32, d) for d in ("fwd", "bwd")],
-             "--rows-small32-rule": lambda sms: [rows_tilings(sms, c, d) for d, c in ROWS_SMALL32_RULE.items()], "--few-pack16": few_pack16,
+             "--rows-small32-rule": lambda sms: [rows_tilings(sms, c, d) for d, c in ROWS_SMALL32_RULE.items()],
+             "--rows-bwd32-one": lambda sms: rows_tilings(sms, ROWS_BWD32_ONE, "bwd"), "--few-pack16": few_pack16,
              "--few-pack16-below": lambda sms: few_pack16(sms, FEW_PACK16_BELOW_SHAPES, ("C", "P")),
              "--fused-gather": fused_gather, "--scale-1m": scale_1m, "--wide-1m": wide_1m, "--stagger": stagger,
              "--stagger-edge": stagger_edge, "--stagger-bwd": stagger_bwd,
