@@ -1005,6 +1005,9 @@ ROWS_SMALL32_RULE = {
 ROWS_BWD32_ONE = [("float32", N, log, ((1, 4, False), (1, 4, True), (1, 8, False), (1, 8, True)), *M)
                   for N, M in [(n, ()) for n in (384, 448, 600, 781, 1000, 1024)]
                   + [(512, (2048,)), (1024, (2048,)), (1024, (16384,)), (768, (4096,))] for log in (False, True)]
+# --rows-bwd32-one-edge: the same at the short end of 512 lanes (N = 288-352) and more lengths in 1024 lanes.
+ROWS_BWD32_ONE_EDGE = [("float32", N, log, ((1, 2, False), (1, 2, True), (1, 4, False), (1, 4, True), (1, 8, False),
+                                            (1, 8, True))) for N in (288, 300, 320, 352, 544, 800) for log in (False, True)]
 
 
 def rows_tilings(sms, cases, direction):
@@ -3109,7 +3112,8 @@ def main():
              "--rows-bwd32-more": lambda sms: rows_tilings(sms, ROWS_BWD32_MORE, "bwd"),
              "--rows-small32": lambda sms: [rows_tilings(sms, ROWS_SMALL32, d) for d in ("fwd", "bwd")],
              "--rows-small32-rule": lambda sms: [rows_tilings(sms, c, d) for d, c in ROWS_SMALL32_RULE.items()],
-             "--rows-bwd32-one": lambda sms: rows_tilings(sms, ROWS_BWD32_ONE, "bwd"), "--few-pack16": few_pack16,
+             "--rows-bwd32-one": lambda sms: rows_tilings(sms, ROWS_BWD32_ONE, "bwd"),
+             "--rows-bwd32-one-edge": lambda sms: rows_tilings(sms, ROWS_BWD32_ONE_EDGE, "bwd"), "--few-pack16": few_pack16,
              "--few-pack16-below": lambda sms: few_pack16(sms, FEW_PACK16_BELOW_SHAPES, ("C", "P")),
              "--fused-gather": fused_gather, "--scale-1m": scale_1m, "--wide-1m": wide_1m, "--stagger": stagger,
              "--stagger-edge": stagger_edge, "--stagger-bwd": stagger_bwd,
