@@ -76,6 +76,18 @@ ROWS_FWD32_HALF_N = (128,)
 # mixed. Measured: bench/DISPATCH.md, ROWS_BWD32_WIDE_LANES (probe_rows_bwd32.log, probe_rows_bwd32_more.log).
 ROWS_BWD32_WIDE_LANES = 2048
 ROWS_BWD32_WIDE_WARPS = 8
+# ...and in 512 and 1024 lanes (N = 273 ... 512 and 545 ... 1024, rows that start 16-byte aligned, no tail)
+# one row a program at ROWS_BWD32_ONE_ROW_WARPS[lanes] warps (4 values a thread of each tensor), not 4 and 2
+# rows at 4 warps; asking for the SM's shared memory where the row is whole 128-byte lines that fill at least
+# ROWS_BWD32_ONE_ROW_FILL of its lanes (fills_shared). H100, ~256 MB, the benchmark's clock, both ops: 0.4-1.5%
+# faster at every N measured from 288 to 1024 (65536 x 512 softmax 132.8 -> 131.4-131.6 us, Liger's 132.5;
+# 65536 x 1024 264.2-264.5 -> 261.2-261.5), up to 4% at fewer rows (4096 x 768 14.6 -> 14.0); filled ahead of
+# plain by 0.6-1% from 3/4 of the lanes (384, 448, 512, 896, 1024), even or behind below (288, 640) and on
+# rows that end mid-line (600, 1000: 1-2%). Not taken: rows with a tail (520, 544 as 512 + 8 and + 32: at 8
+# warps 7-13% slower), peeled rows (781: even), the forward (0.1-0.5% at ~256 MB, but 3% slower at 4096 x
+# 1024). Measured: bench/DISPATCH.md, ROWS_BWD32_ONE_ROW_WARPS (probe_rows_small32*.log, probe_rows_bwd32_one*.log).
+ROWS_BWD32_ONE_ROW_WARPS = {512: 4, 1024: 8}
+ROWS_BWD32_ONE_ROW_FILL = 0.75
 # EVEN_M (M a multiple of BLOCK_M: no row mask), else ALIGN_M (16 where M is a multiple of 16), make
 # the rows kernels compile alike under torch's launcher (which tells the compiler M is a multiple of
 # 16) and jax_triton's; only where BLOCK_M > 1, and no EVEN_M for the float32 forward of 32 rows a
@@ -339,13 +351,19 @@ def fills_shared(launch: "Launch") -> bool:
     (softmax_fwd_rows / softmax_bwd_rows), no tail and no peel, of 16- or 32-bit rows that fill
     BLOCK_N lanes, or of float32 rows that are whole FILL_SHARED_LINE_BYTES lines, with
     FILL_SHARED_N[0] <= N <= FILL_SHARED_N[1], in tiles of BLOCK_M x N values of at least
-    FILL_SHARED_MIN_TILE bytes (the comment above; bench/DISPATCH.md has the figures). The
-    launcher asks for occupancy.fill_shared's bytes. Raises nothing: any other launch is False."""
+    FILL_SHARED_MIN_TILE bytes (the comment above; bench/DISPATCH.md has the figures); and the float32
+    backward's one row a program of ROWS_BWD32_ONE_ROW_WARPS where its row is whole lines that fill at
+    least ROWS_BWD32_ONE_ROW_FILL of its lanes, whatever the tile. The launcher asks for
+    occupancy.fill_shared's bytes. Raises nothing: any other launch is False."""
     if launch.kernel not in ("softmax_fwd_rows", "softmax_bwd_rows"):
         return False
     kw = launch.kwargs
     N, itemsize = launch.scalars[1], 16 // kw["VEC"]
-    lanes = N == kw["BLOCK_N"] or (itemsize == 4 and N * itemsize % FILL_SHARED_LINE_BYTES == 0)
+    whole_lines = itemsize == 4 and N * itemsize % FILL_SHARED_LINE_BYTES == 0
+    if (launch.kernel == "softmax_bwd_rows" and itemsize == 4 and kw["BLOCK_M"] == 1 and not kw["TAIL_N"]
+            and not kw["PEEL"] and ROWS_BWD32_ONE_ROW_WARPS.get(kw["BLOCK_N"]) == kw["num_warps"]):
+        return whole_lines and N >= ROWS_BWD32_ONE_ROW_FILL * kw["BLOCK_N"]  # ROWS_BWD32_ONE_ROW_WARPS
+    lanes = N == kw["BLOCK_N"] or whole_lines
     return (itemsize <= 4 and lanes and not kw["TAIL_N"] and not kw["PEEL"]
             and FILL_SHARED_N[0] <= N <= FILL_SHARED_N[1]
             and kw["BLOCK_M"] * N * itemsize >= FILL_SHARED_MIN_TILE)
@@ -390,7 +408,8 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool =
     so does the 16-bit log_softmax backward in ROWS_LOG_BWD16_DOUBLE_LANES lanes; the forward of
     short full rows runs on fewer warps, ROWS_SHORT_FWD_LANES, and some full rows in smaller
     programs, ROWS_BWD_1KB_N and ROWS_FWD32_HALF_N, where `aligned`: rows that start 16-byte
-    aligned; the float32 backward in ROWS_BWD32_WIDE_LANES lanes on more warps)."""
+    aligned; the float32 backward in ROWS_BWD32_WIDE_LANES lanes on more warps, and in
+    ROWS_BWD32_ONE_ROW_WARPS's lanes one row a program)."""
     BLOCK_N, TAIL_N = row_segments(N) if not vec else (triton.next_power_of_2(max(1, N // vec * vec)), 2 * vec)
     # The edges of PEEL rows are not counted: 16 more lanes must not double the warps or
     # halve the rows a program (bf16 N = 781 measured 1494 vs 2616 GB/s when they did).
@@ -412,6 +431,8 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool =
         BLOCK_M = max(1, BLOCK_M // 2)  # 8 values a thread (ROWS_FWD32_HALF_N)
     if not forward and itemsize == 4 and not vec and not TAIL_N and BLOCK_N == ROWS_BWD32_WIDE_LANES:
         num_warps = ROWS_BWD32_WIDE_WARPS  # the same one row a program, 8 values a thread (ROWS_BWD32_WIDE_LANES)
+    if not forward and itemsize == 4 and aligned and not vec and not TAIL_N and BLOCK_N in ROWS_BWD32_ONE_ROW_WARPS:
+        BLOCK_M, num_warps = 1, ROWS_BWD32_ONE_ROW_WARPS[BLOCK_N]  # one row, 4 values a thread (ROWS_BWD32_ONE_ROW_WARPS)
     sparse = N < SPARSE_ROWS_FILL * lanes and SPARSE_ROWS_LANES[0] <= lanes <= SPARSE_ROWS_LANES[1]
     if itemsize == 2 and not vec and (sparse if forward else log and lanes == ROWS_LOG_BWD16_DOUBLE_LANES):
         BLOCK_M = min(2 * BLOCK_M, triton.next_power_of_2(M))

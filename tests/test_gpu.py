@@ -115,6 +115,38 @@ def test_dispatched_plans_at_real_sizes(dtype, M, N):
         ref.assert_close(dx.double().cpu(), expected.cpu(), name, f"bwd log={log}", scale_atol=True)
 
 
+@pytest.mark.parametrize("N", [300, 384, 600, 896])
+def test_rows_bwd32_one_row_through_both_adapters(N):
+    """dispatch.ROWS_BWD32_ONE_ROW_WARPS: the float32 backward of rows in 512 and 1024 lanes, one row a
+    program (plain: 300, 600 mid-line; filled: 384, 896), right against float64 through the torch
+    adapter and the JAX adapter (jax.vjp), both ops, at an odd row count."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    import multisoftmax.jax as mj
+
+    M = 777
+    (one,) = dispatch.plan_backward(M, N, N, N, N, "float32", False, _sms())
+    kw = one.kwargs
+    assert (kw["BLOCK_M"], kw["num_warps"]) == (1, dispatch.ROWS_BWD32_ONE_ROW_WARPS[kw["BLOCK_N"]])
+    assert dispatch.fills_shared(one) == (N in (384, 896))
+    g = torch.Generator(device="cuda").manual_seed(N)
+    x = torch.randn(M, N, device="cuda", generator=g) * 4
+    dy = torch.randn(M, N, device="cuda", generator=g)
+    for log, jf in ((False, mj.softmax), (True, mj.log_softmax)):
+        y = torch.ops.multisoftmax.softmax_fwd(x, log)
+        dx = torch.ops.multisoftmax.softmax_bwd(y, dy, log)
+        y64, dy64 = y.double().cpu().numpy(), dy.double().cpu().numpy()
+        ref.assert_close(dx.double().cpu(), ref.softmax_backward(y64, dy64, log=log), "float32",
+                         f"torch bwd N={N} log={log}", scale_atol=True)
+        yj, pull = jax.vjp(lambda a: jf(a, -1), jnp.asarray(x.cpu().numpy()))
+        (dxj,) = pull(jnp.asarray(dy.cpu().numpy()))
+        yj64 = np.asarray(yj, np.float64)
+        ref.assert_close(np.asarray(dxj, np.float64), ref.softmax_backward(yj64, dy64, log=log), "float32",
+                         f"jax bwd N={N} log={log}", scale_atol=True)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
 def test_coop_one_chunk_per_sm_many_rows(dtype):
     """The cooperative kernels at their limit, a row with one chunk on every SM, and many
@@ -594,7 +626,8 @@ def test_cached_launch_calls_triton_s_c_launch_and_launch_hooks_still_see_launch
 
 
 @pytest.mark.parametrize("dtype,N,log", [(torch.bfloat16, 2048, False), (torch.float32, 1024, True),
-                                         (torch.float16, 4096, True), (torch.float32, 1152, True)])
+                                         (torch.float16, 4096, True), (torch.float32, 1152, True),
+                                         (torch.float32, 896, False)])
 def test_fill_shared_launches_ask_for_the_sm_s_shared_memory(dtype, N, log):
     """Launches that dispatch.fills_shared names ask for occupancy.fill_shared's bytes of the SM's
     shared memory: through the torch adapter (the cached launch's metadata: more than the kernel's

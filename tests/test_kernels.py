@@ -1751,7 +1751,39 @@ def test_rows_bwd32_wide_rule():
     assert tiling(2048, forward=True) == ("softmax_fwd_rows", 1, 4)
     assert tiling(2048, "bfloat16") == ("softmax_bwd_rows", 1, 4) and tiling(2048, "float64")[2] == 4
     assert tiling(2049)[2] == 4 and tiling(1025)[2] == 4  # a tail / peeled
-    assert tiling(1024) == ("softmax_bwd_rows", 2, 4) and tiling(4096) == ("softmax_bwd_rows", 1, 8)
+    assert tiling(1024) == ("softmax_bwd_rows", 1, 8) and tiling(4096) == ("softmax_bwd_rows", 1, 8)
+
+
+def test_rows_bwd32_one_row_rule():
+    """dispatch.ROWS_BWD32_ONE_ROW_WARPS: the float32 backward of aligned, unpeeled rows in 512 and 1024 lanes
+    (no tail) runs one row a program at 4 and 8 warps, both ops, at any M; filled (fills_shared) where the row
+    is whole 128-byte lines filling at least ROWS_BWD32_ONE_ROW_FILL of its lanes. Not the forward, 16-bit or
+    float64 rows, rows with a tail or peeled, nor 256 lanes (ROWS_BWD_1KB_N)."""
+    def launch(N, dtype="float32", forward=False, log=False, M=65536, stride=None):
+        s = stride or N
+        plan = (dispatch.plan_forward(M, N, s, s, dtype, log, 132) if forward
+                else dispatch.plan_backward(M, N, s, s, s, dtype, log, 132))
+        (one,) = plan
+        return one
+    def tiling(*args, **kw):
+        one = launch(*args, **kw)
+        return one.kernel, one.kwargs["BLOCK_M"], one.kwargs["num_warps"], one.kwargs["TAIL_N"]
+    for N, lanes in ((288, 512), (300, 512), (384, 512), (512, 512), (560, 1024), (600, 1024), (768, 1024),
+                     (1000, 1024), (1024, 1024)):
+        for log in (False, True):
+            for M in (65536, 4096, 3):
+                assert tiling(N, log=log, M=M) == ("softmax_bwd_rows", 1, dispatch.ROWS_BWD32_ONE_ROW_WARPS[lanes], 0)
+    assert dispatch.ROWS_BWD32_ONE_ROW_WARPS == {512: 4, 1024: 8}
+    fills = {N: dispatch.fills_shared(launch(N)) for N in (288, 300, 352, 384, 448, 512, 600, 640, 704, 768, 800,
+                                                           896, 1000, 1024)}
+    assert fills == {288: False, 300: False, 352: False, 384: True, 448: True, 512: True, 600: False, 640: False,
+                     704: False, 768: True, 800: True, 896: True, 1000: False, 1024: True}, fills
+    assert tiling(520)[1:] == (2, 4, 8) and tiling(544)[1:] == (2, 4, 32)  # 512 + a tail
+    assert tiling(1024, forward=True)[:3] == ("softmax_fwd_rows", 2, 4)
+    assert tiling(512, "bfloat16")[1:3] == (1, 4) and tiling(1024, "bfloat16")[1:3] == (2, 4)
+    assert tiling(1024, "float64")[1:3] != (1, 8)
+    assert tiling(781)[1:3] == (2, 4) and launch(781).kwargs["PEEL"]  # peeled
+    assert tiling(256)[1:3] == (1, 4) and not dispatch.fills_shared(launch(256))  # ROWS_BWD_1KB_N
 
 
 def test_fill_shared_rule():
