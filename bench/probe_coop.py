@@ -1011,6 +1011,12 @@ ROWS_BWD32_ONE_EDGE = [("float32", N, log, ((1, 2, False), (1, 2, True), (1, 4, 
 # --rows-bwd32-one-1k: 1024 lanes from 520 up, where 8 warps lost 13% at 544 and gained at 600.
 ROWS_BWD32_ONE_1K = [("float32", N, log, ((1, 4, False), (1, 4, True), (1, 8, False), (1, 8, True)))
                      for N in (520, 560, 576, 592, 640, 704, 896) for log in (False, True)]
+# --rows-bwd16-one: the 16-bit backward in 1024 lanes (2 rows a program at 4 warps; log_softmax 4,
+# ROWS_LOG_BWD16_DOUBLE_LANES), where Liger's (one row a program at 4 warps) ran 0.1-0.5% ahead at 781:
+# one row a program at 2, 4 and 8 warps, plain and filled.
+ROWS_BWD16_ONE = [(dtype, N, log, ((1, 2, False), (1, 4, False), (1, 4, True), (1, 8, False), (1, 8, True),
+                                   (2, 4, True)))
+                  for dtype in ("float16", "bfloat16") for N in (640, 781, 1000, 1024) for log in (False, True)]
 
 
 def rows_tilings(sms, cases, direction):
@@ -3117,7 +3123,8 @@ def main():
              "--rows-small32-rule": lambda sms: [rows_tilings(sms, c, d) for d, c in ROWS_SMALL32_RULE.items()],
              "--rows-bwd32-one": lambda sms: rows_tilings(sms, ROWS_BWD32_ONE, "bwd"),
              "--rows-bwd32-one-edge": lambda sms: rows_tilings(sms, ROWS_BWD32_ONE_EDGE, "bwd"),
-             "--rows-bwd32-one-1k": lambda sms: rows_tilings(sms, ROWS_BWD32_ONE_1K, "bwd"), "--few-pack16": few_pack16,
+             "--rows-bwd32-one-1k": lambda sms: rows_tilings(sms, ROWS_BWD32_ONE_1K, "bwd"),
+             "--rows-bwd16-one": lambda sms: rows_tilings(sms, ROWS_BWD16_ONE, "bwd"), "--few-pack16": few_pack16,
              "--few-pack16-below": lambda sms: few_pack16(sms, FEW_PACK16_BELOW_SHAPES, ("C", "P")),
              "--fused-gather": fused_gather, "--scale-1m": scale_1m, "--wide-1m": wide_1m, "--stagger": stagger,
              "--stagger-edge": stagger_edge, "--stagger-bwd": stagger_bwd,
