@@ -1017,6 +1017,11 @@ ROWS_BWD32_ONE_1K = [("float32", N, log, ((1, 4, False), (1, 4, True), (1, 8, Fa
 ROWS_BWD16_ONE = [(dtype, N, log, ((1, 2, False), (1, 4, False), (1, 4, True), (1, 8, False), (1, 8, True),
                                    (2, 4, True)))
                   for dtype in ("float16", "bfloat16") for N in (640, 781, 1000, 1024) for log in (False, True)]
+# --rows-bwd16-one-m: the same, one row a program at 4 warps plain and filled, at fewer rows and at 560 / 600.
+ROWS_BWD16_ONE_M = [("bfloat16", N, log, ((1, 4, False), (1, 4, True)), *M)
+                    for N, M in [(560, ()), (600, ()), (781, (16384,)), (781, (4096,)), (781, (1000,)), (1024, (16384,)),
+                                 (1024, (4096,)), (1024, (2048,)), (1024, (1000,))] for log in (False, True)] + \
+    [("float16", N, log, ((1, 4, False), (1, 4, True)), 4096) for N in (781, 1024) for log in (False, True)]
 
 
 def rows_tilings(sms, cases, direction):
@@ -3124,7 +3129,8 @@ def main():
              "--rows-bwd32-one": lambda sms: rows_tilings(sms, ROWS_BWD32_ONE, "bwd"),
              "--rows-bwd32-one-edge": lambda sms: rows_tilings(sms, ROWS_BWD32_ONE_EDGE, "bwd"),
              "--rows-bwd32-one-1k": lambda sms: rows_tilings(sms, ROWS_BWD32_ONE_1K, "bwd"),
-             "--rows-bwd16-one": lambda sms: rows_tilings(sms, ROWS_BWD16_ONE, "bwd"), "--few-pack16": few_pack16,
+             "--rows-bwd16-one": lambda sms: rows_tilings(sms, ROWS_BWD16_ONE, "bwd"),
+             "--rows-bwd16-one-m": lambda sms: rows_tilings(sms, ROWS_BWD16_ONE_M, "bwd"), "--few-pack16": few_pack16,
              "--few-pack16-below": lambda sms: few_pack16(sms, FEW_PACK16_BELOW_SHAPES, ("C", "P")),
              "--fused-gather": fused_gather, "--scale-1m": scale_1m, "--wide-1m": wide_1m, "--stagger": stagger,
              "--stagger-edge": stagger_edge, "--stagger-bwd": stagger_bwd,
