@@ -46,7 +46,8 @@ SPARSE_ROWS_LANES = (512, 2048)
 # ...and the 16-bit log_softmax backward of unpeeled rows in this many lanes (N = 513 ... 1024)
 # holds twice the rows a program too (4, not 2): H100 bf16 N = 781 (odd rows, a value a lane) 2,720
 # to 2,862 GB/s. Other lane counts lost (255 in 256: -3.5%), and so did the softmax backward.
-# Measured: bench/DISPATCH.md, ROWS_LOG_BWD16_DOUBLE_LANES.
+# Measured: bench/DISPATCH.md, ROWS_LOG_BWD16_DOUBLE_LANES. Since ROWS_BWD_ONE_ROW_WARPS (below), which
+# runs those rows one a program, only the where kernels' rows (kernels/where.py) and rows with a tail keep it.
 ROWS_LOG_BWD16_DOUBLE_LANES = 1024
 # ...and the forward of rows of ROWS_SHORT_FWD_LANES lanes that they fill (N = 128 or 256) runs
 # programs of ROWS_SHORT_FWD_WARPS warps, not 4: the same 16 values a thread, half the rows a
@@ -76,18 +77,22 @@ ROWS_FWD32_HALF_N = (128,)
 # mixed. Measured: bench/DISPATCH.md, ROWS_BWD32_WIDE_LANES (probe_rows_bwd32.log, probe_rows_bwd32_more.log).
 ROWS_BWD32_WIDE_LANES = 2048
 ROWS_BWD32_WIDE_WARPS = 8
-# ...and in 512 and 1024 lanes (N = 273 ... 512 and 545 ... 1024, rows that start 16-byte aligned, no tail)
-# one row a program at ROWS_BWD32_ONE_ROW_WARPS[lanes] warps (4 values a thread of each tensor), not 4 and 2
-# rows at 4 warps; asking for the SM's shared memory where the row is whole 128-byte lines that fill at least
-# ROWS_BWD32_ONE_ROW_FILL of its lanes (fills_shared). H100, ~256 MB, the benchmark's clock, both ops: 0.4-1.5%
-# faster at every N measured from 288 to 1024 (65536 x 512 softmax 132.8 -> 131.4-131.6 us, Liger's 132.5;
-# 65536 x 1024 264.2-264.5 -> 261.2-261.5), up to 4% at fewer rows (4096 x 768 14.6 -> 14.0); filled ahead of
-# plain by 0.6-1% from 3/4 of the lanes (384, 448, 512, 896, 1024), even or behind below (288, 640) and on
-# rows that end mid-line (600, 1000: 1-2%). Not taken: rows with a tail (520, 544 as 512 + 8 and + 32: at 8
-# warps 7-13% slower), peeled rows (781: even), the forward (0.1-0.5% at ~256 MB, but 3% slower at 4096 x
-# 1024). Measured: bench/DISPATCH.md, ROWS_BWD32_ONE_ROW_WARPS (probe_rows_small32*.log, probe_rows_bwd32_one*.log).
-ROWS_BWD32_ONE_ROW_WARPS = {512: 4, 1024: 8}
-ROWS_BWD32_ONE_ROW_FILL = 0.75
+# ...and the backward of rows in these lanes (no tail, unpeeled; float32 rows that start 16-byte aligned)
+# runs one row a program at ROWS_BWD_ONE_ROW_WARPS[itemsize][lanes] warps (4 values a thread of each tensor
+# in float32, 8 in 16-bit), not 2 or 4 rows at 4 warps; asking for the SM's shared memory where the row is
+# whole 128-byte lines that fill at least ROWS_BWD_ONE_ROW_FILL of its lanes (fills_shared). H100, the
+# benchmark's clock, both ops: float32 (N = 273 ... 512, 545 ... 1024) 0.4-1.5% faster at ~256 MB at every N
+# measured from 288 to 1024 (65536 x 512 softmax 132.8 -> 131.4-131.6 us, Liger's 132.5; 65536 x 1024
+# 264.2-264.5 -> 261.2-261.5), up to 4% at fewer rows (4096 x 768 14.6 -> 14.0); 16-bit (N = 545 ... 1024)
+# 0.2-0.5% at ~256 MB (float16 781 softmax 105.8-105.9 -> 105.6, Liger's 105.4), 1-20% at fewer rows (bf16
+# 1000 x 781 log_softmax 4.25 -> 3.48); filled ahead of plain by 0.3-1% from 3/4 of the lanes (384, 448,
+# 512, 896, 1024), even or behind below (288, 640) and on rows that end mid-line (600, 781, 1000: 1-2.7%).
+# Not taken: rows with a tail (float32 520, 544 as 512 + 8 and + 32: at 8 warps 7-13% slower), peeled
+# rows (float32 781: even), the forward (float32: 0.1-0.5% at ~256 MB, but 3% slower at 4096 x 1024), the
+# where kernels (not measured). Measured: bench/DISPATCH.md, ROWS_BWD_ONE_ROW_WARPS
+# (probe_rows_small32*.log, probe_rows_bwd32_one*.log, probe_rows_bwd16_one*.log).
+ROWS_BWD_ONE_ROW_WARPS = {4: {512: 4, 1024: 8}, 2: {1024: 4}}
+ROWS_BWD_ONE_ROW_FILL = 0.75
 # EVEN_M (M a multiple of BLOCK_M: no row mask), else ALIGN_M (16 where M is a multiple of 16), make
 # the rows kernels compile alike under torch's launcher (which tells the compiler M is a multiple of
 # 16) and jax_triton's; only where BLOCK_M > 1, and no EVEN_M for the float32 forward of 32 rows a
@@ -351,19 +356,19 @@ def fills_shared(launch: "Launch") -> bool:
     (softmax_fwd_rows / softmax_bwd_rows), no tail and no peel, of 16- or 32-bit rows that fill
     BLOCK_N lanes, or of float32 rows that are whole FILL_SHARED_LINE_BYTES lines, with
     FILL_SHARED_N[0] <= N <= FILL_SHARED_N[1], in tiles of BLOCK_M x N values of at least
-    FILL_SHARED_MIN_TILE bytes (the comment above; bench/DISPATCH.md has the figures); and the float32
-    backward's one row a program of ROWS_BWD32_ONE_ROW_WARPS where its row is whole lines that fill at
-    least ROWS_BWD32_ONE_ROW_FILL of its lanes, whatever the tile. The launcher asks for
+    FILL_SHARED_MIN_TILE bytes (the comment above; bench/DISPATCH.md has the figures); and the
+    backward's one row a program of ROWS_BWD_ONE_ROW_WARPS where its row is whole lines that fill at
+    least ROWS_BWD_ONE_ROW_FILL of its lanes, whatever the tile. The launcher asks for
     occupancy.fill_shared's bytes. Raises nothing: any other launch is False."""
     if launch.kernel not in ("softmax_fwd_rows", "softmax_bwd_rows"):
         return False
     kw = launch.kwargs
     N, itemsize = launch.scalars[1], 16 // kw["VEC"]
-    whole_lines = itemsize == 4 and N * itemsize % FILL_SHARED_LINE_BYTES == 0
-    if (launch.kernel == "softmax_bwd_rows" and itemsize == 4 and kw["BLOCK_M"] == 1 and not kw["TAIL_N"]
-            and not kw["PEEL"] and ROWS_BWD32_ONE_ROW_WARPS.get(kw["BLOCK_N"]) == kw["num_warps"]):
-        return whole_lines and N >= ROWS_BWD32_ONE_ROW_FILL * kw["BLOCK_N"]  # ROWS_BWD32_ONE_ROW_WARPS
-    lanes = N == kw["BLOCK_N"] or whole_lines
+    whole_lines = N * itemsize % FILL_SHARED_LINE_BYTES == 0
+    if (launch.kernel == "softmax_bwd_rows" and kw["BLOCK_M"] == 1 and not kw["TAIL_N"] and not kw["PEEL"]
+            and ROWS_BWD_ONE_ROW_WARPS.get(itemsize, {}).get(kw["BLOCK_N"]) == kw["num_warps"]):
+        return whole_lines and N >= ROWS_BWD_ONE_ROW_FILL * kw["BLOCK_N"]  # ROWS_BWD_ONE_ROW_WARPS
+    lanes = N == kw["BLOCK_N"] or (itemsize == 4 and whole_lines)
     return (itemsize <= 4 and lanes and not kw["TAIL_N"] and not kw["PEEL"]
             and FILL_SHARED_N[0] <= N <= FILL_SHARED_N[1]
             and kw["BLOCK_M"] * N * itemsize >= FILL_SHARED_MIN_TILE)
@@ -400,7 +405,7 @@ def peel(N: int, itemsize: int, align: int, strides_equal: bool, force: bool | N
 
 
 def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool = False, itemsize: int = 4,
-                 aligned: bool = True):
+                 aligned: bool = True, where: bool = False):
     """BLOCK_M, BLOCK_N, TAIL_N, num_warps and grid for the rows family; `vec` > 0: PEEL rows
     of VEC = `vec` values a 16-byte vector (a body of at most N // vec * vec, 2 * vec edges);
     `log`: log_softmax (its backward keeps more warps, see PEEL_MIN_N); `itemsize`: bytes a
@@ -409,7 +414,7 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool =
     short full rows runs on fewer warps, ROWS_SHORT_FWD_LANES, and some full rows in smaller
     programs, ROWS_BWD_1KB_N and ROWS_FWD32_HALF_N, where `aligned`: rows that start 16-byte
     aligned; the float32 backward in ROWS_BWD32_WIDE_LANES lanes on more warps, and in
-    ROWS_BWD32_ONE_ROW_WARPS's lanes one row a program)."""
+    ROWS_BWD_ONE_ROW_WARPS's lanes one row a program, but not the `where` kernels' rows)."""
     BLOCK_N, TAIL_N = row_segments(N) if not vec else (triton.next_power_of_2(max(1, N // vec * vec)), 2 * vec)
     # The edges of PEEL rows are not counted: 16 more lanes must not double the warps or
     # halve the rows a program (bf16 N = 781 measured 1494 vs 2616 GB/s when they did).
@@ -431,11 +436,12 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool =
         BLOCK_M = max(1, BLOCK_M // 2)  # 8 values a thread (ROWS_FWD32_HALF_N)
     if not forward and itemsize == 4 and not vec and not TAIL_N and BLOCK_N == ROWS_BWD32_WIDE_LANES:
         num_warps = ROWS_BWD32_WIDE_WARPS  # the same one row a program, 8 values a thread (ROWS_BWD32_WIDE_LANES)
-    if not forward and itemsize == 4 and aligned and not vec and not TAIL_N and BLOCK_N in ROWS_BWD32_ONE_ROW_WARPS:
-        BLOCK_M, num_warps = 1, ROWS_BWD32_ONE_ROW_WARPS[BLOCK_N]  # one row, 4 values a thread (ROWS_BWD32_ONE_ROW_WARPS)
     sparse = N < SPARSE_ROWS_FILL * lanes and SPARSE_ROWS_LANES[0] <= lanes <= SPARSE_ROWS_LANES[1]
     if itemsize == 2 and not vec and (sparse if forward else log and lanes == ROWS_LOG_BWD16_DOUBLE_LANES):
         BLOCK_M = min(2 * BLOCK_M, triton.next_power_of_2(M))
+    one_row = ROWS_BWD_ONE_ROW_WARPS.get(itemsize, {}).get(BLOCK_N)
+    if one_row and not forward and not where and not vec and not TAIL_N and (aligned or itemsize == 2):
+        BLOCK_M, num_warps = 1, one_row  # one row a program (ROWS_BWD_ONE_ROW_WARPS)
     # A peeled row: half the warps, the same rows (measured; see PEEL_MIN_N).
     if (vec >= 8 or (vec == 4 and num_warps >= 16)) and not (log and not forward and BLOCK_N > 8192):
         num_warps //= 2
@@ -1049,7 +1055,7 @@ def plan_where(M: int, N: int, dtype: str, log: bool, forward: bool, row_div: in
                               2 if forward else 1, out, warps=WHERE_COOP_WARPS, chunk=chunk,
                               maxnreg=WHERE_COOP_MAXNREG.get(itemsize) if forward and register_cap else None)
     BLOCK_M, BLOCK_N, _, num_warps, grid = _rows_tiling(M, triton.next_power_of_2(N), forward, log=log,
-                                                        itemsize=itemsize, aligned=False)
+                                                        itemsize=itemsize, aligned=False, where=True)
     meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, VEC=min(16 // itemsize, BLOCK_N), **meta, num_warps=num_warps,
                 num_stages=1)
     return (Launch(kernel, inputs, scalars, ((out, (M, N), "io"),), grid, tuple(meta.items())),)

@@ -115,35 +115,39 @@ def test_dispatched_plans_at_real_sizes(dtype, M, N):
         ref.assert_close(dx.double().cpu(), expected.cpu(), name, f"bwd log={log}", scale_atol=True)
 
 
-@pytest.mark.parametrize("N", [300, 384, 600, 896])
-def test_rows_bwd32_one_row_through_both_adapters(N):
-    """dispatch.ROWS_BWD32_ONE_ROW_WARPS: the float32 backward of rows in 512 and 1024 lanes, one row a
-    program (plain: 300, 600 mid-line; filled: 384, 896), right against float64 through the torch
-    adapter and the JAX adapter (jax.vjp), both ops, at an odd row count."""
+@pytest.mark.parametrize("dtype,N", [(torch.float32, 300), (torch.float32, 384), (torch.float32, 600),
+                                     (torch.float32, 896), (torch.bfloat16, 781), (torch.float16, 1024)])
+def test_rows_bwd_one_row_through_both_adapters(dtype, N):
+    """dispatch.ROWS_BWD_ONE_ROW_WARPS: the float32 backward of rows in 512 and 1024 lanes, one row a
+    program (plain: 300, 600 mid-line; filled: 384, 896), and the 16-bit one in 1024 lanes (781: rows
+    that start unaligned; 1024: filled), right against float64 through the torch adapter and the JAX
+    adapter (jax.vjp), both ops, at an odd row count."""
     import jax
     import jax.numpy as jnp
     import numpy as np
 
     import multisoftmax.jax as mj
 
-    M = 777
-    (one,) = dispatch.plan_backward(M, N, N, N, N, "float32", False, _sms())
+    M, name = 777, str(dtype).split(".")[-1]
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    (one,) = dispatch.plan_backward(M, N, N, N, N, name, False, _sms())
     kw = one.kwargs
-    assert (kw["BLOCK_M"], kw["num_warps"]) == (1, dispatch.ROWS_BWD32_ONE_ROW_WARPS[kw["BLOCK_N"]])
-    assert dispatch.fills_shared(one) == (N in (384, 896))
+    assert (kw["BLOCK_M"], kw["num_warps"]) == (1, dispatch.ROWS_BWD_ONE_ROW_WARPS[itemsize][kw["BLOCK_N"]])
+    assert dispatch.fills_shared(one) == (N in (384, 896, 1024))
     g = torch.Generator(device="cuda").manual_seed(N)
-    x = torch.randn(M, N, device="cuda", generator=g) * 4
-    dy = torch.randn(M, N, device="cuda", generator=g)
+    x = (torch.randn(M, N, device="cuda", generator=g) * 4).to(dtype)
+    dy = torch.randn(M, N, device="cuda", generator=g).to(dtype)
     for log, jf in ((False, mj.softmax), (True, mj.log_softmax)):
         y = torch.ops.multisoftmax.softmax_fwd(x, log)
         dx = torch.ops.multisoftmax.softmax_bwd(y, dy, log)
         y64, dy64 = y.double().cpu().numpy(), dy.double().cpu().numpy()
-        ref.assert_close(dx.double().cpu(), ref.softmax_backward(y64, dy64, log=log), "float32",
+        ref.assert_close(dx.double().cpu(), ref.softmax_backward(y64, dy64, log=log), name,
                          f"torch bwd N={N} log={log}", scale_atol=True)
-        yj, pull = jax.vjp(lambda a: jf(a, -1), jnp.asarray(x.cpu().numpy()))
-        (dxj,) = pull(jnp.asarray(dy.cpu().numpy()))
+        xj = jnp.asarray(x.float().cpu().numpy()).astype(jnp.dtype(name))
+        yj, pull = jax.vjp(lambda a: jf(a, -1), xj)
+        (dxj,) = pull(jnp.asarray(dy.float().cpu().numpy()).astype(jnp.dtype(name)))
         yj64 = np.asarray(yj, np.float64)
-        ref.assert_close(np.asarray(dxj, np.float64), ref.softmax_backward(yj64, dy64, log=log), "float32",
+        ref.assert_close(np.asarray(dxj, np.float64), ref.softmax_backward(yj64, dy64, log=log), name,
                          f"jax bwd N={N} log={log}", scale_atol=True)
 
 

@@ -1371,11 +1371,11 @@ def test_rows_small_program_rule():
             assert tiling(512, dtype, "bwd", log) == (1, 4, False)
             assert tiling(256, dtype, "bwd", log) == (2, 4, True)
             assert tiling(1024, dtype, "fwd", log) == (1, 4, False)
-            assert tiling(1024, dtype, "bwd", log)[0] == (4 if log else 2)  # ROWS_LOG_BWD16_DOUBLE_LANES
+            assert tiling(1024, dtype, "bwd", log)[:2] == (1, 4)  # ROWS_BWD_ONE_ROW_WARPS
             assert tiling(128, dtype, "bwd", log) == (4, 4, True)
             assert tiling(256, dtype, "bwd", log, M=1)[0] == 1
         assert tiling(256, "float32", "bwd", log) == (1, 4, False) and tiling(128, "float32", "bwd", log) == (2, 4, True)
-        assert tiling(512, "float32", "bwd", log) == (1, 4, False)  # ROWS_BWD32_ONE_ROW_WARPS
+        assert tiling(512, "float32", "bwd", log) == (1, 4, False)  # ROWS_BWD_ONE_ROW_WARPS
         assert tiling(1024, "float32", "fwd", log)[0] == 2
         assert tiling(500, "bfloat16", "bwd", log)[0] == 4  # rows that do not fill their lanes
         # Rows that start unaligned (stride 513) and float64's keep their programs (none measured).
@@ -1399,13 +1399,13 @@ def test_sparse_rows_rule():
     assert block_m(1152, M=1) == 1 and block_m(1152, M=3) == 2
     kw = dispatch.plan_forward(65536, 1152, 1152, 1152, "bfloat16", False, 132)[0].kwargs
     assert (kw["num_warps"], kw["BLOCK_N"], kw["EVEN_M"]) == (4, 2048, True)
-    # The 16-bit log_softmax backward of rows in 1024 lanes holds 4 rows, not 2
-    # (ROWS_LOG_BWD16_DOUBLE_LANES): not the softmax's, float32's, other lanes' or peeled rows'.
+    # The 16-bit backward of rows in 1024 lanes (no tail) runs one row a program (ROWS_BWD_ONE_ROW_WARPS,
+    # which took over ROWS_LOG_BWD16_DOUBLE_LANES's 4 rows there); other lanes keep their rows.
     for dtype in ("bfloat16", "float16"):
-        assert [block_m(N, dtype, True, "bwd") for N in (781, 1001, 1024, 600)] == [4, 4, 4, 4]
+        assert [block_m(N, dtype, True, "bwd") for N in (781, 1001, 1024, 600)] == [1, 1, 1, 1]
         assert [block_m(N, dtype, True, "bwd") for N in (255, 513, 1537, 1152)] == [8, 4, 1, 1]
-        assert block_m(781, dtype, False, "bwd") == 2 and block_m(781, dtype, True, "bwd", M=3) == 4
-    assert block_m(781, "float32", True, "bwd") == 2
+        assert block_m(781, dtype, False, "bwd") == 1 and block_m(781, dtype, True, "bwd", M=3) == 1
+    assert block_m(781, "float32", True, "bwd") == 2  # peeled
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -1425,11 +1425,11 @@ def test_sparse_rows_forward(torch_device, dtype, log, M, N):
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_log_softmax_backward_1024_lanes(torch_device, dtype):
-    """The 16-bit log_softmax backward of rows in 1024 lanes at dispatch's own plan: 4 rows a
-    program (ROWS_LOG_BWD16_DOUBLE_LANES), odd rows (a value a lane), a program's last row past M."""
+    """The 16-bit log_softmax backward of rows in 1024 lanes at dispatch's own plan: one row a
+    program at 4 warps (ROWS_BWD_ONE_ROW_WARPS), odd rows (a value a lane, rows that start unaligned)."""
     M, N = 5, 781
     plan = dispatch.plan_backward(M, N, N, N, N, dtype, True, 132)
-    assert plan[0].kernel == "softmax_bwd_rows" and plan[0].kwargs["BLOCK_M"] == 4
+    assert plan[0].kernel == "softmax_bwd_rows" and (plan[0].kwargs["BLOCK_M"], plan[0].kwargs["num_warps"]) == (1, 4)
     y = torch.ops.multisoftmax.softmax_fwd(_random((M, N), dtype, torch_device, seed=781), True)
     dy = _random((M, N), dtype, torch_device, seed=782)
     dx = torch.ops.multisoftmax.softmax_bwd(y, dy, True)
@@ -1755,11 +1755,12 @@ def test_rows_bwd32_wide_rule():
     assert tiling(1024) == ("softmax_bwd_rows", 1, 8) and tiling(4096) == ("softmax_bwd_rows", 1, 8)
 
 
-def test_rows_bwd32_one_row_rule():
-    """dispatch.ROWS_BWD32_ONE_ROW_WARPS: the float32 backward of aligned, unpeeled rows in 512 and 1024 lanes
-    (no tail) runs one row a program at 4 and 8 warps, both ops, at any M; filled (fills_shared) where the row
-    is whole 128-byte lines filling at least ROWS_BWD32_ONE_ROW_FILL of its lanes. Not the forward, 16-bit or
-    float64 rows, rows with a tail or peeled, nor 256 lanes (ROWS_BWD_1KB_N)."""
+def test_rows_bwd_one_row_rule():
+    """dispatch.ROWS_BWD_ONE_ROW_WARPS: the backward of unpeeled rows without a tail in float32's 512 and 1024
+    lanes (rows that start aligned) and 16-bit's 1024 (aligned or not) runs one row a program at 4, 8 and 4
+    warps, both ops, at any M; filled (fills_shared) where the row is whole 128-byte lines filling at least
+    ROWS_BWD_ONE_ROW_FILL of its lanes. Not the forward, float64 rows, rows with a tail or peeled, the where
+    kernels' rows, nor float32's 256 lanes (ROWS_BWD_1KB_N)."""
     def launch(N, dtype="float32", forward=False, log=False, M=65536, stride=None):
         s = stride or N
         plan = (dispatch.plan_forward(M, N, s, s, dtype, log, 132) if forward
@@ -1769,22 +1770,35 @@ def test_rows_bwd32_one_row_rule():
     def tiling(*args, **kw):
         one = launch(*args, **kw)
         return one.kernel, one.kwargs["BLOCK_M"], one.kwargs["num_warps"], one.kwargs["TAIL_N"]
-    for N, lanes in ((288, 512), (300, 512), (384, 512), (512, 512), (560, 1024), (600, 1024), (768, 1024),
-                     (1000, 1024), (1024, 1024)):
+    assert dispatch.ROWS_BWD_ONE_ROW_WARPS == {4: {512: 4, 1024: 8}, 2: {1024: 4}}
+    cases = [("float32", N, lanes) for N, lanes in ((288, 512), (300, 512), (384, 512), (512, 512), (560, 1024),
+                                                    (600, 1024), (768, 1024), (1000, 1024), (1024, 1024))]
+    cases += [(dtype, N, 1024) for dtype in ("bfloat16", "float16") for N in (560, 600, 781, 1000, 1001, 1024)]
+    for dtype, N, lanes in cases:
         for log in (False, True):
             for M in (65536, 4096, 3):
-                assert tiling(N, log=log, M=M) == ("softmax_bwd_rows", 1, dispatch.ROWS_BWD32_ONE_ROW_WARPS[lanes], 0)
-    assert dispatch.ROWS_BWD32_ONE_ROW_WARPS == {512: 4, 1024: 8}
+                want = ("softmax_bwd_rows", 1, dispatch.ROWS_BWD_ONE_ROW_WARPS[{"float32": 4}.get(dtype, 2)][lanes], 0)
+                assert tiling(N, dtype, log=log, M=M) == want, (dtype, N, log, M)
     fills = {N: dispatch.fills_shared(launch(N)) for N in (288, 300, 352, 384, 448, 512, 600, 640, 704, 768, 800,
                                                            896, 1000, 1024)}
     assert fills == {288: False, 300: False, 352: False, 384: True, 448: True, 512: True, 600: False, 640: False,
                      704: False, 768: True, 800: True, 896: True, 1000: False, 1024: True}, fills
+    fills16 = {N: dispatch.fills_shared(launch(N, "bfloat16")) for N in (560, 600, 640, 768, 781, 1000, 1024)}
+    assert fills16 == {560: False, 600: False, 640: False, 768: True, 781: False, 1000: False, 1024: True}, fills16
     assert tiling(520)[1:] == (2, 4, 8) and tiling(544)[1:] == (2, 4, 32)  # 512 + a tail
+    assert tiling(1040, "bfloat16", log=True)[3] == 16  # 1024 + a tail: not one row's rule
     assert tiling(1024, forward=True)[:3] == ("softmax_fwd_rows", 2, 4)
-    assert tiling(512, "bfloat16")[1:3] == (1, 4) and tiling(1024, "bfloat16")[1:3] == (2, 4)
+    assert tiling(1024, "bfloat16", forward=True)[:3] == ("softmax_fwd_rows", 1, 4)  # ROWS_FWD_ONE_ROW_N
+    assert tiling(512, "bfloat16")[1:3] == (1, 4)  # ROWS_BWD_1KB_N
     assert tiling(1024, "float64")[1:3] != (1, 8)
-    assert tiling(781)[1:3] == (2, 4) and launch(781).kwargs["PEEL"]  # peeled
+    assert tiling(781)[1:3] == (2, 4) and launch(781).kwargs["PEEL"]  # float32 781: peeled
+    assert tiling(512, stride=513)[1:3] == (4, 4)  # float32 rows that start unaligned, peeled
+    (one,) = dispatch.plan_backward(65536, 512, 513, 512, 512, "float32", False, 132)  # unaligned, not peeled
+    assert not one.kwargs["PEEL"] and (one.kwargs["BLOCK_M"], one.kwargs["num_warps"]) == (4, 4)
     assert tiling(256)[1:3] == (1, 4) and not dispatch.fills_shared(launch(256))  # ROWS_BWD_1KB_N
+    # the where kernels' rows keep their tiling (ROWS_LOG_BWD16_DOUBLE_LANES's 4 rows)
+    assert dispatch._rows_tiling(4096, 1024, False, log=True, itemsize=2, aligned=False, where=True)[0] == 4
+    assert dispatch._rows_tiling(4096, 1024, False, log=True, itemsize=2, aligned=False)[0] == 1
 
 
 def test_fill_shared_rule():
