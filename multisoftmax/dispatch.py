@@ -47,7 +47,7 @@ SPARSE_ROWS_LANES = (512, 2048)
 # holds twice the rows a program too (4, not 2): H100 bf16 N = 781 (odd rows, a value a lane) 2,720
 # to 2,862 GB/s. Other lane counts lost (255 in 256: -3.5%), and so did the softmax backward.
 # Measured: bench/DISPATCH.md, ROWS_LOG_BWD16_DOUBLE_LANES. Since ROWS_BWD_ONE_ROW_WARPS (below), which
-# runs those rows one a program, only the where kernels' rows (kernels/where.py) and rows with a tail keep it.
+# runs those rows one a program, only the where kernels' rows (kernels/where.py) keep it.
 ROWS_LOG_BWD16_DOUBLE_LANES = 1024
 # ...and the forward of rows of ROWS_SHORT_FWD_LANES lanes that they fill (N = 128 or 256) runs
 # programs of ROWS_SHORT_FWD_WARPS warps, not 4: the same 16 values a thread, half the rows a
