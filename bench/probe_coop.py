@@ -1022,6 +1022,10 @@ ROWS_BWD16_ONE_M = [("bfloat16", N, log, ((1, 4, False), (1, 4, True)), *M)
                     for N, M in [(560, ()), (600, ()), (781, (16384,)), (781, (4096,)), (781, (1000,)), (1024, (16384,)),
                                  (1024, (4096,)), (1024, (2048,)), (1024, (1000,))] for log in (False, True)] + \
     [("float16", N, log, ((1, 4, False), (1, 4, True)), 4096) for N in (781, 1024) for log in (False, True)]
+# --rows-bwd16-2k: the 16-bit backward in 2048 lanes (one row a program at 4 warps, 16 values a thread of
+# each tensor) at 8 warps, as the float32 one (ROWS_BWD32_WIDE_LANES), plain and filled, and at 2 warps.
+ROWS_BWD16_2K = [(dtype, N, log, ((1, 8, False), (1, 8, True), (1, 4, True), (1, 4, False)))
+                 for dtype in ("bfloat16", "float16") for N in (1152, 1536, 2000, 2048) for log in (False, True)]
 
 
 def rows_tilings(sms, cases, direction):
@@ -3130,7 +3134,8 @@ def main():
              "--rows-bwd32-one-edge": lambda sms: rows_tilings(sms, ROWS_BWD32_ONE_EDGE, "bwd"),
              "--rows-bwd32-one-1k": lambda sms: rows_tilings(sms, ROWS_BWD32_ONE_1K, "bwd"),
              "--rows-bwd16-one": lambda sms: rows_tilings(sms, ROWS_BWD16_ONE, "bwd"),
-             "--rows-bwd16-one-m": lambda sms: rows_tilings(sms, ROWS_BWD16_ONE_M, "bwd"), "--few-pack16": few_pack16,
+             "--rows-bwd16-one-m": lambda sms: rows_tilings(sms, ROWS_BWD16_ONE_M, "bwd"),
+             "--rows-bwd16-2k": lambda sms: rows_tilings(sms, ROWS_BWD16_2K, "bwd"), "--few-pack16": few_pack16,
              "--few-pack16-below": lambda sms: few_pack16(sms, FEW_PACK16_BELOW_SHAPES, ("C", "P")),
              "--fused-gather": fused_gather, "--scale-1m": scale_1m, "--wide-1m": wide_1m, "--stagger": stagger,
              "--stagger-edge": stagger_edge, "--stagger-bwd": stagger_bwd,
