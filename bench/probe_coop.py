@@ -1023,7 +1023,7 @@ ROWS_BWD16_ONE_M = [("bfloat16", N, log, ((1, 4, False), (1, 4, True)), *M)
                                  (1024, (4096,)), (1024, (2048,)), (1024, (1000,))] for log in (False, True)] + \
     [("float16", N, log, ((1, 4, False), (1, 4, True)), 4096) for N in (781, 1024) for log in (False, True)]
 # --rows-bwd16-2k: the 16-bit backward in 2048 lanes (one row a program at 4 warps, 16 values a thread of
-# each tensor) at 8 warps, as the float32 one (ROWS_BWD32_WIDE_LANES), plain and filled, and at 2 warps.
+# each tensor) at 8 warps, as the float32 one (ROWS_BWD32_WIDE_LANES), and at 4, plain and filled.
 ROWS_BWD16_2K = [(dtype, N, log, ((1, 8, False), (1, 8, True), (1, 4, True), (1, 4, False)))
                  for dtype in ("bfloat16", "float16") for N in (1152, 1536, 2000, 2048) for log in (False, True)]
 
