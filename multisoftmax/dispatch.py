@@ -93,6 +93,15 @@ ROWS_BWD32_WIDE_WARPS = 8
 # (probe_rows_small32*.log, probe_rows_bwd32_one*.log, probe_rows_bwd16_one*.log).
 ROWS_BWD_ONE_ROW_WARPS = {4: {512: 4, 1024: 8}, 2: {1024: 4}}
 ROWS_BWD_ONE_ROW_FILL = 0.75
+# ...and the 16-bit backward of aligned, unpeeled rows in ROWS_BWD16_WIDE_LANES lanes (no tail) that fill at least
+# ROWS_BWD_ONE_ROW_FILL of them (N = 1536 ... 2048) runs its one row a program at ROWS_BWD16_WIDE_WARPS warps (8
+# values a thread of each tensor, not 16). H100, ~256 MB, the benchmark's clock, both ops, both dtypes: 1536
+# 0.5-0.8% faster (197.5-198.3 -> 196.2-196.8 us), 2000 0.3-1.0% (258.3-260.3 -> 257.4-257.9), 2048 0.3%
+# (261.9-262.2 -> 261.1-261.2, filled by FILL_SHARED as before); 1152 (56% of the lanes) 0.3-1% slower, so
+# not below 3/4 (1153 ... 1535 not measured). Measured: bench/DISPATCH.md, ROWS_BWD16_WIDE_LANES
+# (probe_rows_bwd16_2k.log).
+ROWS_BWD16_WIDE_LANES = 2048
+ROWS_BWD16_WIDE_WARPS = 8
 # EVEN_M (M a multiple of BLOCK_M: no row mask), else ALIGN_M (16 where M is a multiple of 16), make
 # the rows kernels compile alike under torch's launcher (which tells the compiler M is a multiple of
 # 16) and jax_triton's; only where BLOCK_M > 1, and no EVEN_M for the float32 forward of 32 rows a
@@ -413,8 +422,9 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool =
     so does the 16-bit log_softmax backward in ROWS_LOG_BWD16_DOUBLE_LANES lanes; the forward of
     short full rows runs on fewer warps, ROWS_SHORT_FWD_LANES, and some full rows in smaller
     programs, ROWS_BWD_1KB_N and ROWS_FWD32_HALF_N, where `aligned`: rows that start 16-byte
-    aligned; the float32 backward in ROWS_BWD32_WIDE_LANES lanes on more warps, and in
-    ROWS_BWD_ONE_ROW_WARPS's lanes one row a program, but not the `where` kernels' rows)."""
+    aligned; the float32 backward in ROWS_BWD32_WIDE_LANES lanes and the 16-bit one in
+    ROWS_BWD16_WIDE_LANES lanes on more warps, and in ROWS_BWD_ONE_ROW_WARPS's lanes one row a
+    program, but not the `where` kernels' rows)."""
     BLOCK_N, TAIL_N = row_segments(N) if not vec else (triton.next_power_of_2(max(1, N // vec * vec)), 2 * vec)
     # The edges of PEEL rows are not counted: 16 more lanes must not double the warps or
     # halve the rows a program (bf16 N = 781 measured 1494 vs 2616 GB/s when they did).
@@ -442,6 +452,9 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool =
     one_row = ROWS_BWD_ONE_ROW_WARPS.get(itemsize, {}).get(BLOCK_N)
     if one_row and not forward and not where and not vec and not TAIL_N and (aligned or itemsize == 2):
         BLOCK_M, num_warps = 1, one_row  # one row a program (ROWS_BWD_ONE_ROW_WARPS)
+    if (not forward and itemsize == 2 and aligned and not where and not vec and not TAIL_N
+            and BLOCK_N == ROWS_BWD16_WIDE_LANES and N >= ROWS_BWD_ONE_ROW_FILL * BLOCK_N and BLOCK_M == 1):
+        num_warps = ROWS_BWD16_WIDE_WARPS  # the one row a program on 8 values a thread (ROWS_BWD16_WIDE_LANES)
     # A peeled row: half the warps, the same rows (measured; see PEEL_MIN_N).
     if (vec >= 8 or (vec == 4 and num_warps >= 16)) and not (log and not forward and BLOCK_N > 8192):
         num_warps //= 2

@@ -116,12 +116,14 @@ def test_dispatched_plans_at_real_sizes(dtype, M, N):
 
 
 @pytest.mark.parametrize("dtype,N", [(torch.float32, 300), (torch.float32, 384), (torch.float32, 600),
-                                     (torch.float32, 896), (torch.bfloat16, 781), (torch.float16, 1024)])
+                                     (torch.float32, 896), (torch.bfloat16, 781), (torch.float16, 1024),
+                                     (torch.bfloat16, 2000), (torch.float16, 1536)])
 def test_rows_bwd_one_row_through_both_adapters(dtype, N):
     """dispatch.ROWS_BWD_ONE_ROW_WARPS: the float32 backward of rows in 512 and 1024 lanes, one row a
     program (plain: 300, 600 mid-line; filled: 384, 896), and the 16-bit one in 1024 lanes (781: rows
     that start unaligned; 1024: filled), right against float64 through the torch adapter and the JAX
-    adapter (jax.vjp), both ops, at an odd row count."""
+    adapter (jax.vjp), both ops, at an odd row count; and the 16-bit one in 2048 lanes at 8 warps
+    (ROWS_BWD16_WIDE_LANES: 2000, 1536)."""
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -132,7 +134,8 @@ def test_rows_bwd_one_row_through_both_adapters(dtype, N):
     itemsize = torch.empty((), dtype=dtype).element_size()
     (one,) = dispatch.plan_backward(M, N, N, N, N, name, False, _sms())
     kw = one.kwargs
-    assert (kw["BLOCK_M"], kw["num_warps"]) == (1, dispatch.ROWS_BWD_ONE_ROW_WARPS[itemsize][kw["BLOCK_N"]])
+    warps = dispatch.ROWS_BWD_ONE_ROW_WARPS[itemsize].get(kw["BLOCK_N"], dispatch.ROWS_BWD16_WIDE_WARPS)
+    assert (kw["BLOCK_M"], kw["num_warps"]) == (1, warps)
     assert dispatch.fills_shared(one) == (N in (384, 896, 1024))
     g = torch.Generator(device="cuda").manual_seed(N)
     x = (torch.randn(M, N, device="cuda", generator=g) * 4).to(dtype)

@@ -1738,8 +1738,8 @@ def test_occupancy_arithmetic():
 
 def test_rows_bwd32_wide_rule():
     """dispatch.ROWS_BWD32_WIDE_LANES: the float32 backward of unpeeled rows in 2048 lanes (N = 1025 ... 2048)
-    runs one row a program at ROWS_BWD32_WIDE_WARPS warps, both ops; not the forward, 16-bit or float64
-    rows, peeled rows or rows with a tail, nor other lanes."""
+    runs one row a program at ROWS_BWD32_WIDE_WARPS warps, both ops; not the forward, float64 rows (16-bit
+    ones have their own rule, ROWS_BWD16_WIDE_LANES), peeled rows or rows with a tail, nor other lanes."""
     def tiling(N, dtype="float32", forward=False, log=False, M=4096):
         plan = (dispatch.plan_forward(M, N, N, N, dtype, log, 132) if forward
                 else dispatch.plan_backward(M, N, N, N, N, dtype, log, 132))
@@ -1750,9 +1750,32 @@ def test_rows_bwd32_wide_rule():
             assert tiling(N, log=log) == ("softmax_bwd_rows", 1, dispatch.ROWS_BWD32_WIDE_WARPS), (N, log)
     assert tiling(2048, M=1) == ("softmax_bwd_rows", 1, dispatch.ROWS_BWD32_WIDE_WARPS)
     assert tiling(2048, forward=True) == ("softmax_fwd_rows", 1, 4)
-    assert tiling(2048, "bfloat16") == ("softmax_bwd_rows", 1, 4) and tiling(2048, "float64")[2] == 4
+    assert tiling(2048, "bfloat16") == ("softmax_bwd_rows", 1, dispatch.ROWS_BWD16_WIDE_WARPS)  # its own rule
+    assert tiling(1152, "bfloat16") == ("softmax_bwd_rows", 1, 4) and tiling(2048, "float64")[2] == 4
     assert tiling(2049)[2] == 4 and tiling(1025)[2] == 4  # a tail / peeled
     assert tiling(1024) == ("softmax_bwd_rows", 1, 8) and tiling(4096) == ("softmax_bwd_rows", 1, 8)
+
+
+def test_rows_bwd16_wide_rule():
+    """dispatch.ROWS_BWD16_WIDE_LANES: the 16-bit backward of aligned, unpeeled rows in 2048 lanes (no tail)
+    that fill at least ROWS_BWD_ONE_ROW_FILL of them (N = 1536 ... 2048) runs one row a program at
+    ROWS_BWD16_WIDE_WARPS warps, both ops, at any M; not shorter rows there, rows that start unaligned,
+    the forward, float32's (ROWS_BWD32_WIDE_LANES) or the where kernels' rows."""
+    def tiling(N, dtype="bfloat16", forward=False, log=False, M=65536):
+        plan = (dispatch.plan_forward(M, N, N, N, dtype, log, 132) if forward
+                else dispatch.plan_backward(M, N, N, N, N, dtype, log, 132))
+        (one,) = plan
+        return one.kernel, one.kwargs["BLOCK_M"], one.kwargs["num_warps"]
+    for dtype in ("bfloat16", "float16"):
+        for N in (1536, 2000, 2048):
+            for log in (False, True):
+                for M in (65536, 4096, 1):
+                    assert tiling(N, dtype, log=log, M=M) == ("softmax_bwd_rows", 1, dispatch.ROWS_BWD16_WIDE_WARPS)
+        assert tiling(1152, dtype)[1:] == (1, 4) and tiling(1535, dtype)[1:] == (1, 4)  # below 3/4 of the lanes
+        assert tiling(2001, dtype)[1:] == (1, 4)  # rows that start unaligned
+        assert tiling(2048, dtype, forward=True)[1:] == (1, 4)
+    assert dispatch.ROWS_BWD16_WIDE_LANES == 2048 and dispatch.ROWS_BWD16_WIDE_WARPS == 8
+    assert dispatch._rows_tiling(4096, 2048, False, itemsize=2, aligned=False, where=True)[3] == 4
 
 
 def test_rows_bwd_one_row_rule():
