@@ -449,11 +449,12 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool =
     sparse = N < SPARSE_ROWS_FILL * lanes and SPARSE_ROWS_LANES[0] <= lanes <= SPARSE_ROWS_LANES[1]
     if itemsize == 2 and not vec and (sparse if forward else log and lanes == ROWS_LOG_BWD16_DOUBLE_LANES):
         BLOCK_M = min(2 * BLOCK_M, triton.next_power_of_2(M))
+    bwd_rows = not forward and not where and not vec and not TAIL_N  # the two rules below measured these alone
     one_row = ROWS_BWD_ONE_ROW_WARPS.get(itemsize, {}).get(BLOCK_N)
-    if one_row and not forward and not where and not vec and not TAIL_N and (aligned or itemsize == 2):
+    if bwd_rows and one_row and (aligned or itemsize == 2):
         BLOCK_M, num_warps = 1, one_row  # one row a program (ROWS_BWD_ONE_ROW_WARPS)
-    if (not forward and itemsize == 2 and aligned and not where and not vec and not TAIL_N
-            and BLOCK_N == ROWS_BWD16_WIDE_LANES and N >= ROWS_BWD_ONE_ROW_FILL * BLOCK_N and BLOCK_M == 1):
+    if (bwd_rows and itemsize == 2 and aligned and BLOCK_N == ROWS_BWD16_WIDE_LANES
+            and N >= ROWS_BWD_ONE_ROW_FILL * BLOCK_N and BLOCK_M == 1):
         num_warps = ROWS_BWD16_WIDE_WARPS  # the one row a program on 8 values a thread (ROWS_BWD16_WIDE_LANES)
     # A peeled row: half the warps, the same rows (measured; see PEEL_MIN_N).
     if (vec >= 8 or (vec == 4 and num_warps >= 16)) and not (log and not forward and BLOCK_N > 8192):
