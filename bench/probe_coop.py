@@ -1028,6 +1028,64 @@ ROWS_BWD16_2K = [(dtype, N, log, ((1, 8, False), (1, 8, True), (1, 4, True), (1,
                  for dtype in ("bfloat16", "float16") for N in (1152, 1536, 2000, 2048) for log in (False, True)]
 
 
+# --rows-code: the rows kernels' code within a tile, on the shapes where a peer has stayed 0.2-0.8% ahead
+# at every tiling (torch.compile's float32 512 forward, torch's float32 4096 log_softmax backward, XLA's
+# and Liger's 16-bit forwards of 1024-2048 values), beside shapes the adapters lead: I, offsets in 32
+# bits (the program id not widened to int64, as inductor indexes tensors of fewer than 2**31 values); U,
+# no column mask where the row fills its lanes (N == BLOCK_N, no tail; the rows' own mask kept); F, no mask at all (every row of the grid exists: M a multiple of BLOCK_M, as
+# inductor's kernels of static shapes); IU, IF. (dtype, N, log, direction, M or None for ~256 MB.)
+ROWS_CODE_EDITS = {
+    "I": {fn: [("rows = tl.program_id(0).to(tl.int64) * BLOCK_M", "rows = tl.program_id(0) * BLOCK_M")]
+          for fn in ("softmax_fwd_rows", "softmax_bwd_rows")},
+    "U": {fn: [("    mask = row_ok & mask\n", "    mask = row_ok & tl.full((1, BLOCK_N), 1, tl.int1)\n")]
+          for fn in ("softmax_fwd_rows", "softmax_bwd_rows")}}
+ROWS_CODE_EDITS["F"] = {fn: [("    mask = row_ok & mask\n", "    mask = tl.full((BLOCK_M, BLOCK_N), 1, tl.int1)\n")]
+                        for fn in ROWS_CODE_EDITS["U"]}
+for _k in ("U", "F"):
+    ROWS_CODE_EDITS["I" + _k] = {fn: ROWS_CODE_EDITS["I"][fn] + ROWS_CODE_EDITS[_k][fn] for fn in ROWS_CODE_EDITS["I"]}
+ROWS_CODE_CASES = [("float32", 512, False, "fwd", None), ("float32", 512, True, "fwd", None),
+                   ("bfloat16", 1024, False, "fwd", None), ("float16", 1024, True, "fwd", None),
+                   ("bfloat16", 1024, True, "fwd", None), ("float16", 2048, True, "fwd", None),
+                   ("bfloat16", 256, True, "fwd", None), ("float32", 8192, False, "fwd", 8192),
+                   ("bfloat16", 8192, False, "fwd", 8192), ("float32", 4096, True, "bwd", 16384),
+                   ("float32", 4096, False, "bwd", 16384), ("float32", 8192, False, "bwd", 8192),
+                   ("bfloat16", 8192, True, "bwd", 16384), ("bfloat16", 512, False, "bwd", None),
+                   ("float16", 512, False, "bwd", None), ("float32", 256, False, "bwd", None)]
+
+
+def rows_code(sms, cases=ROWS_CODE_CASES, edits=ROWS_CODE_EDITS):
+    """dispatch's rows plan of each case against the same launch of the kernel variants of `edits`,
+    by the benchmark's clock, twice each (`_compare`)."""
+    import dataclasses
+    for suffix, fns in edits.items():
+        _function_variants("_" + suffix, fns)
+    for dtype, N, log, direction, M in cases:
+        itemsize = getattr(torch, dtype).itemsize
+        M = M or min(65536, 256 * 2**20 // (N * itemsize))
+        plan, _ = _dispatch_plan(M, N, dtype, direction, sms, None, log)
+        kw = plan[0].kwargs
+        assert len(plan) == 1 and kw["BLOCK_N"] == N and not kw["TAIL_N"] and not kw["PEEL"], (dtype, N, kw)
+        variants = [("dispatch", plan)] + [
+            (suffix, tuple(dataclasses.replace(one, kernel=one.kernel + "_" + suffix) for one in plan))
+            for suffix in edits]
+        print(f"{dtype} {M}x{N} {'log' if log else 'sm'} {direction} | block_m={kw['BLOCK_M']},warps={kw['num_warps']},"
+              f"even_m={kw['EVEN_M']:d} | " + _compare(M, N, dtype, direction, log, variants, sms), flush=True)
+
+
+def inductor_code(sms):
+    """The Triton source torch.compile(torch.softmax / log_softmax, dynamic=False) runs on float32 65536 x 512
+    (the benchmark's compile peer), from torch._inductor.utils.run_and_get_code."""
+    import functools
+    from torch._inductor.utils import run_and_get_code
+    for op in ("softmax", "log_softmax"):
+        x = torch.randn(65536, 512, device="cuda")
+        fn = torch.compile(functools.partial(getattr(torch, op), dim=-1), dynamic=False)
+        _, code = run_and_get_code(fn, x)
+        print(f"==== {op} 65536x512 float32: inductor's code", flush=True)
+        for src in code:
+            print(src, flush=True)
+
+
 def rows_tilings(sms, cases, direction):
     """dispatch's rows plan of each case's `direction` (M for ~256 MB, at most 65536, or a case's fifth
     item, (dtype, N, log, tilings, M)) against its
@@ -3136,6 +3194,7 @@ def main():
              "--rows-bwd16-one": lambda sms: rows_tilings(sms, ROWS_BWD16_ONE, "bwd"),
              "--rows-bwd16-one-m": lambda sms: rows_tilings(sms, ROWS_BWD16_ONE_M, "bwd"),
              "--rows-bwd16-2k": lambda sms: rows_tilings(sms, ROWS_BWD16_2K, "bwd"), "--few-pack16": few_pack16,
+             "--rows-code": rows_code, "--inductor-code": inductor_code,
              "--few-pack16-below": lambda sms: few_pack16(sms, FEW_PACK16_BELOW_SHAPES, ("C", "P")),
              "--fused-gather": fused_gather, "--scale-1m": scale_1m, "--wide-1m": wide_1m, "--stagger": stagger,
              "--stagger-edge": stagger_edge, "--stagger-bwd": stagger_bwd,
