@@ -1052,6 +1052,10 @@ ROWS_CODE_CASES = [("float32", 512, False, "fwd", None), ("float32", 512, True, 
                    ("bfloat16", 8192, True, "bwd", 16384), ("bfloat16", 512, False, "bwd", None),
                    ("float16", 512, False, "bwd", None), ("float32", 256, False, "bwd", None)]
 
+# --rows-code-sweep: I, F and IF on every dtype's rows of 128-2048 values at ~256 MB, both ops and directions.
+ROWS_CODE_SWEEP = [(dtype, N, log, direction, None) for dtype in ("bfloat16", "float16", "float32")
+                   for N in (128, 256, 512, 1024, 2048) for direction in ("fwd", "bwd") for log in (False, True)]
+
 
 def rows_code(sms, cases=ROWS_CODE_CASES, edits=ROWS_CODE_EDITS):
     """dispatch's rows plan of each case against the same launch of the kernel variants of `edits`,
@@ -3195,6 +3199,8 @@ def main():
              "--rows-bwd16-one-m": lambda sms: rows_tilings(sms, ROWS_BWD16_ONE_M, "bwd"),
              "--rows-bwd16-2k": lambda sms: rows_tilings(sms, ROWS_BWD16_2K, "bwd"), "--few-pack16": few_pack16,
              "--rows-code": rows_code, "--inductor-code": inductor_code,
+             "--rows-code-sweep": lambda sms: rows_code(sms, ROWS_CODE_SWEEP, {
+                 k: ROWS_CODE_EDITS[k] for k in ("I", "F", "IF")}),
              "--few-pack16-below": lambda sms: few_pack16(sms, FEW_PACK16_BELOW_SHAPES, ("C", "P")),
              "--fused-gather": fused_gather, "--scale-1m": scale_1m, "--wide-1m": wide_1m, "--stagger": stagger,
              "--stagger-edge": stagger_edge, "--stagger-bwd": stagger_bwd,
