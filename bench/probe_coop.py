@@ -1058,11 +1058,15 @@ ROWS_CODE_SWEEP = [(dtype, N, log, direction, None) for dtype in ("bfloat16", "f
 
 
 def rows_code(sms, cases=ROWS_CODE_CASES, edits=ROWS_CODE_EDITS):
-    """dispatch's rows plan of each case against the same launch of the kernel variants of `edits`,
-    by the benchmark's clock, twice each (`_compare`)."""
+    """dispatch's rows plan of each case against the same launch of the kernel variants of `edits`
+    (filled where dispatch.fills_shared fills the plan's launch), by the benchmark's clock, twice
+    each (`_compare`)."""
     import dataclasses
+    from multisoftmax import dispatch
     for suffix, fns in edits.items():
         _function_variants("_" + suffix, fns)
+    rule = dispatch.fills_shared
+    base = lambda one: dataclasses.replace(one, kernel=one.kernel.split("_rows")[0] + "_rows")  # noqa: E731
     for dtype, N, log, direction, M in cases:
         itemsize = getattr(torch, dtype).itemsize
         M = M or min(65536, 256 * 2**20 // (N * itemsize))
@@ -1072,8 +1076,10 @@ def rows_code(sms, cases=ROWS_CODE_CASES, edits=ROWS_CODE_EDITS):
         variants = [("dispatch", plan)] + [
             (suffix, tuple(dataclasses.replace(one, kernel=one.kernel + "_" + suffix) for one in plan))
             for suffix in edits]
+        with mock.patch.object(dispatch, "fills_shared", lambda one: rule(base(one))):
+            line = _compare(M, N, dtype, direction, log, variants, sms)
         print(f"{dtype} {M}x{N} {'log' if log else 'sm'} {direction} | block_m={kw['BLOCK_M']},warps={kw['num_warps']},"
-              f"even_m={kw['EVEN_M']:d} | " + _compare(M, N, dtype, direction, log, variants, sms), flush=True)
+              f"even_m={kw['EVEN_M']:d},fill={rule(plan[0]):d} | " + line, flush=True)
 
 
 def inductor_code(sms):
