@@ -1056,10 +1056,20 @@ ROWS_CODE_CASES = [("float32", 512, False, "fwd", None), ("float32", 512, True, 
 ROWS_CODE_SWEEP = [(dtype, N, log, direction, None) for dtype in ("bfloat16", "float16", "float32")
                    for N in (128, 256, 512, 1024, 2048) for direction in ("fwd", "bwd") for log in (False, True)]
 
+# --rows-code-more: I on the 16-bit forwards of short rows (N = 32-384, and 1152, 2 rows of 2048 lanes), at
+# ~256 MB and at 8192 rows; F, U, I and IF on the 16-bit forwards of 1024 values at fewer rows. Each case's
+# sixth item names its variants.
+ROWS_CODE_MORE = [(dtype, N, log, "fwd", M, ("I",)) for dtype in ("bfloat16", "float16")
+                  for N, log, M in [(32, True, None), (64, True, None), (128, True, 8192), (192, True, None),
+                                    (256, True, 8192), (384, True, None), (1152, True, None), (64, False, None),
+                                    (192, False, None), (384, False, None)]] + \
+    [(dtype, 1024, log, "fwd", M, ("U", "F", "I", "IF")) for dtype in ("bfloat16", "float16")
+     for log in (True, False) for M in (16384, 4096)]
+
 
 def rows_code(sms, cases=ROWS_CODE_CASES, edits=ROWS_CODE_EDITS):
     """dispatch's rows plan of each case against the same launch of the kernel variants of `edits`
-    (filled where dispatch.fills_shared fills the plan's launch), by the benchmark's clock, twice
+    (or those a case's sixth item names; filled where dispatch.fills_shared fills the plan's launch), by the benchmark's clock, twice
     each (`_compare`)."""
     import dataclasses
     from multisoftmax import dispatch
@@ -1067,15 +1077,18 @@ def rows_code(sms, cases=ROWS_CODE_CASES, edits=ROWS_CODE_EDITS):
         _function_variants("_" + suffix, fns)
     rule = dispatch.fills_shared
     base = lambda one: dataclasses.replace(one, kernel=one.kernel.split("_rows")[0] + "_rows")  # noqa: E731
-    for dtype, N, log, direction, M in cases:
+    for dtype, N, log, direction, M, *names in cases:
         itemsize = getattr(torch, dtype).itemsize
         M = M or min(65536, 256 * 2**20 // (N * itemsize))
         plan, _ = _dispatch_plan(M, N, dtype, direction, sms, None, log)
         kw = plan[0].kwargs
-        assert len(plan) == 1 and kw["BLOCK_N"] == N and not kw["TAIL_N"] and not kw["PEEL"], (dtype, N, kw)
+        names = names[0] if names else tuple(edits)
+        assert len(plan) == 1 and plan[0].kernel.endswith("_rows"), (dtype, N, plan)
+        assert all("U" not in k and "F" not in k for k in names) or (
+            kw["BLOCK_N"] == N and not kw["TAIL_N"] and not kw["PEEL"] and M % kw["BLOCK_M"] == 0), (dtype, N, kw)
         variants = [("dispatch", plan)] + [
             (suffix, tuple(dataclasses.replace(one, kernel=one.kernel + "_" + suffix) for one in plan))
-            for suffix in edits]
+            for suffix in names]
         with mock.patch.object(dispatch, "fills_shared", lambda one: rule(base(one))):
             line = _compare(M, N, dtype, direction, log, variants, sms)
         print(f"{dtype} {M}x{N} {'log' if log else 'sm'} {direction} | block_m={kw['BLOCK_M']},warps={kw['num_warps']},"
@@ -3205,6 +3218,7 @@ def main():
              "--rows-bwd16-one-m": lambda sms: rows_tilings(sms, ROWS_BWD16_ONE_M, "bwd"),
              "--rows-bwd16-2k": lambda sms: rows_tilings(sms, ROWS_BWD16_2K, "bwd"), "--few-pack16": few_pack16,
              "--rows-code": rows_code, "--inductor-code": inductor_code,
+             "--rows-code-more": lambda sms: rows_code(sms, ROWS_CODE_MORE),
              "--rows-code-sweep": lambda sms: rows_code(sms, ROWS_CODE_SWEEP, {
                  k: ROWS_CODE_EDITS[k] for k in ("I", "F", "IF")}),
              "--few-pack16-below": lambda sms: few_pack16(sms, FEW_PACK16_BELOW_SHAPES, ("C", "P")),
