@@ -1035,8 +1035,8 @@ ROWS_BWD16_2K = [(dtype, N, log, ((1, 8, False), (1, 8, True), (1, 4, True), (1,
 # no column mask where the row fills its lanes (N == BLOCK_N, no tail; the rows' own mask kept); F, no mask at all (every row of the grid exists: M a multiple of BLOCK_M, as
 # inductor's kernels of static shapes); IU, IF. (dtype, N, log, direction, M or None for ~256 MB.)
 ROWS_CODE_EDITS = {
-    "I": {fn: [("rows = tl.program_id(0).to(tl.int64) * BLOCK_M", "rows = tl.program_id(0) * BLOCK_M")]
-          for fn in ("softmax_fwd_rows", "softmax_bwd_rows")},
+    "I": {"softmax_fwd_rows": [("rows = (pid if OFFS32 else pid.to(tl.int64)) * BLOCK_M", "rows = pid * BLOCK_M")],
+          "softmax_bwd_rows": [("rows = tl.program_id(0).to(tl.int64) * BLOCK_M", "rows = tl.program_id(0) * BLOCK_M")]},
     "U": {fn: [("    mask = row_ok & mask\n", "    mask = row_ok & tl.full((1, BLOCK_N), 1, tl.int1)\n")]
           for fn in ("softmax_fwd_rows", "softmax_bwd_rows")}}
 ROWS_CODE_EDITS["F"] = {fn: [("    mask = row_ok & mask\n", "    mask = tl.full((BLOCK_M, BLOCK_N), 1, tl.int1)\n")]
@@ -1065,6 +1065,28 @@ ROWS_CODE_MORE = [(dtype, N, log, "fwd", M, ("I",)) for dtype in ("bfloat16", "f
                                     (192, False, None), (384, False, None)]] + \
     [(dtype, 1024, log, "fwd", M, ("U", "F", "I", "IF")) for dtype in ("bfloat16", "float16")
      for log in (True, False) for M in (16384, 4096)]
+
+# --rows-offs32: dispatch's 16-bit forwards with OFFS32 (ROWS_FWD16_OFFS32_LANES) and EVEN_N
+# (ROWS_FWD_ONE_ROW_N) against the same plans without (EVEN_M as dispatch._rows_m gives it), at ~256 MB
+# and at 4096 rows. (dtype, N, log, M or None.)
+ROWS_OFFS32_CASES = [(dtype, N, log, M) for dtype in ("bfloat16", "float16")
+                     for N in (32, 64, 100, 128, 192, 256, 300, 384, 500, 1024) for log in (False, True)
+                     for M in (None, 4096)]
+
+
+def rows_offs32(sms, cases=ROWS_OFFS32_CASES):
+    """dispatch's rows plan of each case against it with OFFS32 and EVEN_N off, by the benchmark's clock."""
+    from multisoftmax import dispatch
+    for dtype, N, log, M in cases:
+        itemsize = getattr(torch, dtype).itemsize
+        M = M or min(65536, 256 * 2**20 // (N * itemsize))
+        plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
+        kw = plan[0].kwargs
+        old = tune.with_meta(plan, OFFS32=False, EVEN_N=False,
+                             EVEN_M=dispatch._rows_m(M, kw["BLOCK_M"], itemsize, log, True)["EVEN_M"])
+        print(f"{dtype} {M}x{N} {'log' if log else 'sm'} fwd | block_m={kw['BLOCK_M']},warps={kw['num_warps']},"
+              f"even_m={kw['EVEN_M']:d},even_n={kw['EVEN_N']:d},offs32={kw['OFFS32']:d} | "
+              + _compare(M, N, dtype, "fwd", log, [("dispatch", plan), ("off", old)], sms), flush=True)
 
 
 def rows_code(sms, cases=ROWS_CODE_CASES, edits=ROWS_CODE_EDITS):
@@ -3219,6 +3241,7 @@ def main():
              "--rows-bwd16-2k": lambda sms: rows_tilings(sms, ROWS_BWD16_2K, "bwd"), "--few-pack16": few_pack16,
              "--rows-code": rows_code, "--inductor-code": inductor_code,
              "--rows-code-more": lambda sms: rows_code(sms, ROWS_CODE_MORE),
+             "--rows-offs32": rows_offs32,
              "--rows-code-sweep": lambda sms: rows_code(sms, ROWS_CODE_SWEEP, {
                  k: ROWS_CODE_EDITS[k] for k in ("I", "F", "IF")}),
              "--few-pack16-below": lambda sms: few_pack16(sms, FEW_PACK16_BELOW_SHAPES, ("C", "P")),

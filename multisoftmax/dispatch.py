@@ -11,6 +11,7 @@ H100 benchmark (`bench/results/h100/results.md`) is the measurement that checks 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -63,6 +64,19 @@ ROWS_SHORT_FWD_WARPS = 2
 # Measured: bench/DISPATCH.md, ROWS_BWD_1KB_N.
 ROWS_BWD_1KB_N = {2: (128, 256, 512), 4: (128, 256)}
 ROWS_FWD_ONE_ROW_N = {2: (1024,)}
+# ...those 16-bit forward rows (one a program, N == BLOCK_N) run with no mask at all (EVEN_N and EVEN_M:
+# every load and store unpredicated, as inductor's kernels of static shapes). H100, the benchmark's clock:
+# 65536 x 1024 log_softmax 90.1-90.4 -> 89.6-89.8 us (bf16; XLA's 89.9), the softmax within 0.2%; at 16384
+# and 4096 rows 0.3-1.5% faster, both ops. Measured: bench/DISPATCH.md, ROWS_FWD_ONE_ROW_N
+# (probe_rows_code*.log).
+# ...and the 16-bit forward of several rows a program in at most ROWS_FWD16_OFFS32_LANES lanes that does
+# not ask for the SM's shared memory computes its offsets in 32 bits (OFFS32), not 64, where every row's
+# fit: 32 registers a thread, not 36-40. H100, the benchmark's clock: log_softmax 1.2-9% faster (65536 x
+# 256 24.5 -> 24.2-24.3 us, XLA's 24.4; 8192 x 128 3.31 -> 3.01), the softmax up to 1.7% (65536 x 384),
+# the rest within 0.3%. Not taken: float32 (0.4-2% slower at 256 and 512), the filled 16-bit rows (512:
+# 0.2-0.4% slower), the backward (within 0.2%). Measured: bench/DISPATCH.md, ROWS_FWD16_OFFS32_LANES
+# (probe_rows_code*.log).
+ROWS_FWD16_OFFS32_LANES = 512
 # ...and the float32 softmax (not log_softmax) forward of full rows of ROWS_FWD32_HALF_N values holds
 # half the rows a program (4 at 2 warps: 8 values a thread, not 16). H100 65536 x 128, the
 # benchmark's clock: 24.49-24.56 -> 24.16-24.18 us (torch.compile 24.18-24.22). The log_softmax (16
@@ -808,6 +822,12 @@ def alignment(*values: int) -> int:
     return align
 
 
+def fits_int32(rows: int, N: int, *strides: int) -> bool:
+    """Whether every offset (in values) of `rows` rows of N values `strides` apart, a 16-byte vector
+    past the row's end included, is below 2**31: the rows kernel may compute them in 32 bits (OFFS32)."""
+    return (rows - 1) * max(0, *strides) + N + 16 < 2**31
+
+
 def family(M: int, N: int, itemsize: int, num_sms: int, aligned: bool) -> str:
     """'rows', 'coop', 'online' or 'split' for an M x N problem (one choice both directions
     where their tensors are aligned alike).
@@ -854,10 +874,18 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
     if fam == "rows":
         BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, vec=vec if peeled else 0, log=log,
                                                               itemsize=itemsize, aligned=acc["ALIGN"] >= vec)
-        meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, **_rows_m(M, BLOCK_M, itemsize, log, True),
-                    num_warps=num_warps, num_stages=1)
-        return (Launch("softmax_fwd_rows", ("x",), (M, N, stride_xm, stride_ym),
-                       (("y", (M, N), "io"),), grid, tuple(meta.items())),)
+        rows_m = _rows_m(M, BLOCK_M, itemsize, log, True)
+        # ROWS_FWD_ONE_ROW_N's rows unmasked; 32-bit offsets (ROWS_FWD16_OFFS32_LANES) where they fit
+        even_n = (BLOCK_M == 1 and N == BLOCK_N and not TAIL_N and not peeled
+                  and N in ROWS_FWD_ONE_ROW_N.get(itemsize, ()))
+        rows_m["EVEN_M"] |= even_n
+        meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, **rows_m, EVEN_N=even_n,
+                    OFFS32=False, num_warps=num_warps, num_stages=1)
+        one = Launch("softmax_fwd_rows", ("x",), (M, N, stride_xm, stride_ym), (("y", (M, N), "io"),), grid,
+                     tuple(meta.items()))
+        offs32 = (itemsize == 2 and BLOCK_M > 1 and BLOCK_N + TAIL_N <= ROWS_FWD16_OFFS32_LANES
+                  and not fills_shared(one) and fits_int32(grid[0] * BLOCK_M, N, stride_xm, stride_ym))
+        return (dataclasses.replace(one, meta=tuple(dict(meta, OFFS32=offs32).items())),)
     if fam == "coop":
         # TAG where it pays (COOP_TAG_FWD_MIN_PER_SM, COOP_TAG_FWD16_*FEW_MAX_PER_SM), packed where
         # rows are whole words, in the chunks of COOP_FWD16_WARPS (summed in halves) or wide ones.

@@ -65,7 +65,9 @@ reduction; the running statistics guard the max == -inf case so that a leading a
 tile does not poison the sum of a row that has finite values further on.
 
 Offsets are 64-bit (row index cast to int64 before it meets a stride), so tensors of more
-than 2**31 elements are addressed correctly; N itself must be < 2**31.
+than 2**31 elements are addressed correctly; N itself must be < 2**31. The one exception is
+softmax_fwd_rows with OFFS32, which dispatch sets only where every offset fits in 32 bits
+(dispatch.fits_int32).
 
 ALIGN: a constexpr power of two, up to 16, that divides N and every stride and chunk length
 of the launch (dispatch.alignment). Each such value v is rewritten as (v // ALIGN) * ALIGN:
@@ -263,7 +265,7 @@ def softmax_fwd_rows(
     x_ptr, M, N, stride_xm, stride_ym, y_ptr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, TAIL_N: tl.constexpr, PEEL: tl.constexpr,
     VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr, EVEN_M: tl.constexpr,
-    ALIGN_M: tl.constexpr,
+    ALIGN_M: tl.constexpr, EVEN_N: tl.constexpr, OFFS32: tl.constexpr,
 ):
     # A row is held as a BLOCK_N segment plus, when TAIL_N > 0, a TAIL_N segment: the values
     # past BLOCK_N (both powers of two: N = 16384 + 1 takes 16384 + 1 lanes, not 32768), or
@@ -271,14 +273,20 @@ def softmax_fwd_rows(
     # EVEN_M: M is a multiple of BLOCK_M, so every row of every program exists and no row is
     # masked; else ALIGN_M (`_row_ok`). Triton's own launcher, the torch adapter's, tells the
     # compiler when M is a multiple of 16, jax_triton does not: without either the two
-    # adapters ran different code.
+    # adapters ran different code. EVEN_N: N == BLOCK_N (no tail, no PEEL), so no column is
+    # masked either; with EVEN_M every load and store is unpredicated. OFFS32: the offsets
+    # are computed in 32 bits (the launcher has checked that every row's fit), not 64: fewer
+    # registers for the 16-bit forward of short rows (dispatch.ROWS_FWD16_OFFS32_LANES).
     N, stride_xm, stride_ym = _aligned(N, ALIGN), _aligned(stride_xm, ALIGN), _aligned(stride_ym, ALIGN)
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
-    rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    pid = tl.program_id(0)
+    rows = (pid if OFFS32 else pid.to(tl.int64)) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = _row_ok(rows, M, BLOCK_M, EVEN_M, ALIGN_M)
     xs, ys = rows[:, None] * stride_xm, rows[:, None] * stride_ym
     x_offs, mask = _body(xs, 0, N, BLOCK_N, PEEL, VEC)
     y_offs, _ = _body(ys, 0, N, BLOCK_N, PEEL, VEC)
+    if EVEN_N:
+        mask = tl.full((1, BLOCK_N), 1, tl.int1)
     mask = row_ok & mask
     x = tl.load(x_ptr + x_offs, mask=mask, other=-float("inf")).to(acc_ty)
     x_max = tl.max(x, axis=1)
