@@ -1074,8 +1074,16 @@ ROWS_OFFS32_CASES = [(dtype, N, log, M) for dtype in ("bfloat16", "float16")
                      for M in (None, 4096)]
 
 
-def rows_offs32(sms, cases=ROWS_OFFS32_CASES):
-    """dispatch's rows plan of each case against it with OFFS32 and EVEN_N off, by the benchmark's clock."""
+# --rows-offs32-more: OFFS32 on and off (EVEN_N as dispatch has it) on more 16-bit forwards of several
+# rows a program, rows that fill part of their lanes among them.
+ROWS_OFFS32_MORE = [(dtype, N, log, M) for dtype in ("bfloat16", "float16")
+                    for N in (40, 72, 80, 100, 120, 160, 200, 240, 300) for log in (False, True)
+                    for M in (None, 4096)]
+
+
+def rows_offs32(sms, cases=ROWS_OFFS32_CASES, both=False):
+    """dispatch's rows plan of each case against it with OFFS32 and EVEN_N off (`both`: the plan with
+    OFFS32 on and off, EVEN_N as dispatch has it), by the benchmark's clock."""
     from multisoftmax import dispatch
     for dtype, N, log, M in cases:
         itemsize = getattr(torch, dtype).itemsize
@@ -1084,9 +1092,11 @@ def rows_offs32(sms, cases=ROWS_OFFS32_CASES):
         kw = plan[0].kwargs
         old = tune.with_meta(plan, OFFS32=False, EVEN_N=False,
                              EVEN_M=dispatch._rows_m(M, kw["BLOCK_M"], itemsize, log, True)["EVEN_M"])
+        variants = ([("on", tune.with_meta(plan, OFFS32=True)), ("off", tune.with_meta(plan, OFFS32=False))] if both
+                    else [("dispatch", plan), ("off", old)])
         print(f"{dtype} {M}x{N} {'log' if log else 'sm'} fwd | block_m={kw['BLOCK_M']},warps={kw['num_warps']},"
               f"even_m={kw['EVEN_M']:d},even_n={kw['EVEN_N']:d},offs32={kw['OFFS32']:d} | "
-              + _compare(M, N, dtype, "fwd", log, [("dispatch", plan), ("off", old)], sms), flush=True)
+              + _compare(M, N, dtype, "fwd", log, variants, sms), flush=True)
 
 
 def rows_code(sms, cases=ROWS_CODE_CASES, edits=ROWS_CODE_EDITS):
@@ -3241,7 +3251,7 @@ def main():
              "--rows-bwd16-2k": lambda sms: rows_tilings(sms, ROWS_BWD16_2K, "bwd"), "--few-pack16": few_pack16,
              "--rows-code": rows_code, "--inductor-code": inductor_code,
              "--rows-code-more": lambda sms: rows_code(sms, ROWS_CODE_MORE),
-             "--rows-offs32": rows_offs32,
+             "--rows-offs32": rows_offs32, "--rows-offs32-more": lambda sms: rows_offs32(sms, ROWS_OFFS32_MORE, both=True),
              "--rows-code-sweep": lambda sms: rows_code(sms, ROWS_CODE_SWEEP, {
                  k: ROWS_CODE_EDITS[k] for k in ("I", "F", "IF")}),
              "--few-pack16-below": lambda sms: few_pack16(sms, FEW_PACK16_BELOW_SHAPES, ("C", "P")),
