@@ -11,7 +11,6 @@ H100 benchmark (`bench/results/h100/results.md`) is the measurement that checks 
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -69,14 +68,17 @@ ROWS_FWD_ONE_ROW_N = {2: (1024,)}
 # 65536 x 1024 log_softmax 90.1-90.4 -> 89.6-89.8 us (bf16; XLA's 89.9), the softmax within 0.2%; at 16384
 # and 4096 rows 0.3-1.5% faster, both ops. Measured: bench/DISPATCH.md, ROWS_FWD_ONE_ROW_N
 # (probe_rows_code*.log).
-# ...and the 16-bit forward of several rows a program in at most ROWS_FWD16_OFFS32_LANES lanes that does
-# not ask for the SM's shared memory computes its offsets in 32 bits (OFFS32), not 64, where every row's
-# fit: 32 registers a thread, not 36-40. H100, the benchmark's clock: log_softmax 1.2-9% faster (65536 x
-# 256 24.5 -> 24.2-24.3 us, XLA's 24.4; 8192 x 128 3.31 -> 3.01), the softmax up to 1.7% (65536 x 384),
-# the rest within 0.3%. Not taken: float32 (0.4-2% slower at 256 and 512), the filled 16-bit rows (512:
-# 0.2-0.4% slower), the backward (within 0.2%). Measured: bench/DISPATCH.md, ROWS_FWD16_OFFS32_LANES
-# (probe_rows_code*.log).
-ROWS_FWD16_OFFS32_LANES = 512
+# ...and the 16-bit forward of several rows a program in at most ROWS_FWD16_OFFS32_LANES lanes computes its
+# offsets in 32 bits (OFFS32), not 64, where every row's fit (fits_int32): 32 registers a thread, not 36-38
+# in the log_softmax. H100, the benchmark's clock: the log_softmax 0.7-16% faster at ~256 MB (65536 x 256
+# 24.5 -> 24.25 us, XLA's 24.4; float16 65536 x 40 5.97 -> 5.13) and 10-29% at 4096 rows; the softmax 0-5%
+# at ~256 MB, but 0.3-2.6% slower (0.02-0.06 us) in grids of fewer than ~8 programs an SM, so only from
+# ROWS_FWD16_OFFS32_SOFTMAX_MIN_PER_SM (4096 x 256, 7.8 an SM: 0.7% slower; 16384 x 80: 5% faster). Not
+# taken: 512 lanes (bf16 65536 x 300 softmax 13% slower, 384 and 500 mixed), float32 (0.4-2% slower at 256
+# and 512), the backward (within 0.2%); peeled rows are left alone (not measured). Measured: bench/DISPATCH.md, ROWS_FWD16_OFFS32_LANES
+# (probe_rows_code*.log, probe_rows_offs32*.log).
+ROWS_FWD16_OFFS32_LANES = 256
+ROWS_FWD16_OFFS32_SOFTMAX_MIN_PER_SM = 7.5
 # ...and the float32 softmax (not log_softmax) forward of full rows of ROWS_FWD32_HALF_N values holds
 # half the rows a program (4 at 2 warps: 8 values a thread, not 16). H100 65536 x 128, the
 # benchmark's clock: 24.49-24.56 -> 24.16-24.18 us (torch.compile 24.18-24.22). The log_softmax (16
@@ -825,7 +827,7 @@ def alignment(*values: int) -> int:
 def fits_int32(rows: int, N: int, *strides: int) -> bool:
     """Whether every offset (in values) of `rows` rows of N values `strides` apart, a 16-byte vector
     past the row's end included, is below 2**31: the rows kernel may compute them in 32 bits (OFFS32)."""
-    return (rows - 1) * max(0, *strides) + N + 16 < 2**31
+    return (rows - 1) * max((0, *strides)) + N + 16 < 2**31
 
 
 def family(M: int, N: int, itemsize: int, num_sms: int, aligned: bool) -> str:
@@ -879,13 +881,13 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         even_n = (BLOCK_M == 1 and N == BLOCK_N and not TAIL_N and not peeled
                   and N in ROWS_FWD_ONE_ROW_N.get(itemsize, ()))
         rows_m["EVEN_M"] |= even_n
+        offs32 = (itemsize == 2 and BLOCK_M > 1 and not peeled and BLOCK_N + TAIL_N <= ROWS_FWD16_OFFS32_LANES
+                  and (log or grid[0] >= ROWS_FWD16_OFFS32_SOFTMAX_MIN_PER_SM * num_sms)
+                  and fits_int32(grid[0] * BLOCK_M, N, stride_xm, stride_ym))
         meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, **rows_m, EVEN_N=even_n,
-                    OFFS32=False, num_warps=num_warps, num_stages=1)
-        one = Launch("softmax_fwd_rows", ("x",), (M, N, stride_xm, stride_ym), (("y", (M, N), "io"),), grid,
-                     tuple(meta.items()))
-        offs32 = (itemsize == 2 and BLOCK_M > 1 and BLOCK_N + TAIL_N <= ROWS_FWD16_OFFS32_LANES
-                  and not fills_shared(one) and fits_int32(grid[0] * BLOCK_M, N, stride_xm, stride_ym))
-        return (dataclasses.replace(one, meta=tuple(dict(meta, OFFS32=offs32).items())),)
+                    OFFS32=offs32, num_warps=num_warps, num_stages=1)
+        return (Launch("softmax_fwd_rows", ("x",), (M, N, stride_xm, stride_ym),
+                       (("y", (M, N), "io"),), grid, tuple(meta.items())),)
     if fam == "coop":
         # TAG where it pays (COOP_TAG_FWD_MIN_PER_SM, COOP_TAG_FWD16_*FEW_MAX_PER_SM), packed where
         # rows are whole words, in the chunks of COOP_FWD16_WARPS (summed in halves) or wide ones.

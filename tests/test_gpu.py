@@ -154,6 +154,32 @@ def test_rows_bwd_one_row_through_both_adapters(dtype, N):
                          f"jax bwd N={N} log={log}", scale_atol=True)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("M,N,stride", [(16384, 100, 100), (3000, 256, 264), (65536, 32, 32), (777, 1024, 1024),
+                                        (513, 1024, 1032)])
+def test_rows_fwd16_offs32_and_even_n_through_both_adapters(dtype, M, N, stride):
+    """dispatch.ROWS_FWD16_OFFS32_LANES (32-bit offsets: the 16-bit forward of several rows a program in at
+    most 256 lanes; the softmax's grid here is long enough) and the unmasked one row a program of
+    ROWS_FWD_ONE_ROW_N (EVEN_N), right against float64 through the torch adapter and the JAX adapter, both
+    ops, on contiguous rows and rows `stride` apart (a slice of a wider tensor)."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    import multisoftmax.jax as mj
+
+    name = str(dtype).split(".")[-1]
+    for log, jf in ((False, mj.softmax), (True, mj.log_softmax)):
+        kw = dispatch.plan_forward(M, N, stride, N, name, log, _sms())[0].kwargs
+        assert kw["OFFS32"] if N <= 256 else (kw["EVEN_N"] and kw["EVEN_M"] and kw["BLOCK_M"] == 1), kw
+        g = torch.Generator(device="cuda").manual_seed(M + N + stride)
+        x = (torch.randn(M, stride, device="cuda", generator=g) * 4).to(dtype)[:, :N]
+        expected = ref.softmax(x.double().cpu().numpy(), log=log)
+        y = torch.ops.multisoftmax.softmax_fwd(x, log)
+        ref.assert_close(y.double().cpu(), expected, name, f"torch fwd {M}x{N} log={log}")
+        xj = jnp.asarray(x.float().cpu().numpy()).astype(jnp.dtype(name))
+        ref.assert_close(np.asarray(jf(xj, -1), np.float64), expected, name, f"jax fwd {M}x{N} log={log}")
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
 def test_coop_one_chunk_per_sm_many_rows(dtype):
     """The cooperative kernels at their limit, a row with one chunk on every SM, and many

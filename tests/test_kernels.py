@@ -1261,7 +1261,8 @@ def test_jax_and_torch_launchers_compile_alike_subprocess():
     aligned; Triton's own, the torch adapter's, also which integer arguments are multiples of
     16. The kernels must not hang on the latter (ALIGN, EVEN_M, ALIGN_M), or the two adapters
     run different code: every family compiles to the same PTX for sm_90 under both, rows
-    plans with and without EVEN_M (float32 65536 x 128 log_softmax forward, 65536 x 64), and the
+    plans with and without EVEN_M (float32 65536 x 128 log_softmax forward, 65536 x 64), with OFFS32
+    (bf16 65536 x 100) and EVEN_N (float16 65536 x 1024), and the
     columns plans of long columns (ALIGN_N: N, the chunk and the chunk count, which Triton's
     launcher marks where they are multiples of 16). The code is compared, not the debug sections,
     which name the source file's path: Triton's cache keys a kernel by its source, not its path, so
@@ -1271,7 +1272,8 @@ def test_jax_and_torch_launchers_compile_alike_subprocess():
         "strip = lambda p: [l for l in p.split('.section\\t.debug')[0].splitlines()\n"
         "                   if not l.strip().startswith(('//', '.loc', '.file'))]\n"
         "for M, N, dt, log in [(65536, 781, 'bfloat16', False), (65536, 128, 'float32', True),\n"
-        "                      (65536, 64, 'float32', False),\n"
+        "                      (65536, 64, 'float32', False), (65536, 100, 'bfloat16', False),\n"
+        "                      (65536, 1024, 'float16', True),\n"
         "                      (4095, 16385, 'float16', False), (128, 1048576, 'bfloat16', False),\n"
         "                      (2670, 50257, 'bfloat16', True), (4096, 4194304, 'float32', False),\n"
         "                      (8, 4194304, 'bfloat16', True), (64, 1048576, 'float32', False)]:\n"
@@ -1289,8 +1291,8 @@ def test_jax_and_torch_launchers_compile_alike_subprocess():
         "        print(B, N, T, dt, log, [l.kernel for l in plan], 'same' if same else 'DIFFERENT')\n", timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
     lines = out.stdout.splitlines()
-    assert len(lines) == 26 and all(line.endswith("same") for line in lines), out.stdout
-    kernels = " ".join(lines[18:])  # the columns plans: cooperative, split and looped
+    assert len(lines) == 30 and all(line.endswith("same") for line in lines), out.stdout
+    kernels = " ".join(lines[22:])  # the columns plans: cooperative, split and looped
     assert all(k in kernels for k in ("coop_cols", "stats_cols", "dot_cols", "'softmax_fwd_cols'")), kernels
 
 
@@ -1317,6 +1319,77 @@ def test_even_m_rule():
     assert not dispatch.plan_forward(65537, 128, 128, 128, "bfloat16", False, 132)[0].kwargs["EVEN_M"]
     kw = dispatch.plan_backward(8192, 16384, 16384, 16384, 16384, "float16", False, 132)[0].kwargs
     assert kw["BLOCK_M"] == 1 and not kw["EVEN_M"]  # one row a program: no EVEN_M (probe_even_m.log)
+
+
+def test_rows_fwd16_offs32_rule():
+    """dispatch.ROWS_FWD16_OFFS32_LANES: the 16-bit forward of several unpeeled rows a program in at most
+    256 lanes computes its offsets in 32 bits (OFFS32) where every offset fits (fits_int32): the
+    log_softmax at any grid, the softmax from ROWS_FWD16_OFFS32_SOFTMAX_MIN_PER_SM programs an SM. Not
+    512 lanes, float32 or float64, peeled rows, one row a program, nor offsets past 2**31 values."""
+    def offs32(N, dtype="bfloat16", log=True, M=65536, stride=None):
+        s = stride or N
+        return dispatch.plan_forward(M, N, s, s, dtype, log, 132)[0].kwargs["OFFS32"]
+    for dtype in ("bfloat16", "float16"):
+        for N in (32, 64, 100, 128, 192, 256):
+            assert offs32(N, dtype) and offs32(N, dtype, log=False)
+            assert offs32(N, dtype, M=4096)  # the log_softmax at any grid
+        assert not offs32(32, dtype, log=False, M=4096)  # 64 programs: the softmax not
+        assert offs32(256, dtype, log=False, M=4096)  # 4 rows a program: 1024 programs, 7.76 an SM
+        assert not offs32(128, dtype, log=False, M=4096)  # 8 rows a program: 512
+        for N in (300, 384, 512, 1024, 1152):
+            assert not offs32(N, dtype)  # 512 lanes and more
+        assert not offs32(33, dtype)  # peeled (32 + 16 lanes)
+        assert not offs32(100, dtype, M=1)  # one row a program
+    for dtype in ("float32", "float64"):
+        assert not offs32(128, dtype) and not offs32(64, dtype, log=False)
+    # 2**31 values: 65536 rows 32776 apart do not fit, 16384 do; nor 2**24 rows of 128
+    assert not offs32(128, stride=32776) and offs32(128, M=16384, stride=32776)
+    assert not offs32(128, M=2**24) and offs32(128, M=2**24 - 64)
+    assert dispatch.fits_int32(2**24 - 64, 128, 128) and not dispatch.fits_int32(2**24, 128, 128)
+    assert not dispatch.fits_int32(2, 2**31 - 16, 1) and dispatch.fits_int32(1, 2**31 - 17)
+    assert "OFFS32" not in dispatch.plan_backward(65536, 128, 128, 128, 128, "bfloat16", True, 132)[0].kwargs
+    assert dispatch.ROWS_FWD16_OFFS32_LANES == 256 and dispatch.ROWS_FWD16_OFFS32_SOFTMAX_MIN_PER_SM == 7.5
+
+
+def test_rows_fwd_even_n_rule():
+    """The 16-bit forward's one row a program of ROWS_FWD_ONE_ROW_N values (N == BLOCK_N = 1024) runs with
+    no mask at all: EVEN_N and EVEN_M, at any M, both ops. Not other lengths, float32, peeled rows, the
+    longer rows of one row a program (2048) or several rows a program."""
+    def kw(N, dtype="bfloat16", log=False, M=65536, stride=None):
+        s = stride or N
+        return dispatch.plan_forward(M, N, s, s, dtype, log, 132)[0].kwargs
+    for dtype in ("bfloat16", "float16"):
+        for log in (False, True):
+            for M in (65536, 4097, 1):
+                k = kw(1024, dtype, log, M)
+                assert (k["BLOCK_M"], k["EVEN_N"], k["EVEN_M"]) == (1, True, True)
+            assert kw(1024, dtype, log, stride=1032)["EVEN_N"]  # strided rows that start aligned
+        for N in (1000, 1023, 2048, 512):
+            assert not kw(N, dtype)["EVEN_N"]
+        assert not kw(1024, dtype, stride=1025)["EVEN_N"]  # peeled
+        assert not kw(2048, dtype)["EVEN_M"]  # one row a program without it: EVEN_M as before
+    assert not kw(1024, "float32")["EVEN_N"] and kw(1024, "float32")["BLOCK_M"] == 2
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_rows_fwd16_offs32_and_even_n_run(torch_device, dtype, log):
+    """The forward's OFFS32 (32-bit offsets) and EVEN_N (no mask) launches against float64, on contiguous
+    and strided rows (planned for 1 SM, so that the softmax's short grid takes OFFS32 too), and against the
+    same launches with both off: the same values, bit for bit."""
+    cases = [(128, 100, 100, 100), (40, 256, 264, 256), (500, 32, 32, 40), (3, 1024, 1024, 1024),
+             (2, 1024, 1032, 1024)]
+    for M, N, sx, sy in cases:
+        plan = dispatch.plan_forward.__wrapped__(M, N, sx, sy, dtype, log, 1)
+        kw = plan[0].kwargs
+        assert kw["OFFS32"] if N <= 256 else (kw["EVEN_N"] and kw["EVEN_M"]), (M, N, kw)
+        x = _random((M, sx), dtype, torch_device, seed=M + N + sx)[:, :N]
+        x_before = x.clone()
+        y = _run(plan, {"x": x}, dtype, torch_device, (M, sy))[:, :N]  # y's rows sy apart
+        ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), log=log), dtype, f"{M}x{N}")
+        off = (dataclasses.replace(plan[0], meta=tuple(dict(kw, OFFS32=False, EVEN_N=False, EVEN_M=False).items())),)
+        y_off = _run(off, {"x": x}, dtype, torch_device, (M, sy))[:, :N]
+        assert torch.equal(y, y_off) and torch.equal(x, x_before), (M, N)
 
 
 def _rows_kw(N, dtype="bfloat16", log=False, direction="fwd", M=65536):
