@@ -1443,7 +1443,7 @@ def test_rows_small_program_rule():
         for dtype in ("bfloat16", "float16"):
             assert tiling(512, dtype, "bwd", log) == (1, 4, False)
             assert tiling(256, dtype, "bwd", log) == (2, 4, True)
-            assert tiling(1024, dtype, "fwd", log) == (1, 4, False)
+            assert tiling(1024, dtype, "fwd", log) == (1, 4, True)  # unmasked: EVEN_N with EVEN_M
             assert tiling(1024, dtype, "bwd", log)[:2] == (1, 4)  # ROWS_BWD_ONE_ROW_WARPS
             assert tiling(128, dtype, "bwd", log) == (4, 4, True)
             assert tiling(256, dtype, "bwd", log, M=1)[0] == 1
