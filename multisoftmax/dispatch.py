@@ -66,17 +66,17 @@ ROWS_FWD_ONE_ROW_N = {2: (1024,)}
 # ...those 16-bit forward rows (one a program, N == BLOCK_N) run with no mask at all (EVEN_N and EVEN_M:
 # every load and store unpredicated, as inductor's kernels of static shapes). H100, the benchmark's clock:
 # 65536 x 1024 log_softmax 90.1-90.4 -> 89.6-89.8 us (bf16; XLA's 89.9), the softmax within 0.2%; at 16384
-# and 4096 rows 0.3-1.5% faster, both ops. Measured: bench/DISPATCH.md, ROWS_FWD_ONE_ROW_N
+# and 4096 rows 0.2-1.5% faster, both ops. Measured: bench/DISPATCH.md, ROWS_FWD_ONE_ROW_N
 # (probe_rows_code*.log).
 # ...and the 16-bit forward of several rows a program in at most ROWS_FWD16_OFFS32_LANES lanes computes its
 # offsets in 32 bits (OFFS32), not 64, where every row's fit (fits_int32): 32 registers a thread, not 36-38
-# in the log_softmax. H100, the benchmark's clock: the log_softmax 0.7-16% faster at ~256 MB (65536 x 256
-# 24.5 -> 24.25 us, XLA's 24.4; float16 65536 x 40 5.97 -> 5.13) and 10-29% at 4096 rows; the softmax 0-5%
-# at ~256 MB, but 0.3-2.6% slower (0.02-0.06 us) in grids of fewer than ~8 programs an SM, so only from
+# in the log_softmax. H100, the benchmark's clock: the log_softmax 0-16% faster at ~256 MB (bf16 65536 x 256
+# 24.5 -> 24.25 us, XLA's 24.4; float16 65536 x 40 5.97 -> 5.13) and 9-29% at 4096 rows; the softmax up to
+# 5% at ~256 MB, but 0.3-2.6% slower (0.02-0.06 us) in grids of fewer than ~8 programs an SM, so only from
 # ROWS_FWD16_OFFS32_SOFTMAX_MIN_PER_SM (4096 x 256, 7.8 an SM: 0.7% slower; 16384 x 80: 5% faster). Not
 # taken: 512 lanes (bf16 65536 x 300 softmax 13% slower, 384 and 500 mixed), float32 (0.4-2% slower at 256
-# and 512), the backward (within 0.2%); peeled rows are left alone (not measured). Measured: bench/DISPATCH.md, ROWS_FWD16_OFFS32_LANES
-# (probe_rows_code*.log, probe_rows_offs32*.log).
+# and 512), the backward (within 0.2%); peeled rows are left alone (not measured). Measured:
+# bench/DISPATCH.md, ROWS_FWD16_OFFS32_LANES (probe_rows_code*.log, probe_rows_offs32*.log).
 ROWS_FWD16_OFFS32_LANES = 256
 ROWS_FWD16_OFFS32_SOFTMAX_MIN_PER_SM = 7.5
 # ...and the float32 softmax (not log_softmax) forward of full rows of ROWS_FWD32_HALF_N values holds
