@@ -1087,6 +1087,34 @@ ROWS_OFFS32_M = [(dtype, N, False, M) for dtype, N in [("bfloat16", 32), ("bfloa
                                                        ("float16", 64), ("float16", 120)]
                  for M in (8192, 16384, 32768)]
 
+# --rows-segments: the 16-bit forward of 1152-value rows (bf16's log_softmax 1.5% behind float16's and 0.4%
+# behind XLA's in the published run) in 2048 lanes, as dispatch holds them (2 rows a program, SPARSE_ROWS_FILL),
+# against 1024 + 128 lanes (row_segments takes a tail of at most 1/16 of the block; this one is 1/8): (BLOCK_M,
+# num_warps, OFFS32) a variant, ~256 MB.
+ROWS_SEGMENTS = [(1, 4, False), (2, 4, False), (2, 8, False), (4, 8, False), (1, 2, False), (2, 4, True),
+                 (4, 8, True)]
+
+
+def rows_segments(sms, N=1152, variants=ROWS_SEGMENTS):
+    """dispatch's 16-bit forward plan of ~256 MB of N-value rows against it as BLOCK_N + TAIL_N segments
+    (row_segments without its 1/16 bound) at each variant's tiling, by the benchmark's clock."""
+    from multisoftmax import dispatch
+    main = triton.next_power_of_2(N) // 2
+    tail = triton.next_power_of_2(N - main)
+    for dtype in ("bfloat16", "float16"):
+        for log in (True, False):
+            M = min(65536, 256 * 2**20 // (N * 2))
+            plan, _ = _dispatch_plan(M, N, dtype, "fwd", sms, None, log)
+            kw = plan[0].kwargs
+            cases = [("dispatch", plan), ("dispatch-o", tune.with_meta(plan, OFFS32=True))]
+            for B, W, offs32 in variants:
+                p = tune.with_rows_tiling(plan, M, B, W, 2, log, True)
+                cases.append((f"s{main}+{tail}b{B}w{W}" + ("o" if offs32 else ""),
+                              tune.with_meta(p, BLOCK_N=main, TAIL_N=tail, OFFS32=offs32)))
+            print(f"{dtype} {M}x{N} {'log' if log else 'sm'} fwd | block_m={kw['BLOCK_M']},block_n={kw['BLOCK_N']},"
+                  f"warps={kw['num_warps']} | " + _compare(M, N, dtype, "fwd", log, cases, sms), flush=True)
+    assert dispatch.row_segments(N) == (2 * main, 0)
+
 
 def rows_offs32(sms, cases=ROWS_OFFS32_CASES, both=False):
     """dispatch's rows plan of each case against it with OFFS32 and EVEN_N off (`both`: the plan with
@@ -3258,7 +3286,7 @@ def main():
              "--rows-bwd16-2k": lambda sms: rows_tilings(sms, ROWS_BWD16_2K, "bwd"), "--few-pack16": few_pack16,
              "--rows-code": rows_code, "--inductor-code": inductor_code,
              "--rows-code-more": lambda sms: rows_code(sms, ROWS_CODE_MORE),
-             "--rows-offs32": rows_offs32, "--rows-offs32-more": lambda sms: rows_offs32(sms, ROWS_OFFS32_MORE, both=True),
+             "--rows-offs32": rows_offs32, "--rows-offs32-more": lambda sms: rows_offs32(sms, ROWS_OFFS32_MORE, both=True), "--rows-segments": rows_segments,
              "--rows-offs32-m": lambda sms: rows_offs32(sms, ROWS_OFFS32_M, both=True),
              "--rows-code-sweep": lambda sms: rows_code(sms, ROWS_CODE_SWEEP, {
                  k: ROWS_CODE_EDITS[k] for k in ("I", "F", "IF")}),
