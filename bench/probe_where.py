@@ -28,7 +28,10 @@ cooperative kernels take) and a padding mask (1, 1, S) over (B, S, S), 90% kept.
     python bench/probe_where.py [--dtypes bfloat16,float32] [--cases causal,vocabulary]
                                 [--variants "ms-jax where,xla where"] [--ops softmax,log_softmax]
                                 [--coop 8192x8,4096x8]
-    (--cases: names' beginnings, causal,vocabulary,padding,long; default causal,vocabulary)
+    (--cases: names' beginnings, causal,vocabulary,padding,long,short; default causal,vocabulary)
+
+"ms-jax where I" (in --variants): the adapter with the where rows kernels' row offsets and mask rows
+computed in 32 bits (as softmax_fwd_rows's OFFS32), from an edited copy of kernels/where.py.
 """
 
 from __future__ import annotations
@@ -60,7 +63,10 @@ def cases(dtype):
     return [("causal (2048, 2048)", (batch, 2048, 2048), causal), ("vocabulary (1, 32000)", (4096, 32000), vocab),
             ("padding (1, 1, 2048)", (batch, 2048, 2048), padding),
             ("long vocabulary (1, 128256)", (1024 if dtype != "float32" else 512, 128256), long_vocab),
-            ("long rows, few (1, 256000)", (64, 256000), few)]
+            ("long rows, few (1, 256000)", (64, 256000), few),
+            ("short causal (128, 128)", (8192 if dtype != "float32" else 4096, 128, 128), np.tril(np.ones((128, 128), bool))),
+            ("short padding (1, 1, 128)", (8192 if dtype != "float32" else 4096, 128, 128),
+             rng.random((1, 1, 128)) < 0.9)]
 
 
 def picked(name: str, wanted: str) -> bool:
@@ -74,14 +80,36 @@ def variants(log: bool, coop: list[str]):
     def where():  # a function of its own for each variant: jax.jit would reuse another's executable
         return lambda a, m: ours(a, -1, where=m)
 
-    return {"ms-jax where": where(), "xla path": where(), **{f"coop {c}": where() for c in coop},
+    return {"ms-jax where": where(), "ms-jax where I": where(), "xla path": where(), **{f"coop {c}": where() for c in coop},
             "around": lambda a, m: jnp.where(m, ours(jnp.where(m, a, -jnp.inf), -1), fill),
             "xla where": lambda a, m: theirs(a, -1, where=m)}
+
+
+def _where_i32():
+    """kernels/where.py's rows kernels with their rows' offsets and mask rows in 32 bits (the program id
+    not widened to int64: "ms-jax where I"), from an edited copy of the module."""
+    import importlib.util
+    import tempfile
+    from multisoftmax.kernels import where
+    src = open(where.__file__).read().replace("from .softmax import", "from multisoftmax.kernels.softmax import")
+    old = "rows = tl.program_id(0).to(tl.int64) * BLOCK_M"
+    assert src.count(old) == 1
+    path = os.path.join(tempfile.mkdtemp(), "where_i32.py")
+    with open(path, "w") as f:
+        f.write(src.replace(old, "rows = tl.program_id(0) * BLOCK_M"))
+    spec = importlib.util.spec_from_file_location("where_i32", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return {name: getattr(mod, name) for name in ("softmax_fwd_rows_where", "softmax_bwd_rows_where")}
 
 
 def setup(impl: str):
     """Set the adapter up for variant `impl` (before its functions are traced)."""
     jax.clear_caches()  # no trace of the adapter's inner calls made for another variant
+    from multisoftmax.kernels import where
+    for name, fn in (WHERE_I32 if impl == "ms-jax where I" else WHERE_ROWS).items():
+        setattr(where, name, fn)
+    mj._kernel_copy.cache_clear()
     mj.dispatch.plan_where.cache_clear()
     mj._where_kernels = (lambda *a, **k: False) if impl == "xla path" else WHERE_KERNELS
     spec = impl.split()[1] if impl.startswith("coop ") else ""
@@ -96,6 +124,8 @@ def setup(impl: str):
 
 
 WHERE_KERNELS = mj._where_kernels
+WHERE_ROWS = {name: getattr(mj.kernels.where, name) for name in ("softmax_fwd_rows_where", "softmax_bwd_rows_where")}
+WHERE_I32 = _where_i32()
 COOP_CHUNK_N, COOP_WARPS, COOP_SKIP, COOP_TAG, COOP_MAXNREG = (
     mj.dispatch.WHERE_COOP_CHUNK_N, mj.dispatch.WHERE_COOP_WARPS, mj.dispatch.WHERE_COOP_SKIP,
     mj.dispatch.WHERE_COOP_TAG, mj.dispatch.WHERE_COOP_MAXNREG)
