@@ -1327,8 +1327,7 @@ def test_rows_fwd16_offs32_rule():
     log_softmax at any grid, the softmax from ROWS_FWD16_OFFS32_SOFTMAX_MIN_PER_SM programs an SM. Not
     512 lanes, float32 or float64, peeled rows, one row a program, nor offsets past 2**31 values."""
     def offs32(N, dtype="bfloat16", log=True, M=65536, stride=None):
-        s = stride or N
-        return dispatch.plan_forward(M, N, s, s, dtype, log, 132)[0].kwargs["OFFS32"]
+        return _rows_kw(N, dtype, log, "fwd", M, stride)["OFFS32"]
     for dtype in ("bfloat16", "float16"):
         for N in (32, 64, 100, 128, 192, 256):
             assert offs32(N, dtype) and offs32(N, dtype, log=False)
@@ -1355,20 +1354,17 @@ def test_rows_fwd_even_n_rule():
     """The 16-bit forward's one row a program of ROWS_FWD_ONE_ROW_N values (N == BLOCK_N = 1024) runs with
     no mask at all: EVEN_N and EVEN_M, at any M, both ops. Not other lengths, float32, peeled rows, the
     longer rows of one row a program (2048) or several rows a program."""
-    def kw(N, dtype="bfloat16", log=False, M=65536, stride=None):
-        s = stride or N
-        return dispatch.plan_forward(M, N, s, s, dtype, log, 132)[0].kwargs
     for dtype in ("bfloat16", "float16"):
         for log in (False, True):
             for M in (65536, 4097, 1):
-                k = kw(1024, dtype, log, M)
+                k = _rows_kw(1024, dtype, log, M=M)
                 assert (k["BLOCK_M"], k["EVEN_N"], k["EVEN_M"]) == (1, True, True)
-            assert kw(1024, dtype, log, stride=1032)["EVEN_N"]  # strided rows that start aligned
+            assert _rows_kw(1024, dtype, log, stride=1032)["EVEN_N"]  # strided rows that start aligned
         for N in (1000, 1023, 2048, 512):
-            assert not kw(N, dtype)["EVEN_N"]
-        assert not kw(1024, dtype, stride=1025)["EVEN_N"]  # peeled
-        assert not kw(2048, dtype)["EVEN_M"]  # one row a program without it: EVEN_M as before
-    assert not kw(1024, "float32")["EVEN_N"] and kw(1024, "float32")["BLOCK_M"] == 2
+            assert not _rows_kw(N, dtype)["EVEN_N"]
+        assert not _rows_kw(1024, dtype, stride=1025)["EVEN_N"]  # peeled
+        assert not _rows_kw(2048, dtype)["EVEN_M"]  # one row a program without it: EVEN_M as before
+    assert not _rows_kw(1024, "float32")["EVEN_N"] and _rows_kw(1024, "float32")["BLOCK_M"] == 2
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -1392,10 +1388,12 @@ def test_rows_fwd16_offs32_and_even_n_run(torch_device, dtype, log):
         assert torch.equal(y, y_off) and torch.equal(x, x_before), (M, N)
 
 
-def _rows_kw(N, dtype="bfloat16", log=False, direction="fwd", M=65536):
-    """The kwargs of dispatch's plan for M contiguous rows of N (132 SMs), forward or backward."""
-    plan = (dispatch.plan_forward(M, N, N, N, dtype, log, 132) if direction == "fwd"
-            else dispatch.plan_backward(M, N, N, N, N, dtype, log, 132))
+def _rows_kw(N, dtype="bfloat16", log=False, direction="fwd", M=65536, stride=None):
+    """The kwargs of dispatch's plan for M rows of N (132 SMs), forward or backward: contiguous, or
+    every tensor's rows `stride` apart."""
+    s = stride or N
+    plan = (dispatch.plan_forward(M, N, s, s, dtype, log, 132) if direction == "fwd"
+            else dispatch.plan_backward(M, N, s, s, s, dtype, log, 132))
     return plan[0].kwargs
 
 
