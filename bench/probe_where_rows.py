@@ -1,0 +1,155 @@
+"""Probe: the where rows kernels (kernels/where.py, jax.nn's `where=`) on short rows, re-tiled (GPU).
+
+    python bench/probe_where_rows.py > bench/results/h100/probe_where_rows.log
+
+dispatch.plan_where tiles the where rows kernels as the rows family's general rule
+(`_rows_tiling(..., aligned=False, where=True)`): 4 warps for rows of up to 2048 lanes, where the
+unmasked rows kernels run short full rows on ROWS_SHORT_FWD_WARPS (2). On bf16 8192 x 128 x 128
+under a padding mask (1, 1, 128) the JAX adapter's log_softmax forward moved 2,704 GB/s against
+XLA's 2,938 (bench/results/h100/probe_where_i32.log). This times, for ~256 MB of x, masks of one
+row (padding: N values, 90% kept, read by every row) and of N rows (causal: an N x N lower
+triangle, row m reading mask row m % N), forward and backward, softmax and log_softmax:
+  * dispatch: plan_where's launch;
+  * mBwW: the same kernel at B rows a program and W warps;
+  * unmasked: dispatch's plan for the unmasked kernels on the same x (no mask), the bar;
+launched from torch (launch.torch_call), each timed twice by the benchmark's clock
+(bench/timing.py: CUDA graph, kernel time; a fresh output a call), with registers a thread and
+the largest error relative to max(1, |ref|) against float64 (ERR over 2e-2). GB/s count x and y
+(backward: y, dy, dx), as the benchmark does. The copy bandwidth of the same run heads the log.
+
+    python bench/probe_where_rows.py [--dtypes bfloat16,float32] [--ns 128,256,1024]
+                                     [--masks padding,causal] [--ops softmax,log_softmax]
+                                     [--dirs fwd,bwd] [--tilings 8x2,16x4]
+    (defaults: bfloat16,float32; 128,256,1024; padding; both ops; fwd; 2-8 warps at 8 and 16 values a thread)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from datetime import datetime, timezone
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import torch  # noqa: E402
+import triton  # noqa: E402
+
+import timing  # noqa: E402
+import tune  # noqa: E402
+from multisoftmax import dispatch, launch  # noqa: E402
+
+TENSOR_BYTES = 256 * 2**20
+
+
+def masked_reference(x, y, dy, keep, log, direction):
+    """float64 masked softmax (log_softmax) of x over its rows' kept values (forward), or the dx
+    of y, dy there (backward), as kernels/where.py's docstring states them."""
+    if direction == "fwd":
+        xd = x.double().masked_fill(~keep, -float("inf"))
+        out = (torch.log_softmax if log else torch.softmax)(xd, -1)
+        return out.masked_fill(~keep, -float("inf") if log else 0.0).nan_to_num(nan=0.0)
+    yd = y.double().masked_fill(~keep, -float("inf") if log else 0.0)
+    dyd = dy.double().masked_fill(~keep, 0.0)
+    if log:
+        dx = dyd - yd.exp() * dyd.sum(-1, keepdim=True)
+    else:
+        dx = yd * (dyd - (yd * dyd).sum(-1, keepdim=True))
+    return dx.masked_fill(~keep, 0.0)
+
+
+def tilings(N: int, spec: str):
+    """(BLOCK_M, num_warps) pairs: from `spec` ("8x2,16x4"), else 2, 4 and 8 warps holding 8 and 16
+    values a thread of next_power_of_2(N) lanes."""
+    if spec:
+        return [tuple(map(int, t.split("x"))) for t in spec.split(",")]
+    lanes = triton.next_power_of_2(N)
+    out = []
+    for warps in (2, 4, 8):
+        for per_thread in (8, 16):
+            block_m = per_thread * 32 * warps // lanes
+            if block_m >= 1 and block_m * lanes == per_thread * 32 * warps:
+                out.append((block_m, warps))
+    return out
+
+
+def case(dtype, N, mask_kind, log, direction, spec, sms, l2):
+    T = getattr(torch, dtype)
+    M = TENSOR_BYTES // (N * T.itemsize)
+    M -= M % N
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    if mask_kind == "padding":
+        w = torch.rand((1, N), device="cuda", generator=gen) < 0.9
+        row_mod, keep = 1, w.expand(M, N)
+    else:
+        w = torch.ones((N, N), dtype=torch.bool, device="cuda").tril()
+        row_mod, keep = N, w.repeat(M // N, 1)
+    x, y, dy, out, bufs, nbytes = tune.make_inputs(M, N, T, direction, log)
+    fill = -float("inf") if log else 0.0
+    y = (torch.log_softmax if log else torch.softmax)(x.float().masked_fill(~keep, -float("inf")), -1)
+    y = y.masked_fill(~keep, fill).nan_to_num(nan=fill).to(T)
+    names = ("x",) if direction == "fwd" else ("y", "dy")
+    bufs = {"x": x} if direction == "fwd" else {"y": y, "dy": dy}
+    extra = {"where": w, "where_rows": torch.zeros(1, dtype=torch.int32, device="cuda")}
+    plan = dispatch.plan_where.__wrapped__(M, N, dtype, log, direction == "fwd", 1, row_mod, False, True, sms)
+    kw = plan[0].kwargs
+    variants = [("dispatch", plan)]
+    for block_m, warps in tilings(N, spec):
+        if (block_m, warps) != (kw["BLOCK_M"], kw["num_warps"]):
+            variants.append((f"m{block_m}w{warps}", tune.with_meta(plan, grid=(triton.cdiv(M, block_m),),
+                                                                   BLOCK_M=block_m, num_warps=warps)))
+    plain = (dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, sms) if direction == "fwd"
+             else dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, log, sms))
+    ref = masked_reference(x, y, dy, keep, log, direction)
+    info, fns = {}, {}
+    for name, p in variants + [("unmasked", plain)]:
+        launch._COMPILED.clear()
+        ins = {**bufs, **extra} if name != "unmasked" else bufs
+        fns[name] = (lambda *a, p=p, more=(extra if name != "unmasked" else {}):
+                     tune.run_plan(p, {**dict(zip(names, a)), **more}, torch.empty_like(out)))
+        got = tune.run_plan(p, ins, out)
+        err = float("nan") if name == "unmasked" else \
+            ((got.double() - ref).abs() / ref.abs().clamp(min=1)).nan_to_num(nan=1.0, posinf=0.0).max().item()
+        info[name] = (max(c[1].n_regs for c in launch._COMPILED.values()), err)
+    args = tuple(bufs[n] for n in names)
+    res = {name: [] for name in fns}
+    for _ in range(2):
+        for name, f in fns.items():
+            res[name].append(timing.torch_time(f, args, nbytes, cuda=True, graphable=True, l2_bytes=l2)[0])
+    head = (f"{dtype:8s} {M}x{N} {mask_kind:7s} {'log' if log else 'sm '} {direction} "
+            f"dispatch m{kw['BLOCK_M']}w{kw['num_warps']} | ")
+    return head + " | ".join(
+        f"{name} r{info[name][0]} " + "/".join(f"{us:.2f}" for us in res[name])
+        + f" us {nbytes / min(res[name]) / 1e3:.0f} GB/s" + (f" ERR {info[name][1]:.0e}" if info[name][1] > 2e-2 else "")
+        for name in fns)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--dtypes", default="bfloat16,float32")
+    ap.add_argument("--ns", default="128,256,1024")
+    ap.add_argument("--masks", default="padding")
+    ap.add_argument("--ops", default="softmax,log_softmax")
+    ap.add_argument("--dirs", default="fwd")
+    ap.add_argument("--tilings", default="", help="BLOCK_MxWARPS,... (default: 1-8 warps, 8-32 values a thread)")
+    args = ap.parse_args()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    print(f"# {commit}, {datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%SZ}, python bench/probe_where_rows.py "
+          + " ".join(sys.argv[1:]))
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    print(f"{torch.cuda.get_device_name()}  copy {timing.copy_bandwidth(True):.0f} GB/s  triton {triton.__version__}",
+          flush=True)
+    for dtype in args.dtypes.split(","):
+        for N in map(int, args.ns.split(",")):
+            for mask_kind in args.masks.split(","):
+                for op in args.ops.split(","):
+                    for direction in args.dirs.split(","):
+                        print(case(dtype, N, mask_kind, op == "log_softmax", direction, args.tilings, sms, l2),
+                              flush=True)
+                        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()
