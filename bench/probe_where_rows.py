@@ -10,7 +10,8 @@ XLA's 2,938 (bench/results/h100/probe_where_i32.log). This times, for ~256 MB of
 row (padding: N values, 90% kept, read by every row) and of N rows (causal: an N x N lower
 triangle, row m reading mask row m % N), forward and backward, softmax and log_softmax:
   * dispatch: plan_where's launch;
-  * mBwW: the same kernel at B rows a program and W warps;
+  * mBwW: the same kernel at B rows a program and W warps; a trailing "n" (in --tilings): SKIP off,
+    x (y, dy) read by every vector beside the mask, not only by the vectors holding a kept value;
   * unmasked: dispatch's plan for the unmasked kernels on the same x (no mask), the bar;
 launched from torch (launch.torch_call), each timed twice by the benchmark's clock
 (bench/timing.py: CUDA graph, kernel time; a fresh output a call), with registers a thread and
@@ -63,21 +64,21 @@ def tilings(N: int, spec: str):
     """(BLOCK_M, num_warps) pairs: from `spec` ("8x2,16x4"), else 2, 4 and 8 warps holding 8 and 16
     values a thread of next_power_of_2(N) lanes."""
     if spec:
-        return [tuple(map(int, t.split("x"))) for t in spec.split(",")]
+        return [(*map(int, t.rstrip("n").split("x")), t.endswith("n")) for t in spec.split(",")]
     lanes = triton.next_power_of_2(N)
     out = []
     for warps in (2, 4, 8):
         for per_thread in (8, 16):
             block_m = per_thread * 32 * warps // lanes
             if block_m >= 1 and block_m * lanes == per_thread * 32 * warps:
-                out.append((block_m, warps))
+                out.append((block_m, warps, False))
     return out
 
 
 def case(dtype, N, mask_kind, log, direction, spec, sms, l2):
     T = getattr(torch, dtype)
     M = TENSOR_BYTES // (N * T.itemsize)
-    M -= M % N
+    M -= M % N if mask_kind == "causal" else 0
     gen = torch.Generator(device="cuda").manual_seed(0)
     if mask_kind == "padding":
         w = torch.rand((1, N), device="cuda", generator=gen) < 0.9
@@ -95,10 +96,11 @@ def case(dtype, N, mask_kind, log, direction, spec, sms, l2):
     plan = dispatch.plan_where.__wrapped__(M, N, dtype, log, direction == "fwd", 1, row_mod, False, True, sms)
     kw = plan[0].kwargs
     variants = [("dispatch", plan)]
-    for block_m, warps in tilings(N, spec):
-        if (block_m, warps) != (kw["BLOCK_M"], kw["num_warps"]):
-            variants.append((f"m{block_m}w{warps}", tune.with_meta(plan, grid=(triton.cdiv(M, block_m),),
-                                                                   BLOCK_M=block_m, num_warps=warps)))
+    for block_m, warps, every in tilings(N, spec):
+        if (block_m, warps, every) != (kw["BLOCK_M"], kw["num_warps"], not kw["SKIP"]):
+            variants.append((f"m{block_m}w{warps}" + "n" * every,
+                             tune.with_meta(plan, grid=(triton.cdiv(M, block_m),), BLOCK_M=block_m, num_warps=warps,
+                                            SKIP=not every)))
     plain = (dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, sms) if direction == "fwd"
              else dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, log, sms))
     ref = masked_reference(x, y, dy, keep, log, direction)
@@ -118,7 +120,7 @@ def case(dtype, N, mask_kind, log, direction, spec, sms, l2):
         for name, f in fns.items():
             res[name].append(timing.torch_time(f, args, nbytes, cuda=True, graphable=True, l2_bytes=l2)[0])
     head = (f"{dtype:8s} {M}x{N} {mask_kind:7s} {'log' if log else 'sm '} {direction} "
-            f"dispatch m{kw['BLOCK_M']}w{kw['num_warps']} | ")
+            f"dispatch m{kw['BLOCK_M']}w{kw['num_warps']}{'' if kw['SKIP'] else 'n'} | ")
     return head + " | ".join(
         f"{name} r{info[name][0]} " + "/".join(f"{us:.2f}" for us in res[name])
         + f" us {nbytes / min(res[name]) / 1e3:.0f} GB/s" + (f" ERR {info[name][1]:.0e}" if info[name][1] > 2e-2 else "")

@@ -1100,8 +1100,8 @@ def plan_where(M: int, N: int, dtype: str, log: bool, forward: bool, row_div: in
                               maxnreg=WHERE_COOP_MAXNREG.get(itemsize) if forward and register_cap else None)
     BLOCK_M, BLOCK_N, _, num_warps, grid = _rows_tiling(M, triton.next_power_of_2(N), forward, log=log,
                                                         itemsize=itemsize, aligned=False, where=True)
-    meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, VEC=min(16 // itemsize, BLOCK_N), **meta, num_warps=num_warps,
-                num_stages=1)
+    meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, VEC=min(16 // itemsize, BLOCK_N), **meta, SKIP=True,
+                num_warps=num_warps, num_stages=1)
     return (Launch(kernel, inputs, scalars, ((out, (M, N), "io"),), grid, tuple(meta.items())),)
 
 

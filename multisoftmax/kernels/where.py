@@ -86,14 +86,16 @@ def _row_sum(v):
 def softmax_fwd_rows_where(
     x_ptr, w_ptr, wrow_ptr, M, N, stride_xm, stride_ym, row_div, row_mod, y_ptr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr,
-    ACC_FP64: tl.constexpr, ROW_TABLE: tl.constexpr, W_COLS: tl.constexpr,
+    ACC_FP64: tl.constexpr, ROW_TABLE: tl.constexpr, W_COLS: tl.constexpr, SKIP: tl.constexpr,
 ):
-    """y = softmax(x) over the kept values of each row (log_softmax if LOG), 0 (-inf) elsewhere."""
+    """y = softmax(x) over the kept values of each row (log_softmax if LOG), 0 (-inf) elsewhere.
+    SKIP: x read only by the vectors that hold a kept value (after the mask), else by every vector
+    of the row (beside the mask)."""
     N, stride_xm, stride_ym = _aligned(N, ALIGN), _aligned(stride_xm, ALIGN), _aligned(stride_ym, ALIGN)
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     rows, cols, in_bounds, keep, read = _rows_tile(w_ptr, wrow_ptr, M, N, row_div, row_mod, BLOCK_M, BLOCK_N,
                                                    VEC, ROW_TABLE, W_COLS)
-    x = tl.load(x_ptr + rows * stride_xm + cols, mask=read, other=-float("inf"))
+    x = tl.load(x_ptr + rows * stride_xm + cols, mask=read if SKIP else in_bounds, other=-float("inf"))
     x = tl.where(keep, x.to(acc_ty), -float("inf"))
     z = x - _row_max(x)  # a fully masked row: NaN here, masked below
     e = tl.exp(z)
@@ -109,18 +111,18 @@ def softmax_fwd_rows_where(
 def softmax_bwd_rows_where(
     y_ptr, dy_ptr, w_ptr, wrow_ptr, M, N, stride_ym, stride_dym, stride_dxm, row_div, row_mod, dx_ptr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr,
-    ACC_FP64: tl.constexpr, ROW_TABLE: tl.constexpr, W_COLS: tl.constexpr,
+    ACC_FP64: tl.constexpr, ROW_TABLE: tl.constexpr, W_COLS: tl.constexpr, SKIP: tl.constexpr,
 ):
     """dx from y = softmax_fwd_rows_where's output and dy: the row sums over kept values, dx 0
-    at masked-out ones (whatever dy holds there)."""
+    at masked-out ones (whatever dy holds there). SKIP as softmax_fwd_rows_where's."""
     N, stride_ym, stride_dym, stride_dxm = (
         _aligned(N, ALIGN), _aligned(stride_ym, ALIGN), _aligned(stride_dym, ALIGN), _aligned(stride_dxm, ALIGN))
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     rows, cols, in_bounds, keep, read = _rows_tile(w_ptr, wrow_ptr, M, N, row_div, row_mod, BLOCK_M, BLOCK_N,
                                                    VEC, ROW_TABLE, W_COLS)
     other_y = -float("inf") if LOG else 0.0  # lanes not kept: exp(y) = 0 or y = 0, dy = 0
-    y = tl.load(y_ptr + rows * stride_ym + cols, mask=read, other=other_y)
-    dy = tl.load(dy_ptr + rows * stride_dym + cols, mask=read, other=0.0)
+    y = tl.load(y_ptr + rows * stride_ym + cols, mask=read if SKIP else in_bounds, other=other_y)
+    dy = tl.load(dy_ptr + rows * stride_dym + cols, mask=read if SKIP else in_bounds, other=0.0)
     y, dy = tl.where(keep, y.to(acc_ty), other_y), tl.where(keep, dy.to(acc_ty), 0.0)
     dot = _row_sum(_bwd_terms(y, dy, LOG))
     dx = tl.where(keep, _bwd_apply(y, dy, dot, LOG), 0.0)
