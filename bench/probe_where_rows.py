@@ -12,6 +12,7 @@ triangle, row m reading mask row m % N), forward and backward, softmax and log_s
   * dispatch: plan_where's launch;
   * mBwW: the same kernel at B rows a program and W warps; a trailing "n" (in --tilings): SKIP off,
     x (y, dy) read by every vector beside the mask, not only by the vectors holding a kept value;
+  * coop (--coop): the cooperative where kernel (*_coop_where), as plan_where makes it for longer rows;
   * unmasked: dispatch's plan for the unmasked kernels on the same x (no mask), the bar;
 launched from torch (launch.torch_call), each timed twice by the benchmark's clock
 (bench/timing.py: CUDA graph, kernel time; a fresh output a call), with registers a thread and
@@ -20,7 +21,7 @@ the largest error relative to max(1, |ref|) against float64 (ERR over 2e-2). GB/
 
     python bench/probe_where_rows.py [--dtypes bfloat16,float32] [--ns 128,256,1024]
                                      [--masks padding,causal] [--ops softmax,log_softmax]
-                                     [--dirs fwd,bwd] [--tilings 8x2,16x4]
+                                     [--dirs fwd,bwd] [--tilings 8x2,16x4] [--coop]
     (defaults: bfloat16,float32; 128,256,1024; padding; both ops; fwd; 2-8 warps at 8 and 16 values a thread)
 """
 
@@ -31,6 +32,7 @@ import os
 import subprocess
 import sys
 from datetime import datetime, timezone
+from unittest import mock
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -75,7 +77,7 @@ def tilings(N: int, spec: str):
     return out
 
 
-def case(dtype, N, mask_kind, log, direction, spec, sms, l2):
+def case(dtype, N, mask_kind, log, direction, spec, sms, l2, coop=False):
     T = getattr(torch, dtype)
     M = TENSOR_BYTES // (N * T.itemsize)
     M -= M % N if mask_kind == "causal" else 0
@@ -101,6 +103,11 @@ def case(dtype, N, mask_kind, log, direction, spec, sms, l2):
             variants.append((f"m{block_m}w{warps}" + "n" * every,
                              tune.with_meta(plan, grid=(triton.cdiv(M, block_m),), BLOCK_M=block_m, num_warps=warps,
                                             SKIP=not every)))
+    if coop:  # the cooperative where kernel, as dispatch plans it past WHERE_MAX_N / WHERE_BWD_MAX_N
+        with mock.patch.object(dispatch, "WHERE_MAX_N", 0), mock.patch.object(dispatch, "WHERE_BWD_MAX_N", 0):
+            cp = dispatch.plan_where.__wrapped__(M, N, dtype, log, direction == "fwd", 1, row_mod, False, True, sms)
+        if cp is not None:
+            variants.append(("coop", cp))
     plain = (dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, sms) if direction == "fwd"
              else dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, log, sms))
     ref = masked_reference(x, y, dy, keep, log, direction)
@@ -134,6 +141,7 @@ def main():
     ap.add_argument("--masks", default="padding")
     ap.add_argument("--ops", default="softmax,log_softmax")
     ap.add_argument("--dirs", default="fwd")
+    ap.add_argument("--coop", action="store_true", help="time the cooperative where kernel too")
     ap.add_argument("--tilings", default="", help="BLOCK_MxWARPS,... (default: 1-8 warps, 8-32 values a thread)")
     args = ap.parse_args()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
@@ -148,7 +156,8 @@ def main():
             for mask_kind in args.masks.split(","):
                 for op in args.ops.split(","):
                     for direction in args.dirs.split(","):
-                        print(case(dtype, N, mask_kind, op == "log_softmax", direction, args.tilings, sms, l2),
+                        print(case(dtype, N, mask_kind, op == "log_softmax", direction, args.tilings, sms, l2,
+                                   args.coop),
                               flush=True)
                         torch.cuda.empty_cache()
 
