@@ -1053,6 +1053,28 @@ WHERE_BWD_MAX_N = 16384
 # Measured: bench/DISPATCH.md, where=: which vectors of x the kernels read.
 
 
+# The rows kernels' tiles (dispatch._where_tiling): the forward's programs hold at least
+# WHERE_FWD_MIN_BYTES of x (one row past that), WHERE_FWD_THREAD_BYTES a thread (two 16-byte
+# vectors: 16 values in 16-bit, 8 in float32) on at most WHERE_FWD_MAX_WARPS warps; the backward's
+# WHERE_BWD_VALUES values a thread on WHERE_BWD_MIN_WARPS to WHERE_BWD_MAX_WARPS warps. The rows
+# family's rule (`_rows_tiling`: 4 warps up to 2048 lanes, 16 values a thread) left them at 2,480-2,730
+# GB/s on H100 bf16 1048576 x 128 (padding and causal masks); these tiles take 2,970-3,230 (the
+# causal mask's x read half), the unmasked kernels 3,000. Smaller programs fell off a cliff (512 bytes
+# of x: 1,694 GB/s at any warps). 16-bit forward rows past WHERE_FWD16_MAX_LANES keep the rows
+# family's tiles (2,000-2,550 GB/s in every tiling tried, and in the cooperative kernel); float32
+# forward rows of WHERE_FWD32_EVERY_LANES lanes or more read x by every vector beside the mask (SKIP
+# off), not after it: 2,370 -> 2,950 GB/s at 16384. Measured on padding (one mask row, 90% kept) and
+# causal (N x N) masks. Measured: bench/DISPATCH.md, WHERE_FWD_MIN_BYTES.
+WHERE_FWD_MIN_BYTES = 1024
+WHERE_FWD_THREAD_BYTES = 32
+WHERE_FWD_MAX_WARPS = {2: 8, 4: 32}
+WHERE_FWD16_MAX_LANES = 8192
+WHERE_FWD32_EVERY_LANES = 16384
+WHERE_BWD_VALUES = 8
+WHERE_BWD_MIN_WARPS = 2
+WHERE_BWD_MAX_WARPS = 32
+
+
 # Rows past those limits take *_coop_where, a WHERE_COOP_CHUNK_N-value chunk a program at
 # WHERE_COOP_WARPS warps, for at most num_sms chunks; TAG (WHERE_COOP_TAG) up to COOP_TAG_MAX_CHUNKS
 # chunks, else counters; WHERE_COOP_SKIP off: no mask load before x's. No softmax backward: the
@@ -1098,11 +1120,32 @@ def plan_where(M: int, N: int, dtype: str, log: bool, forward: bool, row_div: in
                               dict(VEC=min(16 // itemsize, chunk), **meta, SKIP=WHERE_COOP_SKIP, TAG=tag),
                               2 if forward else 1, out, warps=WHERE_COOP_WARPS, chunk=chunk,
                               maxnreg=WHERE_COOP_MAXNREG.get(itemsize) if forward and register_cap else None)
-    BLOCK_M, BLOCK_N, _, num_warps, grid = _rows_tiling(M, triton.next_power_of_2(N), forward, log=log,
-                                                        itemsize=itemsize, aligned=False, where=True)
-    meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, VEC=min(16 // itemsize, BLOCK_N), **meta, SKIP=True,
+    BLOCK_M, BLOCK_N, num_warps, skip = _where_tiling(M, triton.next_power_of_2(N), itemsize, log, forward)
+    meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, VEC=min(16 // itemsize, BLOCK_N), **meta, SKIP=skip,
                 num_warps=num_warps, num_stages=1)
-    return (Launch(kernel, inputs, scalars, ((out, (M, N), "io"),), grid, tuple(meta.items())),)
+    return (Launch(kernel, inputs, scalars, ((out, (M, N), "io"),), (triton.cdiv(M, BLOCK_M),), tuple(meta.items())),)
+
+
+def _where_tiling(M: int, lanes: int, itemsize: int, log: bool, forward: bool) -> tuple[int, int, int, bool]:
+    """BLOCK_M, BLOCK_N (= `lanes`), num_warps and SKIP of the where rows kernels (WHERE_FWD_*,
+    WHERE_BWD_*): programs of at least WHERE_FWD_MIN_BYTES of x (backward: rows for
+    WHERE_BWD_MIN_WARPS warps), no more rows than M's next power of two, WHERE_FWD_THREAD_BYTES
+    (backward: WHERE_BWD_VALUES values) a thread on the warps those rows fill, capped; SKIP off for
+    float32 forward rows of WHERE_FWD32_EVERY_LANES lanes or more. 16-bit forward rows past
+    WHERE_FWD16_MAX_LANES and float64 as the rows family (`_rows_tiling`)."""
+    if itemsize == 8 or (forward and itemsize == 2 and lanes > WHERE_FWD16_MAX_LANES):
+        BLOCK_M, BLOCK_N, _, num_warps, _ = _rows_tiling(M, lanes, forward, log=log, itemsize=itemsize, aligned=False,
+                                                         where=True)
+        return BLOCK_M, BLOCK_N, num_warps, True
+    if forward:
+        values, block_m = WHERE_FWD_THREAD_BYTES // itemsize, max(1, WHERE_FWD_MIN_BYTES // (lanes * itemsize))
+        max_warps = WHERE_FWD_MAX_WARPS[itemsize]
+    else:
+        values, block_m = WHERE_BWD_VALUES, max(1, WHERE_BWD_MIN_WARPS * 32 * WHERE_BWD_VALUES // lanes)
+        max_warps = WHERE_BWD_MAX_WARPS
+    BLOCK_M = min(block_m, triton.next_power_of_2(M))
+    num_warps = max(1, min(max_warps, BLOCK_M * lanes // (values * 32)))
+    return BLOCK_M, lanes, num_warps, not (forward and itemsize == 4 and lanes >= WHERE_FWD32_EVERY_LANES)
 
 
 # --------------------------------------------------------------------------------------

@@ -784,7 +784,9 @@ def test_jax_where_at_real_sizes():
     forward under its register cap;
     float32 4 x 256000 (4, 1), a value a row, one program an SM at most, a fully masked row; float64
     3 x 50000 under a mask of its own rows, thinning along them, on counters; float32 8 x 300000, a
-    ticket on counters).
+    ticket on counters); short rows at dispatch._where_tiling's tiles (bfloat16 64 x 128 x 128 causal:
+    4 rows a program on one warp; float16 3001 x 100, odd rows; float32 777 x 256 and bfloat16 96 x
+    8192 under padding masks; float32 64 x 16384, x read by every vector: SKIP off).
     Forward against float64; the backward from our y against the float64 formula over the kept
     values."""
     import jax
@@ -800,7 +802,14 @@ def test_jax_where_at_real_sizes():
              ((300, 128256), rng.random((1, 128256)) < 0.9, "bfloat16"),
              ((4, 256000), np.array([True, False, True, True])[:, None], "float32"),
              ((3, 50000), rng.random((3, 50000)) < np.linspace(0.01, 1, 50000), "float64"),
-             ((8, 300000), rng.random((1, 300000)) < 0.5, "float32")]
+             ((8, 300000), rng.random((1, 300000)) < 0.5, "float32"),
+             ((64, 128, 128), np.tril(np.ones((128, 128), bool)), "bfloat16"),
+             ((3001, 100), rng.random((1, 100)) < 0.9, "float16"),
+             ((777, 256), rng.random((1, 256)) < 0.9, "float32"),
+             ((96, 8192), rng.random((1, 8192)) < 0.9, "bfloat16"),
+             ((64, 16384), rng.random((1, 16384)) < 0.9, "float32")]
+    skip = {shape: dict(mj._where_plan(shape, dtype, 1, False, True)[0].kwargs).get("SKIP") for shape, _, dtype in cases}
+    assert skip[(64, 16384)] is False and skip[(64, 128, 128)] and skip[(96, 8192)], skip
     for shape, m, dtype in cases:
         x = jnp.asarray(rng.standard_normal(shape) * 4, dtype)
         dy = jnp.asarray(rng.standard_normal(shape), dtype)

@@ -1735,6 +1735,50 @@ def test_where_rule():
     assert plan(chunk * 132) and plan(chunk * 132 + 1) is None and plan(chunk * 16 + 1, num_sms=16) is None
 
 
+def test_where_tiling_rule():
+    """plan_where's rows tiles (dispatch._where_tiling): forward programs of at least
+    WHERE_FWD_MIN_BYTES of x, WHERE_FWD_THREAD_BYTES a thread, at most WHERE_FWD_MAX_WARPS warps;
+    backward WHERE_BWD_VALUES values a thread on WHERE_BWD_MIN_WARPS to WHERE_BWD_MAX_WARPS warps;
+    float32 forward rows of WHERE_FWD32_EVERY_LANES lanes read by every vector (SKIP off); 16-bit
+    forward rows past WHERE_FWD16_MAX_LANES and float64 tiled as the rows family."""
+    def tile(M, N, dtype, forward=True, log=False):
+        (launch,) = dispatch.plan_where(M, N, dtype, log, forward, 1, 1, False, True, 132)
+        kw = launch.kwargs
+        assert launch.grid == (triton.cdiv(M, kw["BLOCK_M"]),)
+        return kw["BLOCK_M"], kw["num_warps"], kw["SKIP"]
+
+    M = 1 << 20
+    expected = {  # N: (bfloat16 forward, float32 forward, backward of either) as (BLOCK_M, num_warps)
+        100: ((4, 1), (2, 1), (4, 2)), 128: ((4, 1), (2, 1), (4, 2)), 256: ((2, 1), (1, 1), (2, 2)),
+        512: ((1, 1), (1, 2), (1, 2)), 1000: ((1, 2), (1, 4), (1, 4)), 2048: ((1, 4), (1, 8), (1, 8)),
+        4096: ((1, 8), (1, 16), (1, 16)), 8192: ((1, 8), (1, 32), (1, 32)), 16384: (None, (1, 32), (1, 32))}
+    for N, (bf16, f32, bwd) in expected.items():
+        for log in (False, True):
+            if bf16:
+                assert tile(M, N, "bfloat16", log=log) == (*bf16, True), N
+                assert tile(M, N, "float16", log=log) == (*bf16, True), N
+            assert tile(M, N, "float32", log=log) == (*f32, N < dispatch.WHERE_FWD32_EVERY_LANES), N
+            for dtype in ("bfloat16", "float32"):
+                assert tile(M, N, dtype, False, log) == (*bwd, True), (N, dtype)
+    assert dispatch.WHERE_FWD32_EVERY_LANES == 16384 and tile(M, 32768, "float32") == (1, 32, False)
+    # the forward's bytes a program hold whatever N: 16 values a thread in 16-bit, 8 in float32
+    for N in (128, 256, 1024):
+        for dtype, values in (("bfloat16", 16), ("float32", 8)):
+            block_m, warps, _ = tile(M, N, dtype)
+            assert block_m * N * dispatch.ITEMSIZE[dtype] >= dispatch.WHERE_FWD_MIN_BYTES
+            assert block_m * N == values * 32 * warps, (N, dtype)
+    # few rows: BLOCK_M no more than the rows (a power of two), the warps those rows fill
+    assert tile(3, 100, "bfloat16") == (4, 1, True) and tile(1, 100, "bfloat16") == (1, 1, True)
+    assert tile(2, 100, "float32", False) == (2, 1, True)
+    # the rows family's tiles: 16-bit forward rows past WHERE_FWD16_MAX_LANES, float64
+    for M_, N, dtype, forward in ((M, 16384, "bfloat16", True), (M, 32768, "float16", True), (M, 128, "float64", True),
+                                  (M, 1024, "float64", False)):
+        lanes = triton.next_power_of_2(N)
+        block_m, _, _, warps, _ = dispatch._rows_tiling(M_, lanes, forward, itemsize=dispatch.ITEMSIZE[dtype],
+                                                        aligned=False, where=True)
+        assert tile(M_, N, dtype, forward) == (block_m, warps, True), (N, dtype)
+
+
 class _ModuleLauncher:
     """Stands for Triton 3.6's CudaLauncher: a Python wrapper that asks for scratch memory and
     calls the C module's `launch`, which here records what it was given."""
