@@ -18,7 +18,9 @@ A program holds its rows as (BLOCK_M, BLOCK_N // VEC, VEC) tiles, VEC values a 1
 reads x (y and dy in the backward) by whole vectors, but only the vectors holding a kept value:
 the rows of a causal mask move about half the input bytes, a dense mask's all of them, both in
 vector loads (a mask that varies inside a vector would load each value alone, bench/results/h100/
-probe_where_skip*.log). The masked-out values of a vector read are masked after.
+probe_where_skip*.log). The masked-out values of a vector read are masked after. SKIP off (dispatch:
+float32 forward rows of WHERE_FWD32_EVERY_LANES lanes and more) reads every vector of the row beside
+the mask instead, its load then waiting on no mask load.
 
 Rows longer than a program holds (dispatch.WHERE_MAX_N, WHERE_BWD_MAX_N) take the ``*_coop_where``
 kernels (but for the softmax backward, which the JAX adapter leaves to the unmasked kernels there:
