@@ -63,8 +63,8 @@ def masked_reference(x, y, dy, keep, log, direction):
 
 
 def tilings(N: int, spec: str):
-    """(BLOCK_M, num_warps) pairs: from `spec` ("8x2,16x4"), else 2, 4 and 8 warps holding 8 and 16
-    values a thread of next_power_of_2(N) lanes."""
+    """(BLOCK_M, num_warps, SKIP off) triples: from `spec` ("8x2,16x4n": a trailing "n", SKIP off),
+    else 2, 4 and 8 warps holding 8 and 16 values a thread of next_power_of_2(N) lanes, SKIP on."""
     if spec:
         return [(*map(int, t.rstrip("n").split("x")), t.endswith("n")) for t in spec.split(",")]
     lanes = triton.next_power_of_2(N)
@@ -114,10 +114,10 @@ def case(dtype, N, mask_kind, log, direction, spec, sms, l2, coop=False):
     info, fns = {}, {}
     for name, p in variants + [("unmasked", plain)]:
         launch._COMPILED.clear()
-        ins = {**bufs, **extra} if name != "unmasked" else bufs
-        fns[name] = (lambda *a, p=p, more=(extra if name != "unmasked" else {}):
+        more = extra if name != "unmasked" else {}
+        fns[name] = (lambda *a, p=p, more=more:
                      tune.run_plan(p, {**dict(zip(names, a)), **more}, torch.empty_like(out)))
-        got = tune.run_plan(p, ins, out)
+        got = tune.run_plan(p, {**bufs, **more}, out)
         err = float("nan") if name == "unmasked" else \
             ((got.double() - ref).abs() / ref.abs().clamp(min=1)).nan_to_num(nan=1.0, posinf=0.0).max().item()
         info[name] = (max(c[1].n_regs for c in launch._COMPILED.values()), err)
@@ -142,7 +142,7 @@ def main():
     ap.add_argument("--ops", default="softmax,log_softmax")
     ap.add_argument("--dirs", default="fwd")
     ap.add_argument("--coop", action="store_true", help="time the cooperative where kernel too")
-    ap.add_argument("--tilings", default="", help="BLOCK_MxWARPS,... (default: 1-8 warps, 8-32 values a thread)")
+    ap.add_argument("--tilings", default="", help="BLOCK_MxWARPS[n],... (n: SKIP off; default: 2-8 warps, 8 and 16 values a thread)")
     args = ap.parse_args()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     print(f"# {commit}, {datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%SZ}, python bench/probe_where_rows.py "

@@ -1120,23 +1120,24 @@ def plan_where(M: int, N: int, dtype: str, log: bool, forward: bool, row_div: in
                               dict(VEC=min(16 // itemsize, chunk), **meta, SKIP=WHERE_COOP_SKIP, TAG=tag),
                               2 if forward else 1, out, warps=WHERE_COOP_WARPS, chunk=chunk,
                               maxnreg=WHERE_COOP_MAXNREG.get(itemsize) if forward and register_cap else None)
-    BLOCK_M, BLOCK_N, num_warps, skip = _where_tiling(M, triton.next_power_of_2(N), itemsize, log, forward)
+    BLOCK_N = triton.next_power_of_2(N)
+    BLOCK_M, num_warps, skip = _where_tiling(M, BLOCK_N, itemsize, log, forward)
     meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, VEC=min(16 // itemsize, BLOCK_N), **meta, SKIP=skip,
                 num_warps=num_warps, num_stages=1)
     return (Launch(kernel, inputs, scalars, ((out, (M, N), "io"),), (triton.cdiv(M, BLOCK_M),), tuple(meta.items())),)
 
 
-def _where_tiling(M: int, lanes: int, itemsize: int, log: bool, forward: bool) -> tuple[int, int, int, bool]:
-    """BLOCK_M, BLOCK_N (= `lanes`), num_warps and SKIP of the where rows kernels (WHERE_FWD_*,
+def _where_tiling(M: int, lanes: int, itemsize: int, log: bool, forward: bool) -> tuple[int, int, bool]:
+    """BLOCK_M, num_warps and SKIP of the where rows kernels, rows in `lanes` (a power of two) (WHERE_FWD_*,
     WHERE_BWD_*): programs of at least WHERE_FWD_MIN_BYTES of x (backward: rows for
     WHERE_BWD_MIN_WARPS warps), no more rows than M's next power of two, WHERE_FWD_THREAD_BYTES
     (backward: WHERE_BWD_VALUES values) a thread on the warps those rows fill, capped; SKIP off for
     float32 forward rows of WHERE_FWD32_EVERY_LANES lanes or more. 16-bit forward rows past
     WHERE_FWD16_MAX_LANES and float64 as the rows family (`_rows_tiling`)."""
     if itemsize == 8 or (forward and itemsize == 2 and lanes > WHERE_FWD16_MAX_LANES):
-        BLOCK_M, BLOCK_N, _, num_warps, _ = _rows_tiling(M, lanes, forward, log=log, itemsize=itemsize, aligned=False,
-                                                         where=True)
-        return BLOCK_M, BLOCK_N, num_warps, True
+        BLOCK_M, _, _, num_warps, _ = _rows_tiling(M, lanes, forward, log=log, itemsize=itemsize, aligned=False,
+                                                   where=True)
+        return BLOCK_M, num_warps, True
     if forward:
         values, block_m = WHERE_FWD_THREAD_BYTES // itemsize, max(1, WHERE_FWD_MIN_BYTES // (lanes * itemsize))
         max_warps = WHERE_FWD_MAX_WARPS[itemsize]
@@ -1145,7 +1146,7 @@ def _where_tiling(M: int, lanes: int, itemsize: int, log: bool, forward: bool) -
         max_warps = WHERE_BWD_MAX_WARPS
     BLOCK_M = min(block_m, triton.next_power_of_2(M))
     num_warps = max(1, min(max_warps, BLOCK_M * lanes // (values * 32)))
-    return BLOCK_M, lanes, num_warps, not (forward and itemsize == 4 and lanes >= WHERE_FWD32_EVERY_LANES)
+    return BLOCK_M, num_warps, not (forward and itemsize == 4 and lanes >= WHERE_FWD32_EVERY_LANES)
 
 
 # --------------------------------------------------------------------------------------

@@ -318,32 +318,34 @@ def test_where_kernels_tiles(monkeypatch, dtype):
     monkeypatch.setattr(dispatch, "WHERE_FWD32_EVERY_LANES", 512)
     dispatch.plan_where.cache_clear()
     jax.clear_caches()
-    name = jnp.dtype(dtype).name
-    rng = np.random.default_rng(31)
-    for shape, fwd_tile, bwd_tile in [((37, 100), {"float32": (2, 1), "bfloat16": (4, 1)}[name], (4, 2)),
-                                      ((3, 300), (1, {"float32": 2, "bfloat16": 1}[name]), (1, 2))]:
-        for forward, tile in ((True, fwd_tile), (False, bwd_tile)):
-            (launch,) = mj._where_plan(shape, dtype, 1, False, forward)
-            kw = launch.kwargs
-            assert (kw["BLOCK_M"], kw["num_warps"]) == tile, (shape, forward, kw)
-            assert kw["SKIP"] == (not forward or name != "float32" or shape[1] < 257), (shape, forward, kw)
-        x, dy = randn(*shape, dtype=dtype, seed=32), randn(*shape, dtype=dtype, seed=33, scale=1.0)
-        m = rng.random(shape) < 0.7
-        m[1] = False  # a fully masked row
-        m[2, :] = False
-        m[2, 3] = True  # one kept value
-        for ours, theirs, log in OPS:
-            y, pull = jax.vjp(lambda t: ours(t, -1, where=m), x)
-            expected = theirs(jnp.asarray(x, jnp.float64), -1, where=m)
-            ref.assert_close(np.asarray(y, np.float64), expected, name, f"{shape} y")
-            fill = -np.inf if log else 0.0
-            y64 = np.where(m, np.asarray(y, np.float64), fill)
-            dy64 = np.where(m, np.asarray(dy, np.float64), 0.0)
-            dx = np.where(m, ref.softmax_backward(y64, dy64, -1, log), 0.0)
-            ref.assert_close(np.asarray(pull(dy)[0], np.float64), dx, name, f"{shape} dx",
-                             scale_atol=ref.backward_scale(y64, dy64, -1, log))
-    dispatch.plan_where.cache_clear()  # no plan of the cut limit outlives the test
-    jax.clear_caches()
+    try:
+        name = jnp.dtype(dtype).name
+        rng = np.random.default_rng(31)
+        for shape, fwd_tile, bwd_tile in [((37, 100), {"float32": (2, 1), "bfloat16": (4, 1)}[name], (4, 2)),
+                                          ((3, 300), (1, {"float32": 2, "bfloat16": 1}[name]), (1, 2))]:
+            for forward, tile in ((True, fwd_tile), (False, bwd_tile)):
+                (launch,) = mj._where_plan(shape, dtype, 1, False, forward)
+                kw = launch.kwargs
+                assert (kw["BLOCK_M"], kw["num_warps"]) == tile, (shape, forward, kw)
+                assert kw["SKIP"] == (not forward or name != "float32" or shape[1] < 257), (shape, forward, kw)
+            x, dy = randn(*shape, dtype=dtype, seed=32), randn(*shape, dtype=dtype, seed=33, scale=1.0)
+            m = rng.random(shape) < 0.7
+            m[1] = False  # a fully masked row
+            m[2, :] = False
+            m[2, 3] = True  # one kept value
+            for ours, theirs, log in OPS:
+                y, pull = jax.vjp(lambda t: ours(t, -1, where=m), x)
+                expected = theirs(jnp.asarray(x, jnp.float64), -1, where=m)
+                ref.assert_close(np.asarray(y, np.float64), expected, name, f"{shape} y")
+                fill = -np.inf if log else 0.0
+                y64 = np.where(m, np.asarray(y, np.float64), fill)
+                dy64 = np.where(m, np.asarray(dy, np.float64), 0.0)
+                dx = np.where(m, ref.softmax_backward(y64, dy64, -1, log), 0.0)
+                ref.assert_close(np.asarray(pull(dy)[0], np.float64), dx, name, f"{shape} dx",
+                                 scale_atol=ref.backward_scale(y64, dy64, -1, log))
+    finally:
+        dispatch.plan_where.cache_clear()  # no plan of the cut limit outlives the test, failed or not
+        jax.clear_caches()
 
 
 def test_where_long_rows(monkeypatch):

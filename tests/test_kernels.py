@@ -1771,12 +1771,12 @@ def test_where_tiling_rule():
     assert tile(3, 100, "bfloat16") == (4, 1, True) and tile(1, 100, "bfloat16") == (1, 1, True)
     assert tile(2, 100, "float32", False) == (2, 1, True)
     # the rows family's tiles: 16-bit forward rows past WHERE_FWD16_MAX_LANES, float64
-    for M_, N, dtype, forward in ((M, 16384, "bfloat16", True), (M, 32768, "float16", True), (M, 128, "float64", True),
-                                  (M, 1024, "float64", False)):
+    for N, dtype, forward in ((16384, "bfloat16", True), (32768, "float16", True), (128, "float64", True),
+                              (1024, "float64", False)):
         lanes = triton.next_power_of_2(N)
-        block_m, _, _, warps, _ = dispatch._rows_tiling(M_, lanes, forward, itemsize=dispatch.ITEMSIZE[dtype],
+        block_m, _, _, warps, _ = dispatch._rows_tiling(M, lanes, forward, itemsize=dispatch.ITEMSIZE[dtype],
                                                         aligned=False, where=True)
-        assert tile(M_, N, dtype, forward) == (block_m, warps, True), (N, dtype)
+        assert tile(M, N, dtype, forward) == (block_m, warps, True), (N, dtype)
 
 
 class _ModuleLauncher:
