@@ -1057,11 +1057,11 @@ WHERE_BWD_MAX_N = 16384
 # WHERE_FWD_MIN_BYTES of x (one row past that), WHERE_FWD_THREAD_BYTES a thread (two 16-byte
 # vectors: 16 values in 16-bit, 8 in float32) on at most WHERE_FWD_MAX_WARPS warps; the backward's
 # WHERE_BWD_VALUES values a thread on WHERE_BWD_MIN_WARPS to WHERE_BWD_MAX_WARPS warps. The rows
-# family's rule (`_rows_tiling`: 4 warps up to 2048 lanes, 16 values a thread) left them at 2,480-2,730
+# family's rule (`_rows_tiling`: 4 warps up to 2048 lanes, 16 values a thread) left them at 2,480-2,740
 # GB/s on H100 bf16 1048576 x 128 (padding and causal masks); these tiles take 2,970-3,230 (the
 # causal mask's x read half), the unmasked kernels 3,000. Smaller programs fell off a cliff (512 bytes
 # of x: 1,694 GB/s at any warps). 16-bit forward rows past WHERE_FWD16_MAX_LANES keep the rows
-# family's tiles (2,000-2,550 GB/s in every tiling tried, and in the cooperative kernel); float32
+# family's tiles (1,950-2,570 GB/s, no other tiling tried nor the cooperative kernel better); float32
 # forward rows of WHERE_FWD32_EVERY_LANES lanes or more read x by every vector beside the mask (SKIP
 # off), not after it: 2,370 -> 2,950 GB/s at 16384. Measured on padding (one mask row, 90% kept) and
 # causal (N x N) masks. Measured: bench/DISPATCH.md, WHERE_FWD_MIN_BYTES.
