@@ -10,8 +10,9 @@ XLA's 2,938 (bench/results/h100/probe_where_i32.log). This times, for ~256 MB of
 row (padding: N values, 90% kept, read by every row) and of N rows (causal: an N x N lower
 triangle, row m reading mask row m % N), forward and backward, softmax and log_softmax:
   * dispatch: plan_where's launch;
-  * mBwW: the same kernel at B rows a program and W warps; a trailing "n" (in --tilings): SKIP off,
-    x (y, dy) read by every vector beside the mask, not only by the vectors holding a kept value;
+  * mBwW: the same kernel at B rows a program and W warps; then (in --tilings) "n": SKIP off, x (y,
+    dy) read by every vector beside the mask, not only by the vectors holding a kept value; "rR":
+    compiled under Triton's register cap maxnreg=R (more programs an SM);
   * coop (--coop): the cooperative where kernel (*_coop_where), as plan_where makes it for longer rows;
   * unmasked: dispatch's plan for the unmasked kernels on the same x (no mask), the bar;
 launched from torch (launch.torch_call), each timed twice by the benchmark's clock
@@ -21,7 +22,7 @@ the largest error relative to max(1, |ref|) against float64 (ERR over 2e-2). GB/
 
     python bench/probe_where_rows.py [--dtypes bfloat16,float32] [--ns 128,256,1024]
                                      [--masks padding,causal] [--ops softmax,log_softmax]
-                                     [--dirs fwd,bwd] [--tilings 8x2,16x4] [--coop]
+                                     [--dirs fwd,bwd] [--tilings 8x2,16x4,1x16r48] [--coop]
     (defaults: bfloat16,float32; 128,256,1024; padding; both ops; fwd; 2-8 warps at 8 and 16 values a thread)
 """
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 from datetime import datetime, timezone
@@ -63,17 +65,24 @@ def masked_reference(x, y, dy, keep, log, direction):
 
 
 def tilings(N: int, spec: str):
-    """(BLOCK_M, num_warps, SKIP off) triples: from `spec` ("8x2,16x4n": a trailing "n", SKIP off),
-    else 2, 4 and 8 warps holding 8 and 16 values a thread of next_power_of_2(N) lanes, SKIP on."""
+    """(BLOCK_M, num_warps, SKIP off, maxnreg or None) tuples: from `spec` ("8x2,16x4n,1x16nr48":
+    "n", SKIP off; "rR", maxnreg R), else 2, 4 and 8 warps holding 8 and 16 values a thread of
+    next_power_of_2(N) lanes, SKIP on, uncapped."""
     if spec:
-        return [(*map(int, t.rstrip("n").split("x")), t.endswith("n")) for t in spec.split(",")]
+        out = []
+        for t in spec.split(","):
+            m = re.fullmatch(r"(\d+)x(\d+)(n?)(?:r(\d+))?", t)
+            if m is None:
+                raise SystemExit(f"--tilings: {t!r} is not BLOCK_MxWARPS[n][rREGS]")
+            out.append((int(m[1]), int(m[2]), bool(m[3]), int(m[4]) if m[4] else None))
+        return out
     lanes = triton.next_power_of_2(N)
     out = []
     for warps in (2, 4, 8):
         for per_thread in (8, 16):
             block_m = per_thread * 32 * warps // lanes
             if block_m >= 1 and block_m * lanes == per_thread * 32 * warps:
-                out.append((block_m, warps, False))
+                out.append((block_m, warps, False, None))
     return out
 
 
@@ -98,11 +107,11 @@ def case(dtype, N, mask_kind, log, direction, spec, sms, l2, coop=False):
     plan = dispatch.plan_where.__wrapped__(M, N, dtype, log, direction == "fwd", 1, row_mod, False, True, sms)
     kw = plan[0].kwargs
     variants = [("dispatch", plan)]
-    for block_m, warps, every in tilings(N, spec):
-        if (block_m, warps, every) != (kw["BLOCK_M"], kw["num_warps"], not kw["SKIP"]):
-            variants.append((f"m{block_m}w{warps}" + "n" * every,
+    for block_m, warps, every, cap in tilings(N, spec):
+        if (block_m, warps, every, cap) != (kw["BLOCK_M"], kw["num_warps"], not kw["SKIP"], kw.get("maxnreg")):
+            variants.append((f"m{block_m}w{warps}" + "n" * every + (f"r{cap}" if cap else ""),
                              tune.with_meta(plan, grid=(triton.cdiv(M, block_m),), BLOCK_M=block_m, num_warps=warps,
-                                            SKIP=not every)))
+                                            SKIP=not every, **({"maxnreg": cap} if cap else {}))))
     if coop:  # the cooperative where kernel, as dispatch plans it past WHERE_MAX_N / WHERE_BWD_MAX_N
         with mock.patch.object(dispatch, "WHERE_MAX_N", 0), mock.patch.object(dispatch, "WHERE_BWD_MAX_N", 0):
             cp = dispatch.plan_where.__wrapped__(M, N, dtype, log, direction == "fwd", 1, row_mod, False, True, sms)
@@ -127,7 +136,8 @@ def case(dtype, N, mask_kind, log, direction, spec, sms, l2, coop=False):
         for name, f in fns.items():
             res[name].append(timing.torch_time(f, args, nbytes, cuda=True, graphable=True, l2_bytes=l2)[0])
     head = (f"{dtype:8s} {M}x{N} {mask_kind:7s} {'log' if log else 'sm '} {direction} "
-            f"dispatch m{kw['BLOCK_M']}w{kw['num_warps']}{'' if kw['SKIP'] else 'n'} | ")
+            f"dispatch m{kw['BLOCK_M']}w{kw['num_warps']}{'' if kw['SKIP'] else 'n'}"
+            f"{'r%d' % kw['maxnreg'] if kw.get('maxnreg') else ''} | ")
     return head + " | ".join(
         f"{name} r{info[name][0]} " + "/".join(f"{us:.2f}" for us in res[name])
         + f" us {nbytes / min(res[name]) / 1e3:.0f} GB/s" + (f" ERR {info[name][1]:.0e}" if info[name][1] > 2e-2 else "")
@@ -142,7 +152,9 @@ def main():
     ap.add_argument("--ops", default="softmax,log_softmax")
     ap.add_argument("--dirs", default="fwd")
     ap.add_argument("--coop", action="store_true", help="time the cooperative where kernel too")
-    ap.add_argument("--tilings", default="", help="BLOCK_MxWARPS[n],... (n: SKIP off; default: 2-8 warps, 8 and 16 values a thread)")
+    ap.add_argument("--tilings", default="",
+                    help="BLOCK_MxWARPS[n][rREGS],... (n: SKIP off; rREGS: maxnreg REGS; "
+                         "default: 2-8 warps, 8 and 16 values a thread)")
     args = ap.parse_args()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     print(f"# {commit}, {datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%SZ}, python bench/probe_where_rows.py "
