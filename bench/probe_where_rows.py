@@ -14,15 +14,19 @@ triangle, row m reading mask row m % N), forward and backward, softmax and log_s
     dy) read by every vector beside the mask, not only by the vectors holding a kept value; "rR":
     compiled under Triton's register cap maxnreg=R (more programs an SM);
   * coop (--coop): the cooperative where kernel (*_coop_where), as plan_where makes it for longer rows;
+    coopCwW[rR] (--coop-tilings): the same in C-value chunks at W warps (under maxnreg R);
   * unmasked: dispatch's plan for the unmasked kernels on the same x (no mask), the bar;
 launched from torch (launch.torch_call), each timed twice by the benchmark's clock
 (bench/timing.py: CUDA graph, kernel time; a fresh output a call), with registers a thread and
 the largest error relative to max(1, |ref|) against float64 (ERR over 2e-2). GB/s count x and y
-(backward: y, dy, dx), as the benchmark does. The copy bandwidth of the same run heads the log.
+(backward: y, dy, dx), as the benchmark does; the error on 4096 rows or more spread over x. A causal
+mask takes whole triangles: M = N where 256 MB hold fewer rows. The copy bandwidth of the same run
+heads the log.
 
     python bench/probe_where_rows.py [--dtypes bfloat16,float32] [--ns 128,256,1024]
                                      [--masks padding,causal] [--ops softmax,log_softmax]
                                      [--dirs fwd,bwd] [--tilings 8x2,16x4,1x16r48] [--coop]
+                                     [--coop-tilings 8192x16r40,4096x8]
     (defaults: bfloat16,float32; 128,256,1024; padding; both ops; fwd; 2-8 warps at 8 and 16 values a thread)
 """
 
@@ -86,10 +90,23 @@ def tilings(N: int, spec: str):
     return out
 
 
-def case(dtype, N, mask_kind, log, direction, spec, sms, l2, coop=False):
+def coop_tilings(spec: str):
+    """(CHUNK_N, num_warps, maxnreg or None) of the cooperative where kernel, from `spec`
+    ("8192x16r40,4096x8")."""
+    out = []
+    for t in filter(None, spec.split(",")):
+        m = re.fullmatch(r"(\d+)x(\d+)(?:r(\d+))?", t)
+        if m is None:
+            raise SystemExit(f"--coop-tilings: {t!r} is not CHUNKxWARPS[rREGS]")
+        out.append((int(m[1]), int(m[2]), int(m[3]) if m[3] else None))
+    return out
+
+
+def case(dtype, N, mask_kind, log, direction, spec, sms, l2, coop=False, coop_spec=""):
     T = getattr(torch, dtype)
     M = TENSOR_BYTES // (N * T.itemsize)
-    M -= M % N if mask_kind == "causal" else 0
+    if mask_kind == "causal":  # whole N x N triangles, at least one (as x (B, H, T, T) under a causal mask)
+        M = max(M - M % N, N)
     gen = torch.Generator(device="cuda").manual_seed(0)
     if mask_kind == "padding":
         w = torch.rand((1, N), device="cuda", generator=gen) < 0.9
@@ -112,14 +129,21 @@ def case(dtype, N, mask_kind, log, direction, spec, sms, l2, coop=False):
             variants.append((f"m{block_m}w{warps}" + "n" * every + (f"r{cap}" if cap else ""),
                              tune.with_meta(plan, grid=(triton.cdiv(M, block_m),), BLOCK_M=block_m, num_warps=warps,
                                             SKIP=not every, **({"maxnreg": cap} if cap else {}))))
-    if coop:  # the cooperative where kernel, as dispatch plans it past WHERE_MAX_N / WHERE_BWD_MAX_N
-        with mock.patch.object(dispatch, "WHERE_MAX_N", 0), mock.patch.object(dispatch, "WHERE_BWD_MAX_N", 0):
+    for chunk, warps, cap in ([(None, None, None)] if coop else []) + coop_tilings(coop_spec):
+        # the cooperative where kernel, as dispatch plans it past WHERE_MAX_N / WHERE_BWD_MAX_N, or in
+        # `chunk`-value chunks at `warps` warps under maxnreg `cap`
+        patches = dict(WHERE_MAX_N=0, WHERE_BWD_MAX_N=0)
+        if chunk:
+            patches.update(WHERE_COOP_CHUNK_N={T.itemsize: chunk}, WHERE_COOP_WARPS=warps,
+                           WHERE_COOP_MAXNREG={T.itemsize: cap} if cap else {})
+        with mock.patch.multiple(dispatch, **patches):
             cp = dispatch.plan_where.__wrapped__(M, N, dtype, log, direction == "fwd", 1, row_mod, False, True, sms)
         if cp is not None:
-            variants.append(("coop", cp))
+            variants.append(("coop" + (f"{chunk}w{warps}" + (f"r{cap}" if cap else "") if chunk else ""), cp))
     plain = (dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, sms) if direction == "fwd"
              else dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, log, sms))
-    ref = masked_reference(x, y, dy, keep, log, direction)
+    sel = torch.arange(0, M, max(1, M // 4096), device="cuda")  # the error on 4096 rows or more, spread
+    ref = masked_reference(x[sel], y[sel], dy[sel], keep[sel], log, direction)
     info, fns = {}, {}
     for name, p in variants + [("unmasked", plain)]:
         launch._COMPILED.clear()
@@ -128,7 +152,7 @@ def case(dtype, N, mask_kind, log, direction, spec, sms, l2, coop=False):
                      tune.run_plan(p, {**dict(zip(names, a)), **more}, torch.empty_like(out)))
         got = tune.run_plan(p, {**bufs, **more}, out)
         err = float("nan") if name == "unmasked" else \
-            ((got.double() - ref).abs() / ref.abs().clamp(min=1)).nan_to_num(nan=1.0, posinf=0.0).max().item()
+            ((got[sel].double() - ref).abs() / ref.abs().clamp(min=1)).nan_to_num(nan=1.0, posinf=0.0).max().item()
         info[name] = (max(c[1].n_regs for c in launch._COMPILED.values()), err)
     args = tuple(bufs[n] for n in names)
     res = {name: [] for name in fns}
@@ -152,6 +176,8 @@ def main():
     ap.add_argument("--ops", default="softmax,log_softmax")
     ap.add_argument("--dirs", default="fwd")
     ap.add_argument("--coop", action="store_true", help="time the cooperative where kernel too")
+    ap.add_argument("--coop-tilings", default="",
+                    help="CHUNKxWARPS[rREGS],...: the cooperative where kernel in these chunks, warps and maxnreg")
     ap.add_argument("--tilings", default="",
                     help="BLOCK_MxWARPS[n][rREGS],... (n: SKIP off; rREGS: maxnreg REGS; "
                          "default: 2-8 warps, 8 and 16 values a thread)")
@@ -169,7 +195,7 @@ def main():
                 for op in args.ops.split(","):
                     for direction in args.dirs.split(","):
                         print(case(dtype, N, mask_kind, op == "log_softmax", direction, args.tilings, sms, l2,
-                                   args.coop),
+                                   args.coop, args.coop_tilings),
                               flush=True)
                         torch.cuda.empty_cache()
 
