@@ -1054,25 +1054,35 @@ WHERE_BWD_MAX_N = 16384
 
 
 # The rows kernels' tiles (dispatch._where_tiling): the forward's programs hold at least
-# WHERE_FWD_MIN_BYTES of x (one row past that), WHERE_FWD_THREAD_BYTES a thread (two 16-byte
-# vectors: 16 values in 16-bit, 8 in float32) on at most WHERE_FWD_MAX_WARPS warps; the backward's
-# WHERE_BWD_VALUES values a thread on WHERE_BWD_MIN_WARPS to WHERE_BWD_MAX_WARPS warps. The rows
-# family's rule (`_rows_tiling`: 4 warps up to 2048 lanes, 16 values a thread) left them at 2,480-2,740
-# GB/s on H100 bf16 1048576 x 128 (padding and causal masks); these tiles take 2,970-3,230 (the
-# causal mask's x read half), the unmasked kernels 3,000. Smaller programs fell off a cliff (512 bytes
-# of x: 1,694 GB/s at any warps). 16-bit forward rows past WHERE_FWD16_MAX_LANES keep the rows
-# family's tiles (1,950-2,570 GB/s, no other tiling tried nor the cooperative kernel better); float32
-# forward rows of WHERE_FWD32_EVERY_LANES lanes or more read x by every vector beside the mask (SKIP
-# off), not after it: 2,370 -> 2,950 GB/s at 16384. Measured on padding (one mask row, 90% kept) and
-# causal (N x N) masks. Measured: bench/DISPATCH.md, WHERE_FWD_MIN_BYTES.
+# WHERE_FWD_MIN_BYTES of x and a warp's worth (one row past that), WHERE_FWD_THREAD_BYTES a thread
+# (float32: two 16-byte vectors, 8 values; 16-bit: four, 32 values, under Triton's register cap
+# WHERE_FWD_MAXNREG where the launcher can pass it) on at most WHERE_FWD_MAX_WARPS warps; the
+# backward's WHERE_BWD_VALUES values a thread on WHERE_BWD_MIN_WARPS to WHERE_BWD_MAX_WARPS warps,
+# but for the 16-bit log_softmax from WHERE_BWD16_LOG_LANES lanes: WHERE_BWD16_LOG_VALUES values under
+# WHERE_BWD16_LOG_MAXNREG. The rows family's rule (`_rows_tiling`: 4 warps up to 2048 lanes, 16 values a
+# thread) left bf16 1048576 x 128 at 2,480-2,740 GB/s on the H100 (padding and causal masks); 1 KB
+# programs of 32 bytes a thread took 2,970-3,230 (the causal mask's x read half), the unmasked kernels
+# 3,000. Smaller programs fell off a cliff (512 bytes of x: 1,694 GB/s at any warps). In 16-bit, 32
+# values a thread compile to 80-96 registers uncapped, which leaves an SM too few rows in flight past
+# 4096 lanes (16384: one row of 16 warps; 2,066 GB/s); capped at 64 they fit without spilling, and
+# the cap took bf16 16384 lanes 2,066 -> 2,934 GB/s (causal 1,699 -> 2,662), 8192 2,804 -> 3,002, 4096
+# 2,880 -> 2,995, and causal rows of 128-2048 lanes 3,128-3,314 -> 3,316-3,652 (padding masks there
+# within -1.0% to +1.3%). float32 forward rows of WHERE_FWD32_EVERY_LANES lanes or more read x by every
+# vector beside the mask (SKIP off), not after it: 2,370 -> 2,950 GB/s at 16384. The 16-bit log_softmax
+# backward of 16384 lanes took 2,485 -> 3,394 GB/s under a causal mask (padding: 2,959 -> 2,942).
+# Measured on padding (one mask row, 90% kept) and causal (N x N) masks. Measured: bench/DISPATCH.md,
+# WHERE_FWD_MIN_BYTES and WHERE_FWD_MAXNREG.
 WHERE_FWD_MIN_BYTES = 1024
-WHERE_FWD_THREAD_BYTES = 32
-WHERE_FWD_MAX_WARPS = {2: 8, 4: 32}
-WHERE_FWD16_MAX_LANES = 8192
+WHERE_FWD_THREAD_BYTES = {2: 64, 4: 32}
+WHERE_FWD_MAXNREG = {2: 64}
+WHERE_FWD_MAX_WARPS = 32
 WHERE_FWD32_EVERY_LANES = 16384
 WHERE_BWD_VALUES = 8
 WHERE_BWD_MIN_WARPS = 2
 WHERE_BWD_MAX_WARPS = 32
+WHERE_BWD16_LOG_LANES = 16384
+WHERE_BWD16_LOG_VALUES = 32
+WHERE_BWD16_LOG_MAXNREG = 64
 
 
 # Rows past those limits take *_coop_where, a WHERE_COOP_CHUNK_N-value chunk a program at
@@ -1096,12 +1106,11 @@ def plan_where(M: int, N: int, dtype: str, log: bool, forward: bool, row_div: in
     "dx"). Row m reads mask row (m // row_div) % row_mod, or where_rows[m] if `row_table`;
     `w_cols`: the mask holds N values a row, else one (kernels/where.py).
     Rows of at most WHERE_MAX_N values (backward: WHERE_BWD_MAX_N; float64: MAX_ROWS_BLOCK_N): one
-    launch of the rows kernel, a row in next_power_of_2(N) lanes, tiled as the rows family
-    (`_rows_tiling`) without its aligned-row rules, which were measured unmasked. Longer rows: the
+    launch of the rows kernel, a row in next_power_of_2(N) lanes, tiled by `_where_tiling`. Longer rows: the
     cooperative kernel in WHERE_COOP_CHUNK_N-value chunks, planned for `num_sms` SMs (one launch;
     two under Triton's interpreter, as `_coop_launches`), or None where a row needs more than
     num_sms chunks, and for the softmax backward (the unmasked one serves, see WHERE_COOP_*);
-    `register_cap`: the launcher can pass Triton's maxnreg (WHERE_COOP_MAXNREG).
+    `register_cap`: the launcher can pass Triton's maxnreg (WHERE_COOP_MAXNREG, and `_where_tiling`'s caps).
     VEC: values a 16-byte vector (fewer for rows shorter than that)."""
     itemsize = ITEMSIZE[dtype]
     if forward:
@@ -1121,32 +1130,40 @@ def plan_where(M: int, N: int, dtype: str, log: bool, forward: bool, row_div: in
                               2 if forward else 1, out, warps=WHERE_COOP_WARPS, chunk=chunk,
                               maxnreg=WHERE_COOP_MAXNREG.get(itemsize) if forward and register_cap else None)
     BLOCK_N = triton.next_power_of_2(N)
-    BLOCK_M, num_warps, skip = _where_tiling(M, BLOCK_N, itemsize, log, forward)
+    BLOCK_M, num_warps, skip, cap = _where_tiling(M, BLOCK_N, itemsize, log, forward, register_cap)
     meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, VEC=min(16 // itemsize, BLOCK_N), **meta, SKIP=skip,
-                num_warps=num_warps, num_stages=1)
+                num_warps=num_warps, num_stages=1, **({"maxnreg": cap} if cap else {}))
     return (Launch(kernel, inputs, scalars, ((out, (M, N), "io"),), (triton.cdiv(M, BLOCK_M),), tuple(meta.items())),)
 
 
-def _where_tiling(M: int, lanes: int, itemsize: int, log: bool, forward: bool) -> tuple[int, int, bool]:
-    """BLOCK_M, num_warps and SKIP of the where rows kernels, rows in `lanes` (a power of two) (WHERE_FWD_*,
-    WHERE_BWD_*): programs of at least WHERE_FWD_MIN_BYTES of x (backward: rows for
-    WHERE_BWD_MIN_WARPS warps), no more rows than M's next power of two, WHERE_FWD_THREAD_BYTES
-    (backward: WHERE_BWD_VALUES values) a thread on the warps those rows fill, capped; SKIP off for
-    float32 forward rows of WHERE_FWD32_EVERY_LANES lanes or more. 16-bit forward rows past
-    WHERE_FWD16_MAX_LANES and float64 as the rows family (`_rows_tiling`)."""
-    if itemsize == 8 or (forward and itemsize == 2 and lanes > WHERE_FWD16_MAX_LANES):
+def _where_tiling(M: int, lanes: int, itemsize: int, log: bool, forward: bool,
+                  register_cap: bool = True) -> tuple[int, int, bool, int | None]:
+    """BLOCK_M, num_warps, SKIP and maxnreg (or None) of the where rows kernels, rows in `lanes` (a
+    power of two) (WHERE_FWD_*, WHERE_BWD_*): forward programs of at least WHERE_FWD_MIN_BYTES of x
+    and a warp's worth, WHERE_FWD_THREAD_BYTES a thread (16-bit: under WHERE_FWD_MAXNREG where
+    `register_cap`, the launcher can pass it); backward rows for WHERE_BWD_MIN_WARPS warps at
+    WHERE_BWD_VALUES values a thread (the 16-bit log_softmax from WHERE_BWD16_LOG_LANES lanes, where
+    `register_cap`: WHERE_BWD16_LOG_VALUES under WHERE_BWD16_LOG_MAXNREG); no more rows than M's next
+    power of two, on the warps those rows fill, capped; SKIP off for float32 forward rows of
+    WHERE_FWD32_EVERY_LANES lanes or more. float64 as the rows family (`_rows_tiling`)."""
+    if itemsize == 8:
         BLOCK_M, _, _, num_warps, _ = _rows_tiling(M, lanes, forward, log=log, itemsize=itemsize, aligned=False,
                                                    where=True)
-        return BLOCK_M, num_warps, True
+        return BLOCK_M, num_warps, True, None
+    cap = None
     if forward:
-        values, block_m = WHERE_FWD_THREAD_BYTES // itemsize, max(1, WHERE_FWD_MIN_BYTES // (lanes * itemsize))
-        max_warps = WHERE_FWD_MAX_WARPS[itemsize]
+        cap = WHERE_FWD_MAXNREG.get(itemsize) if register_cap else None
+        values = WHERE_FWD_THREAD_BYTES[itemsize] // itemsize
+        max_warps = WHERE_FWD_MAX_WARPS
+        block_m = max(1, max(WHERE_FWD_MIN_BYTES, 32 * WHERE_FWD_THREAD_BYTES[itemsize]) // (lanes * itemsize))
     else:
-        values, block_m = WHERE_BWD_VALUES, max(1, WHERE_BWD_MIN_WARPS * 32 * WHERE_BWD_VALUES // lanes)
-        max_warps = WHERE_BWD_MAX_WARPS
+        values, max_warps = WHERE_BWD_VALUES, WHERE_BWD_MAX_WARPS
+        if itemsize == 2 and log and lanes >= WHERE_BWD16_LOG_LANES and register_cap:
+            values, cap = WHERE_BWD16_LOG_VALUES, WHERE_BWD16_LOG_MAXNREG
+        block_m = max(1, WHERE_BWD_MIN_WARPS * 32 * values // lanes)
     BLOCK_M = min(block_m, triton.next_power_of_2(M))
     num_warps = max(1, min(max_warps, BLOCK_M * lanes // (values * 32)))
-    return BLOCK_M, num_warps, not (forward and itemsize == 4 and lanes >= WHERE_FWD32_EVERY_LANES)
+    return BLOCK_M, num_warps, not (forward and itemsize == 4 and lanes >= WHERE_FWD32_EVERY_LANES), cap
 
 
 # --------------------------------------------------------------------------------------

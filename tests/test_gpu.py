@@ -785,8 +785,9 @@ def test_jax_where_at_real_sizes():
     float32 4 x 256000 (4, 1), a value a row, one program an SM at most, a fully masked row; float64
     3 x 50000 under a mask of its own rows, thinning along them, on counters; float32 8 x 300000, a
     ticket on counters); short rows at dispatch._where_tiling's tiles (bfloat16 64 x 128 x 128 causal:
-    4 rows a program on one warp; float16 3001 x 100, odd rows; float32 777 x 256 and bfloat16 96 x
-    8192 under padding masks; float32 64 x 16384, x read by every vector: SKIP off).
+    8 rows a program on one warp; float16 3001 x 100, odd rows; float32 777 x 256 and bfloat16 96 x
+    8192 under padding masks; float32 64 x 16384, x read by every vector: SKIP off; float16 16 x 16384
+    under a causal-like mask, its log_softmax backward too under the register cap).
     Forward against float64; the backward from our y against the float64 formula over the kept
     values."""
     import jax
@@ -807,9 +808,14 @@ def test_jax_where_at_real_sizes():
              ((3001, 100), rng.random((1, 100)) < 0.9, "float16"),
              ((777, 256), rng.random((1, 256)) < 0.9, "float32"),
              ((96, 8192), rng.random((1, 8192)) < 0.9, "bfloat16"),
-             ((64, 16384), rng.random((1, 16384)) < 0.9, "float32")]
+             ((64, 16384), rng.random((1, 16384)) < 0.9, "float32"),
+             ((16, 16384), np.arange(16384) < np.linspace(1, 16384, 16)[:, None], "float16")]
     skip = {shape: dict(mj._where_plan(shape, dtype, 1, False, True)[0].kwargs).get("SKIP") for shape, _, dtype in cases}
     assert skip[(64, 16384)] is False and skip[(64, 128, 128)] and skip[(96, 8192)], skip
+    caps = [dict(mj._where_plan(shape, dtype, 1, log, fwd)[0].kwargs).get("maxnreg")
+            for shape, dtype, log, fwd in [((96, 8192), "bfloat16", False, True), ((16, 16384), "float16", True, False),
+                                           ((64, 128, 128), "bfloat16", True, True)]]
+    assert caps == [dispatch.WHERE_FWD_MAXNREG[2], dispatch.WHERE_BWD16_LOG_MAXNREG, dispatch.WHERE_FWD_MAXNREG[2]], caps
     for shape, m, dtype in cases:
         x = jnp.asarray(rng.standard_normal(shape) * 4, dtype)
         dy = jnp.asarray(rng.standard_normal(shape), dtype)

@@ -312,7 +312,7 @@ def test_where_kernels_under_vmap():
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16], ids=["float32", "bfloat16"])
 def test_where_kernels_tiles(monkeypatch, dtype):
     """The where rows kernels at dispatch._where_tiling's tiles: several rows a program on one warp
-    (M not a multiple of BLOCK_M), one row on several warps, and float32 rows read by every vector
+    (M not a multiple of BLOCK_M), one row on several warps (float32), and float32 rows read by every vector
     beside the mask (SKIP off; WHERE_FWD32_EVERY_LANES cut to 512 lanes here); forward against
     jax.nn in float64, the backward (vjp) against the float64 formula on the kept values."""
     monkeypatch.setattr(dispatch, "WHERE_FWD32_EVERY_LANES", 512)
@@ -321,13 +321,14 @@ def test_where_kernels_tiles(monkeypatch, dtype):
     try:
         name = jnp.dtype(dtype).name
         rng = np.random.default_rng(31)
-        for shape, fwd_tile, bwd_tile in [((37, 100), {"float32": (2, 1), "bfloat16": (4, 1)}[name], (4, 2)),
-                                          ((3, 300), (1, {"float32": 2, "bfloat16": 1}[name]), (1, 2))]:
+        for shape, fwd_tile, bwd_tile in [((37, 100), {"float32": (2, 1), "bfloat16": (8, 1)}[name], (4, 2)),
+                                          ((3, 300), {"float32": (1, 2), "bfloat16": (2, 1)}[name], (1, 2))]:
             for forward, tile in ((True, fwd_tile), (False, bwd_tile)):
                 (launch,) = mj._where_plan(shape, dtype, 1, False, forward)
                 kw = launch.kwargs
                 assert (kw["BLOCK_M"], kw["num_warps"]) == tile, (shape, forward, kw)
                 assert kw["SKIP"] == (not forward or name != "float32" or shape[1] < 257), (shape, forward, kw)
+                assert kw.get("maxnreg") == (64 if forward and name == "bfloat16" else None), (shape, forward, kw)
             x, dy = randn(*shape, dtype=dtype, seed=32), randn(*shape, dtype=dtype, seed=33, scale=1.0)
             m = rng.random(shape) < 0.7
             m[1] = False  # a fully masked row

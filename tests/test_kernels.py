@@ -1737,46 +1737,54 @@ def test_where_rule():
 
 def test_where_tiling_rule():
     """plan_where's rows tiles (dispatch._where_tiling): forward programs of at least
-    WHERE_FWD_MIN_BYTES of x, WHERE_FWD_THREAD_BYTES a thread, at most WHERE_FWD_MAX_WARPS warps;
-    backward WHERE_BWD_VALUES values a thread on WHERE_BWD_MIN_WARPS to WHERE_BWD_MAX_WARPS warps;
-    float32 forward rows of WHERE_FWD32_EVERY_LANES lanes read by every vector (SKIP off); 16-bit
-    forward rows past WHERE_FWD16_MAX_LANES and float64 tiled as the rows family."""
-    def tile(M, N, dtype, forward=True, log=False):
-        (launch,) = dispatch.plan_where(M, N, dtype, log, forward, 1, 1, False, True, 132)
+    WHERE_FWD_MIN_BYTES of x and a warp's worth, WHERE_FWD_THREAD_BYTES a thread (16-bit under
+    WHERE_FWD_MAXNREG), at most WHERE_FWD_MAX_WARPS warps; backward WHERE_BWD_VALUES values a
+    thread on WHERE_BWD_MIN_WARPS to WHERE_BWD_MAX_WARPS warps, the 16-bit log_softmax from
+    WHERE_BWD16_LOG_LANES lanes WHERE_BWD16_LOG_VALUES under WHERE_BWD16_LOG_MAXNREG; no cap where
+    the launcher cannot pass one; float32 forward rows of WHERE_FWD32_EVERY_LANES lanes read by
+    every vector (SKIP off); float64 tiled as the rows family."""
+    def tile(M, N, dtype, forward=True, log=False, register_cap=True):
+        (launch,) = dispatch.plan_where(M, N, dtype, log, forward, 1, 1, False, True, 132, register_cap)
         kw = launch.kwargs
         assert launch.grid == (triton.cdiv(M, kw["BLOCK_M"]),)
-        return kw["BLOCK_M"], kw["num_warps"], kw["SKIP"]
+        return kw["BLOCK_M"], kw["num_warps"], kw["SKIP"], kw.get("maxnreg")
 
     M = 1 << 20
-    expected = {  # N: (bfloat16 forward, float32 forward, backward of either) as (BLOCK_M, num_warps)
-        100: ((4, 1), (2, 1), (4, 2)), 128: ((4, 1), (2, 1), (4, 2)), 256: ((2, 1), (1, 1), (2, 2)),
-        512: ((1, 1), (1, 2), (1, 2)), 1000: ((1, 2), (1, 4), (1, 4)), 2048: ((1, 4), (1, 8), (1, 8)),
-        4096: ((1, 8), (1, 16), (1, 16)), 8192: ((1, 8), (1, 32), (1, 32)), 16384: (None, (1, 32), (1, 32))}
-    for N, (bf16, f32, bwd) in expected.items():
+    expected = {  # N: (16-bit forward, float32 forward, backward of either) as (BLOCK_M, num_warps)
+        100: ((8, 1), (2, 1), (4, 2)), 128: ((8, 1), (2, 1), (4, 2)), 256: ((4, 1), (1, 1), (2, 2)),
+        512: ((2, 1), (1, 2), (1, 2)), 1000: ((1, 1), (1, 4), (1, 4)), 2048: ((1, 2), (1, 8), (1, 8)),
+        4096: ((1, 4), (1, 16), (1, 16)), 8192: ((1, 8), (1, 32), (1, 32)), 16384: ((1, 16), (1, 32), (1, 32)),
+        32768: ((1, 32), (1, 32), None)}
+    for N, (b16, f32, bwd) in expected.items():
         for log in (False, True):
-            if bf16:
-                assert tile(M, N, "bfloat16", log=log) == (*bf16, True), N
-                assert tile(M, N, "float16", log=log) == (*bf16, True), N
-            assert tile(M, N, "float32", log=log) == (*f32, N < dispatch.WHERE_FWD32_EVERY_LANES), N
-            for dtype in ("bfloat16", "float32"):
-                assert tile(M, N, dtype, False, log) == (*bwd, True), (N, dtype)
-    assert dispatch.WHERE_FWD32_EVERY_LANES == 16384 and tile(M, 32768, "float32") == (1, 32, False)
-    # the forward's bytes a program hold whatever N: 16 values a thread in 16-bit, 8 in float32
+            for dtype in ("bfloat16", "float16"):
+                assert tile(M, N, dtype, log=log) == (*b16, True, 64), (N, dtype)
+                # without a cap: the same tiles
+                assert tile(M, N, dtype, log=log, register_cap=False) == (*b16, True, None), (N, dtype)
+            assert tile(M, N, "float32", log=log) == (*f32, N < dispatch.WHERE_FWD32_EVERY_LANES, None), N
+            if bwd is None:
+                continue
+            assert tile(M, N, "float32", False, log) == (*bwd, True, None), N
+            wide = log and N >= dispatch.WHERE_BWD16_LOG_LANES  # 32 values a thread under the cap
+            assert tile(M, N, "bfloat16", False, log) == ((1, 16, True, 64) if wide else (*bwd, True, None)), N
+            assert tile(M, N, "bfloat16", False, log, register_cap=False) == (*bwd, True, None), N
+    assert dispatch.WHERE_FWD32_EVERY_LANES == 16384 and dispatch.WHERE_BWD16_LOG_LANES == dispatch.WHERE_BWD_MAX_N
+    assert tile(M, 8193, "float16", False, True) == (1, 16, True, 64)
+    # the forward's programs: at least WHERE_FWD_MIN_BYTES and a warp of WHERE_FWD_THREAD_BYTES
+    # threads (32 values a thread in 16-bit, 8 in float32)
     for N in (128, 256, 1024):
-        for dtype, values in (("bfloat16", 16), ("float32", 8)):
-            block_m, warps, _ = tile(M, N, dtype)
+        for dtype, values in (("bfloat16", 32), ("float32", 8)):
+            block_m, warps, _, _ = tile(M, N, dtype)
             assert block_m * N * dispatch.ITEMSIZE[dtype] >= dispatch.WHERE_FWD_MIN_BYTES
             assert block_m * N == values * 32 * warps, (N, dtype)
     # few rows: BLOCK_M no more than the rows (a power of two), the warps those rows fill
-    assert tile(3, 100, "bfloat16") == (4, 1, True) and tile(1, 100, "bfloat16") == (1, 1, True)
-    assert tile(2, 100, "float32", False) == (2, 1, True)
-    # the rows family's tiles: 16-bit forward rows past WHERE_FWD16_MAX_LANES, float64
-    for N, dtype, forward in ((16384, "bfloat16", True), (32768, "float16", True), (128, "float64", True),
-                              (1024, "float64", False)):
+    assert tile(3, 100, "bfloat16") == (4, 1, True, 64) and tile(1, 100, "bfloat16") == (1, 1, True, 64)
+    assert tile(2, 100, "float32", False) == (2, 1, True, None)
+    # float64: the rows family's tiles
+    for N, forward in ((128, True), (1024, False)):
         lanes = triton.next_power_of_2(N)
-        block_m, _, _, warps, _ = dispatch._rows_tiling(M, lanes, forward, itemsize=dispatch.ITEMSIZE[dtype],
-                                                        aligned=False, where=True)
-        assert tile(M, N, dtype, forward) == (block_m, warps, True), (N, dtype)
+        block_m, _, _, warps, _ = dispatch._rows_tiling(M, lanes, forward, itemsize=8, aligned=False, where=True)
+        assert tile(M, N, "float64", forward) == (block_m, warps, True, None), N
 
 
 class _ModuleLauncher:
