@@ -12,7 +12,7 @@ triangle, row m reading mask row m % N), forward and backward, softmax and log_s
   * dispatch: plan_where's launch;
   * mBwW: the same kernel at B rows a program and W warps; then (in --tilings) "n": SKIP off, x (y,
     dy) read by every vector beside the mask, not only by the vectors holding a kept value; "rR":
-    compiled under Triton's register cap maxnreg=R (more programs an SM);
+    compiled under Triton's register cap maxnreg=R (more programs an SM), else uncapped;
   * coop (--coop): the cooperative where kernel (*_coop_where), as plan_where makes it for longer rows;
     coopCwW[rR] (--coop-tilings): the same in C-value chunks at W warps (under maxnreg R);
   * unmasked: dispatch's plan for the unmasked kernels on the same x (no mask), the bar;
@@ -33,6 +33,7 @@ heads the log.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import re
 import subprocess
@@ -126,9 +127,11 @@ def case(dtype, N, mask_kind, log, direction, spec, sms, l2, coop=False, coop_sp
     variants = [("dispatch", plan)]
     for block_m, warps, every, cap in tilings(N, spec):
         if (block_m, warps, every, cap) != (kw["BLOCK_M"], kw["num_warps"], not kw["SKIP"], kw.get("maxnreg")):
+            (l,) = tune.with_meta(plan, grid=(triton.cdiv(M, block_m),), BLOCK_M=block_m, num_warps=warps,
+                                  SKIP=not every, maxnreg=cap)
+            meta = tuple((k, v) for k, v in l.meta if not (k == "maxnreg" and v is None))  # uncapped: no maxnreg
             variants.append((f"m{block_m}w{warps}" + "n" * every + (f"r{cap}" if cap else ""),
-                             tune.with_meta(plan, grid=(triton.cdiv(M, block_m),), BLOCK_M=block_m, num_warps=warps,
-                                            SKIP=not every, **({"maxnreg": cap} if cap else {}))))
+                             (dataclasses.replace(l, meta=meta),)))
     for chunk, warps, cap in ([(None, None, None)] if coop else []) + coop_tilings(coop_spec):
         # the cooperative where kernel, as dispatch plans it past WHERE_MAX_N / WHERE_BWD_MAX_N, or in
         # `chunk`-value chunks at `warps` warps under maxnreg `cap`
