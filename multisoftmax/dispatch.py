@@ -1083,6 +1083,10 @@ WHERE_BWD_MAX_WARPS = 32
 WHERE_BWD16_LOG_LANES = 16384
 WHERE_BWD16_LOG_VALUES = 32
 WHERE_BWD16_LOG_MAXNREG = 64
+# ...but no cap where a program's threads cannot have more anyway (the SM's WHERE_SM_REGISTERS: 32
+# warps, 64 registers): compiled under the cap, bf16 4096 x 32768 under a padding mask took 0.7-1.2%
+# longer at the same registers (probe_where_rows_old.log).
+WHERE_SM_REGISTERS = 65536
 
 
 # Rows past those limits take *_coop_where, a WHERE_COOP_CHUNK_N-value chunk a program at
@@ -1144,8 +1148,9 @@ def _where_tiling(M: int, lanes: int, itemsize: int, log: bool, forward: bool,
     `register_cap`, the launcher can pass it); backward rows for WHERE_BWD_MIN_WARPS warps at
     WHERE_BWD_VALUES values a thread (the 16-bit log_softmax from WHERE_BWD16_LOG_LANES lanes, where
     `register_cap`: WHERE_BWD16_LOG_VALUES under WHERE_BWD16_LOG_MAXNREG); no more rows than M's next
-    power of two, on the warps those rows fill, capped; SKIP off for float32 forward rows of
-    WHERE_FWD32_EVERY_LANES lanes or more. float64 as the rows family (`_rows_tiling`)."""
+    power of two, on the warps those rows fill, capped; no register cap where the SM's registers
+    (WHERE_SM_REGISTERS) hold no more; SKIP off for float32 forward rows of WHERE_FWD32_EVERY_LANES
+    lanes or more. float64 as the rows family (`_rows_tiling`)."""
     if itemsize == 8:
         BLOCK_M, _, _, num_warps, _ = _rows_tiling(M, lanes, forward, log=log, itemsize=itemsize, aligned=False,
                                                    where=True)
@@ -1163,6 +1168,8 @@ def _where_tiling(M: int, lanes: int, itemsize: int, log: bool, forward: bool,
         block_m = max(1, WHERE_BWD_MIN_WARPS * 32 * values // lanes)
     BLOCK_M = min(block_m, triton.next_power_of_2(M))
     num_warps = max(1, min(max_warps, BLOCK_M * lanes // (values * 32)))
+    if cap and cap * 32 * num_warps >= WHERE_SM_REGISTERS:  # no cap where the SM's registers cap a program
+        cap = None
     return BLOCK_M, num_warps, not (forward and itemsize == 4 and lanes >= WHERE_FWD32_EVERY_LANES), cap
 
 
