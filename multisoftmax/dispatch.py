@@ -1064,12 +1064,12 @@ WHERE_BWD_MAX_N = 16384
 # programs of 32 bytes a thread took 2,970-3,230 (the causal mask's x read half), the unmasked kernels
 # 3,000. Smaller programs fell off a cliff (512 bytes of x: 1,694 GB/s at any warps). In 16-bit, 32
 # values a thread compile to 80-96 registers uncapped, which leaves an SM too few rows in flight past
-# 4096 lanes (16384: one row of 16 warps; 2,066 GB/s); capped at 64 they fit without spilling, and
-# the cap took bf16 16384 lanes 2,066 -> 2,934 GB/s (causal 1,699 -> 2,662), 8192 2,804 -> 3,002, 4096
-# 2,880 -> 2,995, and causal rows of 128-2048 lanes 3,128-3,314 -> 3,316-3,652 (padding masks there
-# within -1.0% to +1.3%). float32 forward rows of WHERE_FWD32_EVERY_LANES lanes or more read x by every
+# 4096 lanes (16384: one row of 16 warps; 2,069 GB/s); capped at 64 they fit without spilling, and
+# the cap took bf16 16384 lanes 2,069 -> 2,938 GB/s (causal 1,695 -> 2,663), 8192 2,797 -> 3,000, 4096
+# 2,881 -> 2,996, and causal rows of 128-2048 lanes 3,062-3,308 -> 3,238-3,640 (padding masks there
+# within -1.1% to +1.6%). float32 forward rows of WHERE_FWD32_EVERY_LANES lanes or more read x by every
 # vector beside the mask (SKIP off), not after it: 2,370 -> 2,950 GB/s at 16384. The 16-bit log_softmax
-# backward of 16384 lanes took 2,485 -> 3,394 GB/s under a causal mask (padding: 2,959 -> 2,942).
+# backward of 16384 lanes took 2,485 -> 3,401 GB/s under a causal mask (padding: 2,946 -> 2,943).
 # Measured on padding (one mask row, 90% kept) and causal (N x N) masks. Measured: bench/DISPATCH.md,
 # WHERE_FWD_MIN_BYTES and WHERE_FWD_MAXNREG.
 WHERE_FWD_MIN_BYTES = 1024
