@@ -2,12 +2,13 @@
 
     python bench/probe_where_rows.py > bench/results/h100/probe_where_rows.log
 
-dispatch.plan_where tiles the where rows kernels as the rows family's general rule
-(`_rows_tiling(..., aligned=False, where=True)`): 4 warps for rows of up to 2048 lanes, where the
-unmasked rows kernels run short full rows on ROWS_SHORT_FWD_WARPS (2). On bf16 8192 x 128 x 128
+Written when dispatch.plan_where still tiled the where rows kernels as the rows family's general
+rule (`_rows_tiling(..., aligned=False, where=True)`: 4 warps for rows of up to 2048 lanes, where the
+unmasked rows kernels run short full rows on ROWS_SHORT_FWD_WARPS (2)); on bf16 8192 x 128 x 128
 under a padding mask (1, 1, 128) the JAX adapter's log_softmax forward moved 2,704 GB/s against
-XLA's 2,938 (bench/results/h100/probe_where_i32.log). This times, for ~256 MB of x, masks of one
-row (padding: N values, 90% kept, read by every row) and of N rows (causal: an N x N lower
+XLA's 2,938 (bench/results/h100/probe_where_i32.log). Its runs chose `dispatch._where_tiling`'s tiles
+and register caps (bench/DISPATCH.md, WHERE_FWD_MIN_BYTES and WHERE_FWD_MAXNREG). This times, for
+~256 MB of x, masks of one row (padding: N values, 90% kept, read by every row) and of N rows (causal: an N x N lower
 triangle, row m reading mask row m % N), forward and backward, softmax and log_softmax:
   * dispatch: plan_where's launch;
   * mBwW: the same kernel at B rows a program and W warps; then (in --tilings) "n": SKIP off, x (y,
