@@ -1057,9 +1057,10 @@ WHERE_BWD_MAX_N = 16384
 # WHERE_FWD_MIN_BYTES of x and a warp's worth (one row past that), WHERE_FWD_THREAD_BYTES a thread
 # (float32: two 16-byte vectors, 8 values; 16-bit: four, 32 values, under Triton's register cap
 # WHERE_FWD_MAXNREG where the launcher can pass it) on at most WHERE_FWD_MAX_WARPS warps; the
-# backward's WHERE_BWD_VALUES values a thread on WHERE_BWD_MIN_WARPS to WHERE_BWD_MAX_WARPS warps,
-# but for the 16-bit log_softmax from WHERE_BWD16_LOG_LANES lanes: WHERE_BWD16_LOG_VALUES values under
-# WHERE_BWD16_LOG_MAXNREG. The rows family's rule (`_rows_tiling`: 4 warps up to 2048 lanes, 16 values a
+# backward's programs at least WHERE_BWD_MIN_N values, WHERE_BWD_VALUES a thread, on at most
+# WHERE_BWD_MAX_WARPS warps, but for the 16-bit log_softmax from WHERE_BWD16_LOG_LANES lanes
+# (WHERE_BWD16_LOG_VALUES values under WHERE_BWD16_LOG_MAXNREG) and the 16-bit softmax up to
+# WHERE_BWD16_SM_MAX_LANES (WHERE_BWD16_SM_VALUES). The rows family's rule (`_rows_tiling`: 4 warps up to 2048 lanes, 16 values a
 # thread) left bf16 1048576 x 128 at 2,480-2,740 GB/s on the H100 (padding and causal masks); 1 KB
 # programs of 32 bytes a thread took 2,970-3,230 (the causal mask's x read half), the unmasked kernels
 # 3,000. Smaller programs fell off a cliff (512 bytes of x: 1,694 GB/s at any warps). In 16-bit, 32
@@ -1078,11 +1079,19 @@ WHERE_FWD_MAXNREG = {2: 64}
 WHERE_FWD_MAX_WARPS = 32
 WHERE_FWD32_EVERY_LANES = 16384
 WHERE_BWD_VALUES = 8
-WHERE_BWD_MIN_WARPS = 2
+WHERE_BWD_MIN_N = 512
 WHERE_BWD_MAX_WARPS = 32
 WHERE_BWD16_LOG_LANES = 16384
 WHERE_BWD16_LOG_VALUES = 32
 WHERE_BWD16_LOG_MAXNREG = 64
+# The 16-bit softmax backward (not the log_softmax's) takes WHERE_BWD16_SM_VALUES values a thread
+# up to WHERE_BWD16_SM_MAX_LANES lanes, half the warps, uncapped. Against 8 values a thread, bf16
+# under a causal mask (probe_where_rows_bwd.log, caps2, caps3; 16 values there capped or not, the
+# same within 0.5%): 128 lanes 3,808 -> 3,968 GB/s, 512 3,992 -> 4,286, 1024 3,990 -> 4,273, 2048
+# 3,681 -> 4,015, 4096 3,056 -> 3,353, 8192 3,121 -> 3,150; padding masks -0.8% to -0.2%. The 16-bit
+# log_softmax backward and float32 gained nothing at 16 values (mixed: -5.5% to +1.6%).
+WHERE_BWD16_SM_VALUES = 16
+WHERE_BWD16_SM_MAX_LANES = 8192
 # ...but no cap where a program's threads cannot have more anyway (the SM's WHERE_SM_REGISTERS: 32
 # warps, 64 registers): compiled under the cap, bf16 4096 x 32768 under a padding mask took 0.7-1.2%
 # longer at the same registers (probe_where_rows_old.log).
@@ -1145,9 +1154,10 @@ def _where_tiling(M: int, lanes: int, itemsize: int, log: bool, forward: bool,
     """BLOCK_M, num_warps, SKIP and maxnreg (or None) of the where rows kernels, rows in `lanes` (a
     power of two) (WHERE_FWD_*, WHERE_BWD_*): forward programs of at least WHERE_FWD_MIN_BYTES of x
     and a warp's worth, WHERE_FWD_THREAD_BYTES a thread (16-bit: under WHERE_FWD_MAXNREG where
-    `register_cap`, the launcher can pass it); backward rows for WHERE_BWD_MIN_WARPS warps at
-    WHERE_BWD_VALUES values a thread (the 16-bit log_softmax from WHERE_BWD16_LOG_LANES lanes, where
-    `register_cap`: WHERE_BWD16_LOG_VALUES under WHERE_BWD16_LOG_MAXNREG); no more rows than M's next
+    `register_cap`, the launcher can pass it); backward programs of at least WHERE_BWD_MIN_N values,
+    WHERE_BWD_VALUES a thread (the 16-bit log_softmax from WHERE_BWD16_LOG_LANES lanes, where
+    `register_cap`: WHERE_BWD16_LOG_VALUES under WHERE_BWD16_LOG_MAXNREG; the 16-bit softmax up to
+    WHERE_BWD16_SM_MAX_LANES: WHERE_BWD16_SM_VALUES); no more rows than M's next
     power of two, on the warps those rows fill, capped; no register cap where the SM's registers
     (WHERE_SM_REGISTERS) hold no more; SKIP off for float32 forward rows of WHERE_FWD32_EVERY_LANES
     lanes or more. float64 as the rows family (`_rows_tiling`)."""
@@ -1165,7 +1175,9 @@ def _where_tiling(M: int, lanes: int, itemsize: int, log: bool, forward: bool,
         values, max_warps = WHERE_BWD_VALUES, WHERE_BWD_MAX_WARPS
         if itemsize == 2 and log and lanes >= WHERE_BWD16_LOG_LANES and register_cap:
             values, cap = WHERE_BWD16_LOG_VALUES, WHERE_BWD16_LOG_MAXNREG
-        block_m = max(1, WHERE_BWD_MIN_WARPS * 32 * values // lanes)
+        elif itemsize == 2 and not log and lanes <= WHERE_BWD16_SM_MAX_LANES:
+            values = WHERE_BWD16_SM_VALUES
+        block_m = max(1, WHERE_BWD_MIN_N // lanes)
     BLOCK_M = min(block_m, triton.next_power_of_2(M))
     num_warps = max(1, min(max_warps, BLOCK_M * lanes // (values * 32)))
     if cap and cap * 32 * num_warps >= WHERE_SM_REGISTERS:  # no cap where the SM's registers cap a program

@@ -1738,9 +1738,10 @@ def test_where_rule():
 def test_where_tiling_rule():
     """plan_where's rows tiles (dispatch._where_tiling): forward programs of at least
     WHERE_FWD_MIN_BYTES of x and a warp's worth, WHERE_FWD_THREAD_BYTES a thread (16-bit under
-    WHERE_FWD_MAXNREG), at most WHERE_FWD_MAX_WARPS warps; backward WHERE_BWD_VALUES values a
-    thread on WHERE_BWD_MIN_WARPS to WHERE_BWD_MAX_WARPS warps, the 16-bit log_softmax from
-    WHERE_BWD16_LOG_LANES lanes WHERE_BWD16_LOG_VALUES under WHERE_BWD16_LOG_MAXNREG; no cap where
+    WHERE_FWD_MAXNREG), at most WHERE_FWD_MAX_WARPS warps; backward programs of at least
+    WHERE_BWD_MIN_N values, WHERE_BWD_VALUES a thread on at most WHERE_BWD_MAX_WARPS warps, the 16-bit
+    log_softmax from WHERE_BWD16_LOG_LANES lanes WHERE_BWD16_LOG_VALUES under WHERE_BWD16_LOG_MAXNREG,
+    the 16-bit softmax up to WHERE_BWD16_SM_MAX_LANES WHERE_BWD16_SM_VALUES (half the warps); no cap where
     the launcher cannot pass one nor at 32 warps (WHERE_SM_REGISTERS); float32 forward rows of
     WHERE_FWD32_EVERY_LANES lanes read by every vector (SKIP off); float64 tiled as the rows family."""
     def tile(M, N, dtype, forward=True, log=False, register_cap=True):
@@ -1766,10 +1767,15 @@ def test_where_tiling_rule():
                 continue
             assert tile(M, N, "float32", False, log) == (*bwd, True, None), N
             wide = log and N >= dispatch.WHERE_BWD16_LOG_LANES  # 32 values a thread under the cap
-            assert tile(M, N, "bfloat16", False, log) == ((1, 16, True, 64) if wide else (*bwd, True, None)), N
-            assert tile(M, N, "bfloat16", False, log, register_cap=False) == (*bwd, True, None), N
+            # the 16-bit softmax: 16 values a thread, half the warps (a program still 512 values)
+            bwd16 = (bwd[0], max(1, bwd[1] // 2)) if not log and N <= dispatch.WHERE_BWD16_SM_MAX_LANES else bwd
+            for dtype in ("bfloat16", "float16"):
+                assert tile(M, N, dtype, False, log) == ((1, 16, True, 64) if wide else (*bwd16, True, None)), N
+                assert tile(M, N, dtype, False, log, register_cap=False) == (*bwd16, True, None), N
     assert dispatch.WHERE_FWD32_EVERY_LANES == 16384 and dispatch.WHERE_BWD16_LOG_LANES == dispatch.WHERE_BWD_MAX_N
     assert tile(M, 8193, "float16", False, True) == (1, 16, True, 64)
+    assert tile(M, 8193, "float16", False, False) == (1, 32, True, None)  # past WHERE_BWD16_SM_MAX_LANES
+    assert dispatch.WHERE_BWD16_SM_VALUES == 2 * dispatch.WHERE_BWD_VALUES
     # the forward's programs: at least WHERE_FWD_MIN_BYTES and a warp of WHERE_FWD_THREAD_BYTES
     # threads (32 values a thread in 16-bit, 8 in float32)
     for N in (128, 256, 1024):
@@ -1780,6 +1786,7 @@ def test_where_tiling_rule():
     # few rows: BLOCK_M no more than the rows (a power of two), the warps those rows fill
     assert tile(3, 100, "bfloat16") == (4, 1, True, 64) and tile(1, 100, "bfloat16") == (1, 1, True, 64)
     assert tile(2, 100, "float32", False) == (2, 1, True, None)
+    assert tile(2, 100, "bfloat16", False) == (2, 1, True, None) and tile(M, 64, "bfloat16", False) == (8, 1, True, None)
     # float64: the rows family's tiles
     for N, forward in ((128, True), (1024, False)):
         lanes = triton.next_power_of_2(N)
