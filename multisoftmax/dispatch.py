@@ -1060,19 +1060,19 @@ WHERE_BWD_MAX_N = 16384
 # backward's programs at least WHERE_BWD_MIN_N values, WHERE_BWD_VALUES a thread, on at most
 # WHERE_BWD_MAX_WARPS warps, but for the 16-bit log_softmax from WHERE_BWD16_LOG_LANES lanes
 # (WHERE_BWD16_LOG_VALUES values under WHERE_BWD16_LOG_MAXNREG) and the 16-bit softmax up to
-# WHERE_BWD16_SM_MAX_LANES (WHERE_BWD16_SM_VALUES). The rows family's rule (`_rows_tiling`: 4 warps up to 2048 lanes, 16 values a
-# thread) left bf16 1048576 x 128 at 2,480-2,740 GB/s on the H100 (padding and causal masks); 1 KB
-# programs of 32 bytes a thread took 2,970-3,230 (the causal mask's x read half), the unmasked kernels
-# 3,000. Smaller programs fell off a cliff (512 bytes of x: 1,694 GB/s at any warps). In 16-bit, 32
-# values a thread compile to 80-96 registers uncapped, which leaves an SM too few rows in flight past
-# 4096 lanes (16384: one row of 16 warps; 2,069 GB/s); capped at 64 they fit without spilling, and
-# the cap took bf16 16384 lanes 2,069 -> 2,938 GB/s (causal 1,695 -> 2,663), 8192 2,797 -> 3,000, 4096
-# 2,881 -> 2,996, and causal rows of 128-2048 lanes 3,062-3,308 -> 3,238-3,640 (padding masks there
-# within -1.1% to +1.6%). float32 forward rows of WHERE_FWD32_EVERY_LANES lanes or more read x by every
-# vector beside the mask (SKIP off), not after it: 2,370 -> 2,950 GB/s at 16384. The 16-bit log_softmax
-# backward of 16384 lanes took 2,485 -> 3,401 GB/s under a causal mask (padding: 2,946 -> 2,943).
-# Measured on padding (one mask row, 90% kept) and causal (N x N) masks. Measured: bench/DISPATCH.md,
-# WHERE_FWD_MIN_BYTES and WHERE_FWD_MAXNREG.
+# WHERE_BWD16_SM_MAX_LANES (WHERE_BWD16_SM_VALUES). The rows family's rule (`_rows_tiling`: 4 warps up
+# to 2048 lanes, 16 values a thread) left bf16 1048576 x 128 at 2,480-2,740 GB/s on the H100 (padding
+# and causal masks); 1 KB programs of 32 bytes a thread took 2,970-3,230 (the causal mask's x read
+# half), the unmasked kernels 3,000. Smaller programs fell off a cliff (512 bytes of x: 1,694 GB/s at
+# any warps). In 16-bit, 32 values a thread compile to 80-96 registers uncapped, which leaves an SM too
+# few rows in flight past 4096 lanes (16384: one row of 16 warps; 2,069 GB/s); capped at 64 they fit
+# without spilling, and the cap took bf16 16384 lanes 2,069 -> 2,938 GB/s (causal 1,695 -> 2,663), 8192
+# 2,797 -> 3,000, 4096 2,881 -> 2,996, and causal rows of 128-2048 lanes 3,062-3,308 -> 3,238-3,640
+# (padding masks there within -1.1% to +1.6%). float32 forward rows of WHERE_FWD32_EVERY_LANES lanes or
+# more read x by every vector beside the mask (SKIP off), not after it: 2,370 -> 2,950 GB/s at 16384.
+# The 16-bit log_softmax backward of 16384 lanes took 2,485 -> 3,401 GB/s under a causal mask (padding:
+# 2,946 -> 2,943). Measured on padding (one mask row, 90% kept) and causal (N x N) masks. Measured:
+# bench/DISPATCH.md, WHERE_FWD_MIN_BYTES and WHERE_FWD_MAXNREG.
 WHERE_FWD_MIN_BYTES = 1024
 WHERE_FWD_THREAD_BYTES = {2: 64, 4: 32}
 WHERE_FWD_MAXNREG = {2: 64}
@@ -1085,13 +1085,17 @@ WHERE_BWD16_LOG_LANES = 16384
 WHERE_BWD16_LOG_VALUES = 32
 WHERE_BWD16_LOG_MAXNREG = 64
 # The 16-bit softmax backward (not the log_softmax's) takes WHERE_BWD16_SM_VALUES values a thread
-# up to WHERE_BWD16_SM_MAX_LANES lanes, half the warps, uncapped. Against 8 values a thread, bf16
-# under a causal mask (probe_where_rows_bwd.log, caps2, caps3; 16 values there capped or not, the
-# same within 0.5%): 128 lanes 3,808 -> 3,968 GB/s, 512 3,992 -> 4,286, 1024 3,990 -> 4,273, 2048
-# 3,681 -> 4,015, 4096 3,056 -> 3,353, 8192 3,121 -> 3,150; padding masks -0.8% to -0.2%. The 16-bit
-# log_softmax backward and float32 gained nothing at 16 values (mixed: -5.5% to +1.6%).
+# up to WHERE_BWD16_SM_MAX_LANES lanes, half the warps, uncapped (57-62 registers). Against 8 values
+# a thread under a causal mask, bf16 / float16 (probe_where_rows_bwd16.log, one run): 128 lanes
+# 3,792 / 3,855 -> 3,975 / 3,978 GB/s, 256 3,942 / 4,002 -> 4,196 / 4,203, 512 3,993 / 4,042 ->
+# 4,276 / 4,294, 1024 3,988 / 4,019 ->
+# 4,248 / 4,286, 2048 3,680 / 3,712 -> 4,000 / 4,039, 4096 3,053 / 3,052 -> 3,346 / 3,374; padding
+# masks 0 to -0.9%. 8192 lanes gained nothing (3,115 / 3,129 -> 3,098 / 3,127); 16384 lanes hold 16
+# a thread already (32 warps).
+# The 16-bit log_softmax backward and float32 gained nothing at 16 values (probe_where_rows_bwd.log:
+# mixed, -5.5% to +1.6%).
 WHERE_BWD16_SM_VALUES = 16
-WHERE_BWD16_SM_MAX_LANES = 8192
+WHERE_BWD16_SM_MAX_LANES = 4096
 # ...but no cap where a program's threads cannot have more anyway (the SM's WHERE_SM_REGISTERS: 32
 # warps, 64 registers): compiled under the cap, bf16 4096 x 32768 under a padding mask took 0.7-1.2%
 # longer at the same registers (probe_where_rows_old.log).
