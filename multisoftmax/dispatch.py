@@ -1084,16 +1084,14 @@ WHERE_BWD_MAX_WARPS = 32
 WHERE_BWD16_LOG_LANES = 16384
 WHERE_BWD16_LOG_VALUES = 32
 WHERE_BWD16_LOG_MAXNREG = 64
-# The 16-bit softmax backward (not the log_softmax's) takes WHERE_BWD16_SM_VALUES values a thread
-# up to WHERE_BWD16_SM_MAX_LANES lanes, half the warps, uncapped (57-62 registers). Against 8 values
-# a thread under a causal mask, bf16 / float16 (probe_where_rows_bwd16.log, one run): 128 lanes
-# 3,792 / 3,855 -> 3,975 / 3,978 GB/s, 256 3,942 / 4,002 -> 4,196 / 4,203, 512 3,993 / 4,042 ->
-# 4,276 / 4,294, 1024 3,988 / 4,019 ->
-# 4,248 / 4,286, 2048 3,680 / 3,712 -> 4,000 / 4,039, 4096 3,053 / 3,052 -> 3,346 / 3,374; padding
-# masks 0 to -0.9%. 8192 lanes gained nothing (3,115 / 3,129 -> 3,098 / 3,127); 16384 lanes hold 16
-# a thread already (32 warps).
-# The 16-bit log_softmax backward and float32 gained nothing at 16 values (probe_where_rows_bwd.log:
-# mixed, -5.5% to +1.6%).
+# The 16-bit softmax backward (not the log_softmax's) takes WHERE_BWD16_SM_VALUES values a thread up
+# to WHERE_BWD16_SM_MAX_LANES lanes, half the warps, uncapped (57-62 registers). Against 8 values a
+# thread under a causal mask, bf16 / float16 (probe_where_rows_bwd16.log, one run): 128 lanes 3,792 /
+# 3,855 -> 3,975 / 3,978 GB/s, 256 3,942 / 4,002 -> 4,196 / 4,203, 512 3,993 / 4,042 -> 4,276 / 4,294,
+# 1024 3,988 / 4,019 -> 4,248 / 4,286, 2048 3,680 / 3,712 -> 4,000 / 4,039, 4096 3,053 / 3,052 ->
+# 3,346 / 3,374; padding masks 0 to -0.9%. 8192 lanes gained nothing (3,115 / 3,129 -> 3,098 / 3,127);
+# 16384 lanes hold 16 a thread already (32 warps). The 16-bit log_softmax backward and float32 gained
+# nothing at 16 values (probe_where_rows_bwd.log: mixed, -5.5% to +1.6%).
 WHERE_BWD16_SM_VALUES = 16
 WHERE_BWD16_SM_MAX_LANES = 4096
 # ...but no cap where a program's threads cannot have more anyway (the SM's WHERE_SM_REGISTERS: 32
