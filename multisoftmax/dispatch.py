@@ -1091,7 +1091,8 @@ WHERE_BWD16_LOG_MAXNREG = 64
 # 1024 3,988 / 4,019 -> 4,248 / 4,286, 2048 3,680 / 3,712 -> 4,000 / 4,039, 4096 3,053 / 3,052 ->
 # 3,346 / 3,374; padding masks 0 to -0.9%. 8192 lanes gained nothing (3,115 / 3,129 -> 3,098 / 3,127);
 # 16384 lanes hold 16 a thread already (32 warps). The 16-bit log_softmax backward and float32 gained
-# nothing at 16 values (probe_where_rows_bwd.log: mixed, -5.5% to +1.6%).
+# nothing at 16 values (probe_where_rows_bwd.log: mixed, -5.5% to +1.6%). Measured: bench/DISPATCH.md,
+# WHERE_BWD16_SM_VALUES.
 WHERE_BWD16_SM_VALUES = 16
 WHERE_BWD16_SM_MAX_LANES = 4096
 # ...but no cap where a program's threads cannot have more anyway (the SM's WHERE_SM_REGISTERS: 32
