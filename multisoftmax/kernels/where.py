@@ -45,11 +45,11 @@ from .softmax import (_aligned, _bwd_apply, _bwd_terms, _coop_item, _leave_row, 
 
 @triton.jit
 def _tile(w_ptr, wrow_ptr, rows, lo, M, N, row_div, row_mod, BLOCK_N: tl.constexpr, VEC: tl.constexpr,
-          ROW_TABLE: tl.constexpr, W_COLS: tl.constexpr):
+          ROW_TABLE: tl.constexpr, W_COLS: tl.constexpr, SKIP: tl.constexpr):
     """The (BLOCK_M, BLOCK_N // VEC, VEC) tile of the M x N view at rows `rows` (BLOCK_M,) and columns
     lo to lo + BLOCK_N: (rows, cols, in_bounds, keep, read): its rows (BLOCK_M, 1, 1) and columns
-    (1, BLOCK_N // VEC, VEC), the lanes inside the view, those of them the mask keeps, and those of
-    the vectors that hold a kept value."""
+    (1, BLOCK_N // VEC, VEC), the lanes inside the view, those of them the mask keeps, and the lanes
+    to load: those of the vectors that hold a kept value (SKIP), else every lane in the view."""
     cols = lo + (tl.arange(0, BLOCK_N // VEC)[:, None] * VEC + tl.arange(0, VEC)[None, :])[None, :, :]
     row_ok = rows < M
     in_bounds = row_ok[:, None, None] & (cols < N)
@@ -62,16 +62,19 @@ def _tile(w_ptr, wrow_ptr, rows, lo, M, N, row_div, row_mod, BLOCK_N: tl.constex
     else:  # one value a row
         w = tl.load(w_ptr + wrow, mask=row_ok, other=0)[:, None, None]
     keep = in_bounds & (w != 0)
-    read = in_bounds & (tl.max(keep.to(tl.int32), axis=2)[:, :, None] != 0)
+    if SKIP:
+        read = in_bounds & (tl.max(keep.to(tl.int32), axis=2)[:, :, None] != 0)
+    else:
+        read = in_bounds
     return rows[:, None, None], cols, in_bounds, keep, read
 
 
 @triton.jit
 def _rows_tile(w_ptr, wrow_ptr, M, N, row_div, row_mod, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-               VEC: tl.constexpr, ROW_TABLE: tl.constexpr, W_COLS: tl.constexpr):
+               VEC: tl.constexpr, ROW_TABLE: tl.constexpr, W_COLS: tl.constexpr, SKIP: tl.constexpr):
     """`_tile` of the rows kernels: this program's BLOCK_M rows, whole (BLOCK_N >= N)."""
     rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
-    return _tile(w_ptr, wrow_ptr, rows, 0, M, N, row_div, row_mod, BLOCK_N, VEC, ROW_TABLE, W_COLS)
+    return _tile(w_ptr, wrow_ptr, rows, 0, M, N, row_div, row_mod, BLOCK_N, VEC, ROW_TABLE, W_COLS, SKIP)
 
 
 @triton.jit
@@ -96,8 +99,8 @@ def softmax_fwd_rows_where(
     N, stride_xm, stride_ym = _aligned(N, ALIGN), _aligned(stride_xm, ALIGN), _aligned(stride_ym, ALIGN)
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     rows, cols, in_bounds, keep, read = _rows_tile(w_ptr, wrow_ptr, M, N, row_div, row_mod, BLOCK_M, BLOCK_N,
-                                                   VEC, ROW_TABLE, W_COLS)
-    x = tl.load(x_ptr + rows * stride_xm + cols, mask=read if SKIP else in_bounds, other=-float("inf"))
+                                                   VEC, ROW_TABLE, W_COLS, SKIP)
+    x = tl.load(x_ptr + rows * stride_xm + cols, mask=read, other=-float("inf"))
     x = tl.where(keep, x.to(acc_ty), -float("inf"))
     z = x - _row_max(x)  # a fully masked row: NaN here, masked below
     e = tl.exp(z)
@@ -121,10 +124,10 @@ def softmax_bwd_rows_where(
         _aligned(N, ALIGN), _aligned(stride_ym, ALIGN), _aligned(stride_dym, ALIGN), _aligned(stride_dxm, ALIGN))
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     rows, cols, in_bounds, keep, read = _rows_tile(w_ptr, wrow_ptr, M, N, row_div, row_mod, BLOCK_M, BLOCK_N,
-                                                   VEC, ROW_TABLE, W_COLS)
+                                                   VEC, ROW_TABLE, W_COLS, SKIP)
     other_y = -float("inf") if LOG else 0.0  # lanes not kept: exp(y) = 0 or y = 0, dy = 0
-    y = tl.load(y_ptr + rows * stride_ym + cols, mask=read if SKIP else in_bounds, other=other_y)
-    dy = tl.load(dy_ptr + rows * stride_dym + cols, mask=read if SKIP else in_bounds, other=0.0)
+    y = tl.load(y_ptr + rows * stride_ym + cols, mask=read, other=other_y)
+    dy = tl.load(dy_ptr + rows * stride_dym + cols, mask=read, other=0.0)
     y, dy = tl.where(keep, y.to(acc_ty), other_y), tl.where(keep, dy.to(acc_ty), 0.0)
     dot = _row_sum(_bwd_terms(y, dy, LOG))
     dx = tl.where(keep, _bwd_apply(y, dy, dot, LOG), 0.0)
@@ -221,8 +224,8 @@ def softmax_fwd_coop_where(
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     row, chunk, t = _coop_take(count_ptr, M, n_chunks, PHASE, TICKET, TAG)
     rows, cols, in_bounds, keep, read = _tile(w_ptr, wrow_ptr, row + tl.arange(0, 1), chunk * CHUNK_N, M, N,
-                                              row_div, row_mod, CHUNK_N, VEC, ROW_TABLE, W_COLS)
-    x = tl.load(x_ptr + rows * stride_xm + cols, mask=read if SKIP else in_bounds, other=-float("inf"))
+                                              row_div, row_mod, CHUNK_N, VEC, ROW_TABLE, W_COLS, SKIP)
+    x = tl.load(x_ptr + rows * stride_xm + cols, mask=read, other=-float("inf"))
     tag = _tag_of(count_ptr.to(tl.pointer_type(tl.int64)), t, M * n_chunks, PHASE, TICKET) if TAG else 0
     x = tl.where(keep, x.to(acc_ty), -float("inf"))
     # The chunk's own max and sum of exp(x - max): a chunk with no kept value (or all -inf) gets
@@ -265,10 +268,10 @@ def softmax_bwd_coop_where(
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     row, chunk, t = _coop_take(count_ptr, M, n_chunks, PHASE, TICKET, TAG)
     rows, cols, in_bounds, keep, read = _tile(w_ptr, wrow_ptr, row + tl.arange(0, 1), chunk * CHUNK_N, M, N,
-                                              row_div, row_mod, CHUNK_N, VEC, ROW_TABLE, W_COLS)
+                                              row_div, row_mod, CHUNK_N, VEC, ROW_TABLE, W_COLS, SKIP)
     other_y = -float("inf") if LOG else 0.0  # lanes not kept: exp(y) = 0 or y = 0, dy = 0
-    y = tl.load(y_ptr + rows * stride_ym + cols, mask=read if SKIP else in_bounds, other=other_y)
-    dy = tl.load(dy_ptr + rows * stride_dym + cols, mask=read if SKIP else in_bounds, other=0.0)
+    y = tl.load(y_ptr + rows * stride_ym + cols, mask=read, other=other_y)
+    dy = tl.load(dy_ptr + rows * stride_dym + cols, mask=read, other=0.0)
     tag = _tag_of(count_ptr.to(tl.pointer_type(tl.int64)), t, M * n_chunks, PHASE, TICKET) if TAG else 0
     y, dy = tl.where(keep, y.to(acc_ty), other_y), tl.where(keep, dy.to(acc_ty), 0.0)
     part_row = _coop_parts(part_ptr, count_ptr, row, n_chunks, 1, TAG)
