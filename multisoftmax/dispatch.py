@@ -1160,10 +1160,10 @@ def _where_tiling(M: int, lanes: int, itemsize: int, log: bool, forward: bool,
     `register_cap`, the launcher can pass it); backward programs of at least WHERE_BWD_MIN_N values,
     WHERE_BWD_VALUES a thread (the 16-bit log_softmax from WHERE_BWD16_LOG_LANES lanes, where
     `register_cap`: WHERE_BWD16_LOG_VALUES under WHERE_BWD16_LOG_MAXNREG; the 16-bit softmax up to
-    WHERE_BWD16_SM_MAX_LANES: WHERE_BWD16_SM_VALUES); no more rows than M's next
-    power of two, on the warps those rows fill, capped; no register cap where the SM's registers
-    (WHERE_SM_REGISTERS) hold no more; SKIP off for float32 forward rows of WHERE_FWD32_EVERY_LANES
-    lanes or more. float64 as the rows family (`_rows_tiling`)."""
+    WHERE_BWD16_SM_MAX_LANES: WHERE_BWD16_SM_VALUES); no more rows than M's next power of two, on the
+    warps those rows fill, capped; no register cap where the SM's registers (WHERE_SM_REGISTERS) hold
+    no more; SKIP off for float32 forward rows of WHERE_FWD32_EVERY_LANES lanes or more. float64 as
+    the rows family (`_rows_tiling`)."""
     if itemsize == 8:
         BLOCK_M, _, _, num_warps, _ = _rows_tiling(M, lanes, forward, log=log, itemsize=itemsize, aligned=False,
                                                    where=True)
