@@ -14,6 +14,7 @@ triangle, row m reading mask row m % N), forward and backward, softmax and log_s
   * mBwW: the same kernel at B rows a program and W warps; then (in --tilings) "n": SKIP off, x (y,
     dy) read by every vector beside the mask, not only by the vectors holding a kept value; "rR":
     compiled under Triton's register cap maxnreg=R (more programs an SM), else uncapped;
+  * noEVEN, noFTZ (--ablate): dispatch's forward launch with that flag off (kernels/where.py);
   * coop (--coop): the cooperative where kernel (*_coop_where), as plan_where makes it for longer rows;
     coopCwW[rR] (--coop-tilings): the same in C-value chunks at W warps (under maxnreg R);
   * unmasked: dispatch's plan for the unmasked kernels on the same x (no mask), the bar;
@@ -26,7 +27,7 @@ heads the log.
 
     python bench/probe_where_rows.py [--dtypes bfloat16,float32] [--ns 128,256,1024]
                                      [--masks padding,causal] [--ops softmax,log_softmax]
-                                     [--dirs fwd,bwd] [--tilings 8x2,16x4,1x16r48] [--coop]
+                                     [--dirs fwd,bwd] [--tilings 8x2,16x4,1x16r48|none] [--coop] [--ablate]
                                      [--coop-tilings 8192x16r40,4096x8]
     (defaults: bfloat16,float32; 128,256,1024; padding; both ops; fwd; 2-8 warps at 8 and 16 values a thread)
 """
@@ -73,7 +74,9 @@ def masked_reference(x, y, dy, keep, log, direction):
 def tilings(N: int, spec: str):
     """(BLOCK_M, num_warps, SKIP off, maxnreg or None) tuples: from `spec` ("8x2,16x4n,1x16nr48":
     "n", SKIP off; "rR", maxnreg R), else 2, 4 and 8 warps holding 8 and 16 values a thread of
-    next_power_of_2(N) lanes, SKIP on, uncapped."""
+    next_power_of_2(N) lanes, SKIP on, uncapped; "none": no tiling but dispatch's."""
+    if spec == "none":
+        return []
     if spec:
         out = []
         for t in spec.split(","):
@@ -104,7 +107,7 @@ def coop_tilings(spec: str):
     return out
 
 
-def case(dtype, N, mask_kind, log, direction, spec, sms, l2, coop=False, coop_spec=""):
+def case(dtype, N, mask_kind, log, direction, spec, sms, l2, coop=False, coop_spec="", ablate=False):
     T = getattr(torch, dtype)
     M = TENSOR_BYTES // (N * T.itemsize)
     if mask_kind == "causal":  # whole N x N triangles, at least one (as x (B, H, T, T) under a causal mask)
@@ -128,11 +131,15 @@ def case(dtype, N, mask_kind, log, direction, spec, sms, l2, coop=False, coop_sp
     variants = [("dispatch", plan)]
     for block_m, warps, every, cap in tilings(N, spec):
         if (block_m, warps, every, cap) != (kw["BLOCK_M"], kw["num_warps"], not kw["SKIP"], kw.get("maxnreg")):
+            even = {"EVEN": kw["EVEN"] and M % block_m == 0} if "EVEN" in kw else {}  # dispatch's rule
             (l,) = tune.with_meta(plan, grid=(triton.cdiv(M, block_m),), BLOCK_M=block_m, num_warps=warps,
-                                  SKIP=not every, maxnreg=cap)
+                                  SKIP=not every, maxnreg=cap, **even)
             meta = tuple((k, v) for k, v in l.meta if not (k == "maxnreg" and v is None))  # uncapped: no maxnreg
             variants.append((f"m{block_m}w{warps}" + "n" * every + (f"r{cap}" if cap else ""),
                              (dataclasses.replace(l, meta=meta),)))
+    for flag in ("EVEN", "FTZ") if ablate else ():  # dispatch's launch with one of its forward flags off
+        if kw.get(flag):
+            variants.append((f"no{flag}", tune.with_meta(plan, **{flag: False})))
     for chunk, warps, cap in ([(None, None, None)] if coop else []) + coop_tilings(coop_spec):
         # the cooperative where kernel, as dispatch plans it past WHERE_MAX_N / WHERE_BWD_MAX_N, or in
         # `chunk`-value chunks at `warps` warps under maxnreg `cap`
@@ -182,6 +189,8 @@ def main():
     ap.add_argument("--coop", action="store_true", help="time the cooperative where kernel too")
     ap.add_argument("--coop-tilings", default="",
                     help="CHUNKxWARPS[rREGS],...: the cooperative where kernel in these chunks, warps and maxnreg")
+    ap.add_argument("--ablate", action="store_true",
+                    help="time dispatch's forward launch with EVEN off, and with FTZ off, where it sets them")
     ap.add_argument("--tilings", default="",
                     help="BLOCK_MxWARPS[n][rREGS],... (n: SKIP off; rREGS: maxnreg REGS; "
                          "default: 2-8 warps, 8 and 16 values a thread)")
@@ -199,7 +208,7 @@ def main():
                 for op in args.ops.split(","):
                     for direction in args.dirs.split(","):
                         print(case(dtype, N, mask_kind, op == "log_softmax", direction, args.tilings, sms, l2,
-                                   args.coop, args.coop_tilings),
+                                   args.coop, args.coop_tilings, args.ablate),
                               flush=True)
                         torch.cuda.empty_cache()
 

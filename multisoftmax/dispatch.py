@@ -1147,8 +1147,10 @@ def plan_where(M: int, N: int, dtype: str, log: bool, forward: bool, row_div: in
                               maxnreg=WHERE_COOP_MAXNREG.get(itemsize) if forward and register_cap else None)
     BLOCK_N = triton.next_power_of_2(N)
     BLOCK_M, num_warps, skip, cap = _where_tiling(M, BLOCK_N, itemsize, log, forward, register_cap)
-    meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, VEC=min(16 // itemsize, BLOCK_N), **meta, SKIP=skip,
-                num_warps=num_warps, num_stages=1, **({"maxnreg": cap} if cap else {}))
+    meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, VEC=min(16 // itemsize, BLOCK_N), **meta, SKIP=skip)
+    if forward:  # WHERE_FWD_EVEN, WHERE_FWD_FTZ
+        meta.update(EVEN=N == BLOCK_N and M % BLOCK_M == 0, FTZ=itemsize == 2 and not kernels.INTERPRETED)
+    meta.update(num_warps=num_warps, num_stages=1, **({"maxnreg": cap} if cap else {}))
     return (Launch(kernel, inputs, scalars, ((out, (M, N), "io"),), (triton.cdiv(M, BLOCK_M),), tuple(meta.items())),)
 
 

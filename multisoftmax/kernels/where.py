@@ -39,26 +39,35 @@ and the strides, so that loads vectorize under jax_triton too.
 import triton
 import triton.language as tl
 
-from .softmax import (_aligned, _bwd_apply, _bwd_terms, _coop_item, _leave_row, _tag_gather, _tag_of, _tag_publish,
-                      _tag_take, _wait_for_row)
+from .softmax import (LOG2E, _aligned, _bwd_apply, _bwd_terms, _coop_item, _exp2_ftz, _leave_row, _tag_gather,
+                      _tag_of, _tag_publish, _tag_take, _wait_for_row)
 
 
 @triton.jit
 def _tile(w_ptr, wrow_ptr, rows, lo, M, N, row_div, row_mod, BLOCK_N: tl.constexpr, VEC: tl.constexpr,
-          ROW_TABLE: tl.constexpr, W_COLS: tl.constexpr, SKIP: tl.constexpr):
+          ROW_TABLE: tl.constexpr, W_COLS: tl.constexpr, SKIP: tl.constexpr, EVEN: tl.constexpr = False):
     """The (BLOCK_M, BLOCK_N // VEC, VEC) tile of the M x N view at rows `rows` (BLOCK_M,) and columns
     lo to lo + BLOCK_N: (rows, cols, in_bounds, keep, read): its rows (BLOCK_M, 1, 1) and columns
     (1, BLOCK_N // VEC, VEC), the lanes inside the view, those of them the mask keeps, and the lanes
-    to load: those of the vectors that hold a kept value (SKIP), else every lane in the view."""
+    to load: those of the vectors that hold a kept value (SKIP), else every lane in the view.
+    EVEN: every lane of the tile is inside the view (the launcher has checked), so none is compared
+    with M or N."""
     cols = lo + (tl.arange(0, BLOCK_N // VEC)[:, None] * VEC + tl.arange(0, VEC)[None, :])[None, :, :]
-    row_ok = rows < M
-    in_bounds = row_ok[:, None, None] & (cols < N)
+    if EVEN:
+        row_ok = tl.full(rows.shape, 1, tl.int1)
+        in_bounds = tl.full((rows.shape[0], BLOCK_N // VEC, VEC), 1, tl.int1)
+    else:
+        row_ok = rows < M
+        in_bounds = row_ok[:, None, None] & (cols < N)
     if ROW_TABLE:
         wrow = tl.load(wrow_ptr + rows, mask=row_ok, other=0).to(tl.int64)
     else:
         wrow = (rows // row_div) % row_mod
     if W_COLS:
-        w = tl.load(w_ptr + wrow[:, None, None] * N + cols, mask=in_bounds, other=0)
+        if EVEN:
+            w = tl.load(w_ptr + wrow[:, None, None] * N + cols)
+        else:
+            w = tl.load(w_ptr + wrow[:, None, None] * N + cols, mask=in_bounds, other=0)
     else:  # one value a row
         w = tl.load(w_ptr + wrow, mask=row_ok, other=0)[:, None, None]
     keep = in_bounds & (w != 0)
@@ -71,10 +80,11 @@ def _tile(w_ptr, wrow_ptr, rows, lo, M, N, row_div, row_mod, BLOCK_N: tl.constex
 
 @triton.jit
 def _rows_tile(w_ptr, wrow_ptr, M, N, row_div, row_mod, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-               VEC: tl.constexpr, ROW_TABLE: tl.constexpr, W_COLS: tl.constexpr, SKIP: tl.constexpr):
+               VEC: tl.constexpr, ROW_TABLE: tl.constexpr, W_COLS: tl.constexpr, SKIP: tl.constexpr,
+               EVEN: tl.constexpr = False):
     """`_tile` of the rows kernels: this program's BLOCK_M rows, whole (BLOCK_N >= N)."""
     rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
-    return _tile(w_ptr, wrow_ptr, rows, 0, M, N, row_div, row_mod, BLOCK_N, VEC, ROW_TABLE, W_COLS, SKIP)
+    return _tile(w_ptr, wrow_ptr, rows, 0, M, N, row_div, row_mod, BLOCK_N, VEC, ROW_TABLE, W_COLS, SKIP, EVEN)
 
 
 @triton.jit
@@ -88,28 +98,64 @@ def _row_sum(v):
 
 
 @triton.jit
+def _all_rows(v):
+    """Whether every row's flag `v` (BLOCK_M, 1, 1) of 0 or 1 is 1: a scalar for the program."""
+    return tl.min(tl.min(tl.min(v, axis=2), axis=1), axis=0) != 0
+
+
+@triton.jit
 def softmax_fwd_rows_where(
     x_ptr, w_ptr, wrow_ptr, M, N, stride_xm, stride_ym, row_div, row_mod, y_ptr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr,
     ACC_FP64: tl.constexpr, ROW_TABLE: tl.constexpr, W_COLS: tl.constexpr, SKIP: tl.constexpr,
+    EVEN: tl.constexpr = False, FTZ: tl.constexpr = False,
 ):
     """y = softmax(x) over the kept values of each row (log_softmax if LOG), 0 (-inf) elsewhere.
     SKIP: x read only by the vectors that hold a kept value (after the mask), else by every vector
-    of the row (beside the mask)."""
+    of the row (beside the mask). EVEN: N == BLOCK_N and M a multiple of BLOCK_M (`_tile`). FTZ
+    (16-bit y, on the GPU): exp by one ex2.approx.ftz a value (kernels/softmax.py's `_exp2_ftz`).
+
+    Where every row of the program has a finite max and a sum that is a number (no row fully
+    masked, no kept NaN or +inf), the masked-out lanes come out 0 (-inf) by themselves: x there is
+    -inf, so exp(x - max) is 0 (x - max is -inf). The store then needs no mask a lane: the program
+    stores y from x and its row's max and sum alone, and only the other programs read the mask
+    again to store y where it keeps a value. On the H100 the per-lane selects and compares were
+    most of the kernel's instructions (bf16, 32 values a thread: 848 against 528 a thread;
+    bench/DISPATCH.md, where=: the forward's store)."""
     N, stride_xm, stride_ym = _aligned(N, ALIGN), _aligned(stride_xm, ALIGN), _aligned(stride_ym, ALIGN)
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     rows, cols, in_bounds, keep, read = _rows_tile(w_ptr, wrow_ptr, M, N, row_div, row_mod, BLOCK_M, BLOCK_N,
-                                                   VEC, ROW_TABLE, W_COLS, SKIP)
-    x = tl.load(x_ptr + rows * stride_xm + cols, mask=read, other=-float("inf"))
-    x = tl.where(keep, x.to(acc_ty), -float("inf"))
-    z = x - _row_max(x)  # a fully masked row: NaN here, masked below
-    e = tl.exp(z)
-    s = _row_sum(e)
-    if LOG:
-        y = tl.where(keep, z - tl.log(s), -float("inf"))
+                                                   VEC, ROW_TABLE, W_COLS, SKIP, EVEN)
+    if EVEN and not SKIP:
+        x = tl.load(x_ptr + rows * stride_xm + cols)
     else:
-        y = tl.where(keep, e * (1.0 / s), 0.0)
-    tl.store(y_ptr + rows * stride_ym + cols, y.to(y_ptr.dtype.element_ty), mask=in_bounds)
+        x = tl.load(x_ptr + rows * stride_xm + cols, mask=read, other=-float("inf"))
+    x = tl.where(keep, x.to(acc_ty), -float("inf"))
+    m = _row_max(x)
+    z = x - m  # a fully masked row: NaN here, masked below
+    if FTZ:
+        e = _exp2_ftz(z * LOG2E, 3)
+    else:
+        e = tl.exp(z)
+    s = _row_sum(e)
+    y_ptrs = y_ptr + rows * stride_ym + cols
+    if _all_rows(((m > -float("inf")) & (m < float("inf")) & (s == s)).to(tl.int32)):
+        if LOG:
+            y = z - tl.log(s)
+        else:
+            y = e * (1.0 / s)
+        if EVEN:
+            tl.store(y_ptrs, y.to(y_ptr.dtype.element_ty))
+        else:
+            tl.store(y_ptrs, y.to(y_ptr.dtype.element_ty), mask=in_bounds)
+    else:  # the mask read again, not kept in registers through the sum
+        keep = _rows_tile(w_ptr, wrow_ptr, M, N, row_div, row_mod, BLOCK_M, BLOCK_N, VEC, ROW_TABLE, W_COLS, SKIP,
+                          EVEN)[3]
+        if LOG:
+            y = tl.where(keep, z - tl.log(s), -float("inf"))
+        else:
+            y = tl.where(keep, e * (1.0 / s), 0.0)
+        tl.store(y_ptrs, y.to(y_ptr.dtype.element_ty), mask=in_bounds)
 
 
 @triton.jit
