@@ -1148,8 +1148,11 @@ def plan_where(M: int, N: int, dtype: str, log: bool, forward: bool, row_div: in
     BLOCK_N = triton.next_power_of_2(N)
     BLOCK_M, num_warps, skip, cap = _where_tiling(M, BLOCK_N, itemsize, log, forward, register_cap)
     meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, VEC=min(16 // itemsize, BLOCK_N), **meta, SKIP=skip)
-    if forward:  # WHERE_FWD_EVEN, WHERE_FWD_FTZ
-        meta.update(EVEN=N == BLOCK_N and M % BLOCK_M == 0, FTZ=itemsize == 2 and not kernels.INTERPRETED)
+    # WHERE_EVEN: no bounds (kernels/where.py `_tile`) where the tile holds the rows exactly, but for
+    # the backward under a register cap; FTZ: the forward's exp by ex2.approx.ftz for 16-bit y, compiled
+    meta.update(EVEN=N == BLOCK_N and M % BLOCK_M == 0 and (forward or not cap))
+    if forward:
+        meta.update(FTZ=itemsize == 2 and not kernels.INTERPRETED)
     meta.update(num_warps=num_warps, num_stages=1, **({"maxnreg": cap} if cap else {}))
     return (Launch(kernel, inputs, scalars, ((out, (M, N), "io"),), (triton.cdiv(M, BLOCK_M),), tuple(meta.items())),)
 

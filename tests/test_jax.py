@@ -292,6 +292,51 @@ def test_where_kernels_special_values(ops):
     np.testing.assert_allclose(np.asarray(got)[finite], np.asarray(expected)[finite], rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16], ids=["float32", "bfloat16"])
+def test_where_kernels_whole_tiles(dtype):
+    """Rows that fill their tiles exactly (EVEN: N a power of two, M a multiple of BLOCK_M), where the
+    where rows kernels store with no mask a lane in programs whose rows are all finite and read the
+    mask again in the others (kernels/where.py): one program holds a fully masked row, a kept NaN,
+    a kept +inf and a masked-out NaN; others hold a masked-out inf or NaN in dy, which the softmax
+    backward's unmasked sum meets. Forward against jax.nn, masked-out outputs exactly 0 (-inf),
+    NaN and inf where jax.nn has them; the backward against the float64 formula over the kept values,
+    exactly 0 where masked out."""
+    name = jnp.dtype(dtype).name
+    shape = {"float32": (128, 16), "bfloat16": (32, 128)}[name]
+    rng = np.random.default_rng(34)
+    x = np.array(randn(*shape, seed=35), np.float64)
+    m = rng.random(shape) < 0.7
+    m[:, 0] = True
+    m[0] = False  # fully masked
+    x[1, 0] = np.nan  # a kept NaN
+    x[2, 0] = np.inf  # a kept +inf
+    m[3, 1] = False
+    x[3, 1] = np.nan  # a masked-out NaN: no effect
+    dy = np.array(randn(*shape, seed=36, scale=1.0), np.float64)
+    dy[~m] = rng.standard_normal(int((~m).sum()))  # masked-out dy takes no part, whatever it is
+    rows_inf, rows_nan = shape[0] - 3, shape[0] // 2 + 2  # rows far from the first program's
+    m[rows_inf, 1] = m[rows_nan, 1] = False
+    dy[rows_inf, 1], dy[rows_nan, 1] = np.inf, np.nan
+    x, dy = jnp.asarray(x, dtype), jnp.asarray(dy, dtype)
+    for forward in (True, False):
+        kw = mj._where_plan(shape, dtype, 1, False, forward)[0].kwargs
+        assert kw["EVEN"] and shape[0] // kw["BLOCK_M"] >= 4, (forward, kw)  # several programs, whole tiles
+    for ours, theirs, log in OPS:
+        y, pull = jax.vjp(lambda t: ours(t, -1, where=m), x)
+        y = np.asarray(y, np.float64)
+        expected = np.asarray(theirs(jnp.asarray(x, jnp.float64), -1, where=m))
+        np.testing.assert_array_equal(np.isnan(y), np.isnan(expected), f"{name} log={log} NaN")
+        assert np.all(y[~m] == (-np.inf if log else 0.0)), (name, log)
+        finite = np.isfinite(expected)
+        ref.assert_close(y[finite], expected[finite], name, f"y log={log}")
+        dx = np.asarray(pull(dy)[0], np.float64)
+        assert np.all(dx[~m] == 0.0), (name, log)
+        y64, dy64 = np.where(m, y, -np.inf if log else 0.0), np.where(m, np.asarray(dy, np.float64), 0.0)
+        with np.errstate(invalid="ignore"):
+            want = np.where(m, ref.softmax_backward(y64, dy64, -1, log), 0.0)
+        ref.assert_close(dx, want, name, f"dx log={log}", scale_atol=ref.backward_scale(y64[3:], dy64[3:], -1, log))
+
+
 def test_where_kernels_under_vmap():
     """vmap over x with a batched mask, an unbatched one, and an unbatched x with a batched mask;
     jit(vmap(grad)); against jax.nn."""

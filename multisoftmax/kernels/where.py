@@ -98,6 +98,15 @@ def _row_sum(v):
 
 
 @triton.jit
+def _store(ptrs, v, in_bounds, EVEN: tl.constexpr):
+    """v into `ptrs`' dtype at the lanes in bounds (EVEN: every lane, no mask)."""
+    if EVEN:
+        tl.store(ptrs, v.to(ptrs.dtype.element_ty))
+    else:
+        tl.store(ptrs, v.to(ptrs.dtype.element_ty), mask=in_bounds)
+
+
+@triton.jit
 def _all_rows(v):
     """Whether every row's flag `v` (BLOCK_M, 1, 1) of 0 or 1 is 1: a scalar for the program."""
     return tl.min(tl.min(tl.min(v, axis=2), axis=1), axis=0) != 0
@@ -144,10 +153,7 @@ def softmax_fwd_rows_where(
             y = z - tl.log(s)
         else:
             y = e * (1.0 / s)
-        if EVEN:
-            tl.store(y_ptrs, y.to(y_ptr.dtype.element_ty))
-        else:
-            tl.store(y_ptrs, y.to(y_ptr.dtype.element_ty), mask=in_bounds)
+        _store(y_ptrs, y, in_bounds, EVEN)
     else:  # the mask read again, not kept in registers through the sum
         keep = _rows_tile(w_ptr, wrow_ptr, M, N, row_div, row_mod, BLOCK_M, BLOCK_N, VEC, ROW_TABLE, W_COLS, SKIP,
                           EVEN)[3]
@@ -163,21 +169,38 @@ def softmax_bwd_rows_where(
     y_ptr, dy_ptr, w_ptr, wrow_ptr, M, N, stride_ym, stride_dym, stride_dxm, row_div, row_mod, dx_ptr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr,
     ACC_FP64: tl.constexpr, ROW_TABLE: tl.constexpr, W_COLS: tl.constexpr, SKIP: tl.constexpr,
+    EVEN: tl.constexpr = False,
 ):
     """dx from y = softmax_fwd_rows_where's output and dy: the row sums over kept values, dx 0
-    at masked-out ones (whatever dy holds there). SKIP as softmax_fwd_rows_where's."""
+    at masked-out ones (whatever dy holds there). SKIP and EVEN as softmax_fwd_rows_where's.
+
+    The softmax's y is 0 where masked out, so where y * dy sums to a finite number over every lane
+    of each row of the program (no masked-out dy is inf or NaN, no kept value NaN), that sum is the
+    kept values' and y * (dy - sum) is 0 at masked-out lanes by itself: the program then computes
+    and stores dx with no mask a lane, as the forward does (the mask read again otherwise)."""
     N, stride_ym, stride_dym, stride_dxm = (
         _aligned(N, ALIGN), _aligned(stride_ym, ALIGN), _aligned(stride_dym, ALIGN), _aligned(stride_dxm, ALIGN))
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     rows, cols, in_bounds, keep, read = _rows_tile(w_ptr, wrow_ptr, M, N, row_div, row_mod, BLOCK_M, BLOCK_N,
-                                                   VEC, ROW_TABLE, W_COLS, SKIP)
+                                                   VEC, ROW_TABLE, W_COLS, SKIP, EVEN)
     other_y = -float("inf") if LOG else 0.0  # lanes not kept: exp(y) = 0 or y = 0, dy = 0
-    y = tl.load(y_ptr + rows * stride_ym + cols, mask=read, other=other_y)
-    dy = tl.load(dy_ptr + rows * stride_dym + cols, mask=read, other=0.0)
-    y, dy = tl.where(keep, y.to(acc_ty), other_y), tl.where(keep, dy.to(acc_ty), 0.0)
-    dot = _row_sum(_bwd_terms(y, dy, LOG))
-    dx = tl.where(keep, _bwd_apply(y, dy, dot, LOG), 0.0)
-    tl.store(dx_ptr + rows * stride_dxm + cols, dx.to(dx_ptr.dtype.element_ty), mask=in_bounds)
+    y = tl.load(y_ptr + rows * stride_ym + cols, mask=read, other=other_y).to(acc_ty)
+    dy = tl.load(dy_ptr + rows * stride_dym + cols, mask=read, other=0.0).to(acc_ty)
+    dx_ptrs = dx_ptr + rows * stride_dxm + cols
+    if LOG:
+        y, dy = tl.where(keep, y, other_y), tl.where(keep, dy, 0.0)
+        dx = tl.where(keep, _bwd_apply(y, dy, _row_sum(_bwd_terms(y, dy, LOG)), LOG), 0.0)
+        _store(dx_ptrs, dx, in_bounds, EVEN)
+    else:
+        dot = _row_sum(y * dy)
+        if _all_rows(((dot == dot) & (tl.abs(dot) < float("inf"))).to(tl.int32)):
+            _store(dx_ptrs, y * (dy - dot), in_bounds, EVEN)
+        else:
+            keep = _rows_tile(w_ptr, wrow_ptr, M, N, row_div, row_mod, BLOCK_M, BLOCK_N, VEC, ROW_TABLE, W_COLS, SKIP,
+                              EVEN)[3]
+            y, dy = tl.where(keep, y, 0.0), tl.where(keep, dy, 0.0)
+            dx = tl.where(keep, _bwd_apply(y, dy, _row_sum(_bwd_terms(y, dy, LOG)), LOG), 0.0)
+            tl.store(dx_ptrs, dx.to(dx_ptr.dtype.element_ty), mask=in_bounds)
 
 
 # --------------------------------------------------------------------------------------
