@@ -171,7 +171,8 @@ def case(dtype, N, mask_kind, log, direction, spec, sms, l2, coop=False, coop_sp
         for name, f in fns.items():
             res[name].append(timing.torch_time(f, args, nbytes, cuda=True, graphable=True, l2_bytes=l2)[0])
     head = (f"{dtype:8s} {M}x{N} {mask_kind:7s} {'log' if log else 'sm '} {direction} "
-            f"dispatch m{kw['BLOCK_M']}w{kw['num_warps']}{'' if kw['SKIP'] else 'n'}"
+            f"dispatch {'m%d' % kw['BLOCK_M'] if 'BLOCK_M' in kw else 'coop%d' % kw['CHUNK_N']}w{kw['num_warps']}"
+            f"{'' if kw['SKIP'] else 'n'}"
             f"{'r%d' % kw['maxnreg'] if kw.get('maxnreg') else ''} | ")
     return head + " | ".join(
         f"{name} r{info[name][0]} " + "/".join(f"{us:.2f}" for us in res[name])
