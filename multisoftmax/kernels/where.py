@@ -312,20 +312,12 @@ def softmax_fwd_coop_where(
         m = tl.max(m_c, axis=0)
         m_safe = tl.where(m == -float("inf"), 0.0, m)  # a fully masked row: every y masked out below
         s = tl.sum(s_c * tl.exp(m_c - m_safe), axis=0)
-        # exp(x - m) / s = exp(x - m_own) * (exp(m_own - m) / s), capped at 1 for a chunk of max 0 and
-        # sum 0 (its e is 0: 0, not 0 * inf)
         if LOG:
-            y = (x - m_safe) - tl.log(s)
-        else:
-            y = e * (tl.minimum(tl.exp(m_own - m_safe), 1.0) / s)
-        y_ptrs = y_ptr + rows * stride_ym + cols
-        if (m > -float("inf")) & (m < float("inf")) & (s == s):  # masked-out lanes 0 (-inf) by themselves
-            tl.store(y_ptrs, y.to(y_ptr.dtype.element_ty), mask=in_bounds)  # as softmax_fwd_rows_where
-        else:
-            keep = _tile(w_ptr, wrow_ptr, row + tl.arange(0, 1), chunk * CHUNK_N, M, N, row_div, row_mod, CHUNK_N,
-                         VEC, ROW_TABLE, W_COLS, SKIP)[3]
-            tl.store(y_ptrs, tl.where(keep, y, -float("inf") if LOG else 0.0).to(y_ptr.dtype.element_ty),
-                     mask=in_bounds)
+            y = tl.where(keep, (x - m_safe) - tl.log(s), -float("inf"))
+        else:  # exp(x - m) / s = exp(x - m_own) * (exp(m_own - m) / s), capped at 1 for a chunk of max 0
+            # and sum 0 (its e is 0: 0, not 0 * inf)
+            y = tl.where(keep, e * (tl.minimum(tl.exp(m_own - m_safe), 1.0) / s), 0.0)
+        tl.store(y_ptr + rows * stride_ym + cols, y.to(y_ptr.dtype.element_ty), mask=in_bounds)
 
 
 @triton.jit
