@@ -1127,7 +1127,8 @@ def plan_where(M: int, N: int, dtype: str, log: bool, forward: bool, row_div: in
     two under Triton's interpreter, as `_coop_launches`), or None where a row needs more than
     num_sms chunks, and for the softmax backward (the unmasked one serves, see WHERE_COOP_*);
     `register_cap`: the launcher can pass Triton's maxnreg (WHERE_COOP_MAXNREG, and `_where_tiling`'s caps).
-    VEC: values a 16-byte vector (fewer for rows shorter than that)."""
+    VEC: values a 16-byte vector (fewer for rows shorter than that); the rows kernels' EVEN (rows that
+    fill their tiles) and FTZ (the 16-bit forward's exp, compiled) as kernels/where.py states them."""
     itemsize = ITEMSIZE[dtype]
     if forward:
         kernel, inputs, strides, out = "softmax_fwd_rows_where", ("x", "where", "where_rows"), (N, N), "y"
@@ -1148,8 +1149,11 @@ def plan_where(M: int, N: int, dtype: str, log: bool, forward: bool, row_div: in
     BLOCK_N = triton.next_power_of_2(N)
     BLOCK_M, num_warps, skip, cap = _where_tiling(M, BLOCK_N, itemsize, log, forward, register_cap)
     meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, VEC=min(16 // itemsize, BLOCK_N), **meta, SKIP=skip)
-    # WHERE_EVEN: no bounds (kernels/where.py `_tile`) where the tile holds the rows exactly, but for
-    # the backward under a register cap; FTZ: the forward's exp by ex2.approx.ftz for 16-bit y, compiled
+    # EVEN: no bounds compared (kernels/where.py `_tile`) where the tile holds the rows exactly, but in
+    # the backward under a register cap (Triton 3.6, sm_90: 112 bytes a thread spilled against 24);
+    # FTZ: the forward's exp by one ex2.approx.ftz for 16-bit y, compiled. With the kernels' store
+    # without a per-lane mask, H100 bf16 rows of 32768 under a padding mask 2,534 -> 2,799 GB/s forward
+    # (EVEN off: 2,779; the log_softmax's 2,217). Measured: bench/DISPATCH.md, where=: the forward's store.
     meta.update(EVEN=N == BLOCK_N and M % BLOCK_M == 0 and (forward or not cap))
     if forward:
         meta.update(FTZ=itemsize == 2 and not kernels.INTERPRETED)

@@ -1701,7 +1701,7 @@ def test_where_rule():
     backward (float64: MAX_ROWS_BLOCK_N), in vectors of 16 bytes (fewer values for shorter rows);
     longer rows cooperative, in WHERE_COOP_CHUNK_N-value chunks, through TAG up to
     COOP_TAG_MAX_CHUNKS chunks (float32 partials), else on counters, up to num_sms chunks; no plan
-    for the softmax backward of those rows (the unmasked one serves)."""
+    for the softmax backward of those rows (the unmasked one serves). The rows kernels' EVEN and FTZ."""
     def plan(N, dtype="bfloat16", forward=True, log=False, num_sms=132):
         return dispatch.plan_where(64, N, dtype, log, forward, 1, 1, False, True, num_sms)
 
@@ -1733,6 +1733,20 @@ def test_where_rule():
     assert "maxnreg" not in dict(uncapped[-1].kwargs)
     assert plan(dispatch.WHERE_BWD_MAX_N + 1, forward=False) is None  # the softmax backward
     assert plan(chunk * 132) and plan(chunk * 132 + 1) is None and plan(chunk * 16 + 1, num_sms=16) is None
+
+    # EVEN: rows that fill their tiles exactly, but the backward under a register cap; FTZ: the
+    # 16-bit forward, compiled
+    def flags(M, N, dtype="bfloat16", forward=True, log=False):
+        kw = dict(dispatch.plan_where(M, N, dtype, log, forward, 1, 1, False, True, 132)[0].kwargs)
+        return kw["EVEN"], kw.get("FTZ"), kw.get("maxnreg")
+
+    compiled = not dispatch.kernels.INTERPRETED
+    assert flags(64, 2048) == (True, compiled, 64) and flags(64, 2000)[0] is False
+    assert flags(64 * 8 + 3, 128)[0] is False and flags(64 * 8, 128)[0] is True  # 8 rows a program
+    assert flags(64, 2048, "float32") == (True, False, None)
+    assert flags(64, 1024, forward=False) == (True, None, None)
+    assert flags(64, dispatch.WHERE_BWD16_LOG_LANES, forward=False, log=True) == (False, None,
+                                                                                 dispatch.WHERE_BWD16_LOG_MAXNREG)
 
 
 def test_where_tiling_rule():
