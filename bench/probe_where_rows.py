@@ -131,7 +131,8 @@ def case(dtype, N, mask_kind, log, direction, spec, sms, l2, coop=False, coop_sp
     variants = [("dispatch", plan)]
     for block_m, warps, every, cap in tilings(N, spec):
         if (block_m, warps, every, cap) != (kw["BLOCK_M"], kw["num_warps"], not kw["SKIP"], kw.get("maxnreg")):
-            even = {"EVEN": kw["EVEN"] and M % block_m == 0} if "EVEN" in kw else {}  # dispatch's rule
+            # dispatch's EVEN rule (plan_where): whole tiles, and no backward under a register cap
+            even = {"EVEN": kw["EVEN"] and M % block_m == 0 and (direction == "fwd" or not cap)} if "EVEN" in kw else {}
             (l,) = tune.with_meta(plan, grid=(triton.cdiv(M, block_m),), BLOCK_M=block_m, num_warps=warps,
                                   SKIP=not every, maxnreg=cap, **even)
             meta = tuple((k, v) for k, v in l.meta if not (k == "maxnreg" and v is None))  # uncapped: no maxnreg
