@@ -8,9 +8,11 @@ unmasked rows kernels run short full rows on ROWS_SHORT_FWD_WARPS (2)); on bf16 
 under a padding mask (1, 1, 128) the JAX adapter's log_softmax forward moved 2,704 GB/s against
 XLA's 2,938 (bench/results/h100/probe_where_i32.log). Its runs chose `dispatch._where_tiling`'s tiles
 and register caps (bench/DISPATCH.md, WHERE_FWD_MIN_BYTES and WHERE_FWD_MAXNREG). This times, for
-~256 MB of x, masks of one row (padding: N values, 90% kept, read by every row) and of N rows (causal: an N x N lower
-triangle, row m reading mask row m % N), forward and backward, softmax and log_softmax:
-  * dispatch: plan_where's launch;
+~256 MB of x, masks of one row (padding: N values, 90% kept, read by every row), of N rows (causal: an N x N lower
+triangle, row m reading mask row m % N) and of M rows (rows: 90% kept, row m reading mask row m), forward and
+backward, softmax and log_softmax:
+  * dispatch: plan_where's launch (its header: "n" SKIP off; "p" PEEL, "w" W_PEEL: the cooperative kernel's
+    rows peeled, their mask rows too);
   * mBwW: the same kernel at B rows a program and W warps; then (in --tilings) "n": SKIP off, x (y,
     dy) read by every vector beside the mask, not only by the vectors holding a kept value; "rR":
     compiled under Triton's register cap maxnreg=R (more programs an SM), else uncapped;
@@ -26,7 +28,7 @@ mask takes whole triangles: M = N where 256 MB hold fewer rows. The copy bandwid
 heads the log.
 
     python bench/probe_where_rows.py [--dtypes bfloat16,float32] [--ns 128,256,1024]
-                                     [--masks padding,causal] [--ops softmax,log_softmax]
+                                     [--masks padding,causal,rows] [--ops softmax,log_softmax]
                                      [--dirs fwd,bwd] [--tilings 8x2,16x4,1x16r48|none] [--coop] [--ablate]
                                      [--coop-tilings 8192x16r40,4096x8]
     (defaults: bfloat16,float32; 128,256,1024; padding; both ops; fwd; 2-8 warps at 8 and 16 values a thread)
@@ -116,6 +118,9 @@ def case(dtype, N, mask_kind, log, direction, spec, sms, l2, coop=False, coop_sp
     if mask_kind == "padding":
         w = torch.rand((1, N), device="cuda", generator=gen) < 0.9
         row_mod, keep = 1, w.expand(M, N)
+    elif mask_kind == "rows":  # a mask row for each row of x
+        w = torch.rand((M, N), device="cuda", generator=gen) < 0.9
+        row_mod, keep = M, w
     else:
         w = torch.ones((N, N), dtype=torch.bool, device="cuda").tril()
         row_mod, keep = N, w.repeat(M // N, 1)
@@ -127,6 +132,8 @@ def case(dtype, N, mask_kind, log, direction, spec, sms, l2, coop=False, coop_sp
     bufs = {"x": x} if direction == "fwd" else {"y": y, "dy": dy}
     extra = {"where": w, "where_rows": torch.zeros(1, dtype=torch.int32, device="cuda")}
     plan = dispatch.plan_where.__wrapped__(M, N, dtype, log, direction == "fwd", 1, row_mod, False, True, sms)
+    if plan is None:  # the softmax backward of rows past WHERE_BWD_MAX_N: the unmasked one serves
+        return f"{dtype:8s} {M}x{N} {mask_kind:7s} {'log' if log else 'sm '} {direction} no where plan"
     kw = plan[0].kwargs
     variants = [("dispatch", plan)]
     for block_m, warps, every, cap in tilings(N, spec):
@@ -173,7 +180,7 @@ def case(dtype, N, mask_kind, log, direction, spec, sms, l2, coop=False, coop_sp
             res[name].append(timing.torch_time(f, args, nbytes, cuda=True, graphable=True, l2_bytes=l2)[0])
     head = (f"{dtype:8s} {M}x{N} {mask_kind:7s} {'log' if log else 'sm '} {direction} "
             f"dispatch {'m%d' % kw['BLOCK_M'] if 'BLOCK_M' in kw else 'coop%d' % kw['CHUNK_N']}w{kw['num_warps']}"
-            f"{'' if kw['SKIP'] else 'n'}"
+            f"{'' if kw['SKIP'] else 'n'}{'p' if kw.get('PEEL') else ''}{'w' if kw.get('W_PEEL') else ''}"
             f"{'r%d' % kw['maxnreg'] if kw.get('maxnreg') else ''} | ")
     return head + " | ".join(
         f"{name} r{info[name][0]} " + "/".join(f"{us:.2f}" for us in res[name])

@@ -1142,8 +1142,14 @@ def plan_where(M: int, N: int, dtype: str, log: bool, forward: bool, row_div: in
         if n_chunks > num_sms or not (forward or log):
             return None
         tag = WHERE_COOP_TAG and dtype != "float64" and n_chunks <= COOP_TAG_MAX_CHUNKS  # float32 partials
+        vec = min(16 // itemsize, chunk)
+        # PEEL: rows not 16-byte aligned read and written by whole vectors between their boundaries (the
+        # tensors share stride N); W_PEEL: mask rows as far from a boundary as their x rows (row m reads
+        # mask row m, or rows a multiple of vec values apart), the mask by whole vectors too.
+        peeled = meta["ALIGN"] < vec
+        w_peel = peeled and w_cols and not row_table and row_div == 1 and (row_mod >= M or row_mod * N % vec == 0)
         return _coop_launches(kernel.replace("_rows_", "_coop_"), inputs, scalars, M, N, itemsize, num_sms,
-                              dict(VEC=min(16 // itemsize, chunk), **meta, SKIP=WHERE_COOP_SKIP, TAG=tag),
+                              dict(VEC=vec, **meta, SKIP=WHERE_COOP_SKIP, TAG=tag, PEEL=peeled, W_PEEL=w_peel),
                               2 if forward else 1, out, warps=WHERE_COOP_WARPS, chunk=chunk,
                               maxnreg=WHERE_COOP_MAXNREG.get(itemsize) if forward and register_cap else None)
     BLOCK_N = triton.next_power_of_2(N)

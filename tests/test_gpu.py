@@ -787,7 +787,10 @@ def test_jax_where_at_real_sizes():
     ticket on counters); short rows at dispatch._where_tiling's tiles (bfloat16 64 x 128 x 128 causal:
     8 rows a program on one warp; float16 3001 x 100, odd rows; float32 777 x 256 and bfloat16 96 x
     8192 under padding masks; float32 64 x 16384, x read by every vector: SKIP off; float16 16 x 16384
-    under a causal-like mask, its log_softmax backward too under the register cap).
+    under a causal-like mask, its log_softmax backward too under the register cap); long rows not 16-byte
+    aligned, peeled (PEEL): bfloat16 24 x 50257 under a mask of its own rows (W_PEEL: the mask by vectors
+    too), float32 40 x 32771 under a vocabulary mask, float16 16 x 40002 (ALIGN 2) under its own rows'
+    mask, float32 4 x 256001 (4, 1).
     Forward against float64; the backward from our y against the float64 formula over the kept
     values."""
     import jax
@@ -809,9 +812,17 @@ def test_jax_where_at_real_sizes():
              ((777, 256), rng.random((1, 256)) < 0.9, "float32"),
              ((96, 8192), rng.random((1, 8192)) < 0.9, "bfloat16"),
              ((64, 16384), rng.random((1, 16384)) < 0.9, "float32"),
-             ((16, 16384), np.arange(16384) < np.linspace(1, 16384, 16)[:, None], "float16")]
+             ((16, 16384), np.arange(16384) < np.linspace(1, 16384, 16)[:, None], "float16"),
+             # rows not 16-byte aligned (the cooperative kernels' PEEL): mask rows too (W_PEEL), or not
+             ((24, 50257), rng.random((24, 50257)) < 0.9, "bfloat16"),
+             ((40, 32771), rng.random((1, 32771)) < 0.9, "float32"),
+             ((16, 40002), rng.random((16, 40002)) < 0.5, "float16"),
+             ((4, 256001), np.array([True, False, True, True])[:, None], "float32")]
     skip = {shape: dict(mj._where_plan(shape, dtype, 1, False, True)[0].kwargs).get("SKIP") for shape, _, dtype in cases}
     assert skip[(64, 16384)] is False and skip[(64, 128, 128)] and skip[(96, 8192)], skip
+    for shape, m, dtype in cases[-4:]:  # peeled; the mask too where it has a row for each row of x
+        kw = dict(mj._where_plan(shape, dtype, 1, True, True, mj._where_view(shape, jnp.asarray(m), 1)[2:])[0].kwargs)
+        assert kw["PEEL"] and kw["W_PEEL"] == (m.shape == shape), (shape, kw)
     caps = [dict(mj._where_plan(shape, dtype, 1, log, fwd)[0].kwargs).get("maxnreg")
             for shape, dtype, log, fwd in [((96, 8192), "bfloat16", False, True), ((16, 16384), "float16", True, False),
                                            ((64, 128, 128), "bfloat16", True, True)]]

@@ -441,32 +441,41 @@ def coop_where(monkeypatch):
     jax.clear_caches()
 
 
-# masks over x of shape (2, 3, 40), read by the cooperative where kernels over the last axis
-COOP_WHERE_MASKS = {"full": (2, 3, 40), "columns (40,)": (40,), "a value a row (2, 3, 1)": (2, 3, 1),
-                    "padding (2, 1, 40)": (2, 1, 40), "causal-like (3, 40)": (3, 40)}
+# masks over x of shape (2, 3, N), read by the cooperative where kernels over the last axis (N: -1)
+COOP_WHERE_MASKS = {"full": (2, 3, -1), "columns (N,)": (-1,), "a value a row (2, 3, 1)": (2, 3, 1),
+                    "padding (2, 1, N)": (2, 1, -1), "causal-like (3, N)": (3, -1)}
 
 
+@pytest.mark.parametrize("N", [40, 45], ids=["N=40", "N=45 peeled"])
 @pytest.mark.parametrize("dtype", [jnp.float64, jnp.float32, jnp.bfloat16],
                          ids=["float64 counters", "float32 TAG", "bfloat16 TAG capped"])
 @pytest.mark.parametrize("mask", list(COOP_WHERE_MASKS), ids=list(COOP_WHERE_MASKS))
-def test_where_cooperative_kernels(coop_where, mask, dtype):
+def test_where_cooperative_kernels(coop_where, mask, dtype, N):
     """The cooperative where kernels (kernels/where.py, *_coop_where: rows in 3 chunks of 16 here), on
     arrival counters (float64 partials) and through TAG (float32; bfloat16, whose forward plan
     carries WHERE_COOP_MAXNREG's register cap): values, the gradient and, for the
     log_softmax (whose backward they run; the softmax's is the unmasked one), the gradient of the
-    gradient, against jax.nn in float64, over several mask layouts with a fully masked row."""
+    gradient, against jax.nn in float64, over several mask layouts with a fully masked row. Rows of
+    40 values start 16-byte aligned; rows of 45 are peeled (PEEL: head, body by whole vectors, tail),
+    the full mask's rows too (W_PEEL), the other masks' rows read value by value."""
     seen = coop_where
-    x = randn(2, 3, 40, dtype=dtype, seed=40)
-    w = randn(2, 3, 40, dtype=jnp.float64, seed=41)
-    m = np.random.default_rng(42).random(COOP_WHERE_MASKS[mask]) < 0.6
-    m[(0,) * m.ndim] = False  # a masked column, for the (40,) mask: every row's first value
+    x = randn(2, 3, N, dtype=dtype, seed=40)
+    w = randn(2, 3, N, dtype=jnp.float64, seed=41)
+    m = np.random.default_rng(42).random(tuple(N if d == -1 else d for d in COOP_WHERE_MASKS[mask])) < 0.6
+    m[(0,) * m.ndim] = False  # a masked column, for the (N,) mask: every row's first value
     if m.ndim > 1:  # (m[()] of a 1-D mask would mask it all)
         m[(0,) * (m.ndim - 1)] = False  # a fully masked row
     assert m.any() and not m.all()
     x64 = jnp.asarray(x, jnp.float64)
-    plan = mj._where_plan(x.shape, dtype, 1, True, True)
-    assert dispatch.cooperative(plan) and dict(plan[0].kwargs)["TAG"] == (dtype != jnp.float64)
-    assert dict(plan[0].kwargs).get("maxnreg") == dispatch.WHERE_COOP_MAXNREG.get(jnp.dtype(dtype).itemsize)
+    peeled = N % (16 // jnp.dtype(dtype).itemsize) != 0
+    assert peeled == (N == 45)
+    view = mj._where_view(x.shape, jnp.asarray(m).reshape((1,) * (3 - m.ndim) + m.shape), 1)[2:]
+    for fwd in (True, False):  # the log_softmax's forward and backward plans
+        plan = mj._where_plan(x.shape, dtype, 1, True, fwd, view)
+        kw = dict(plan[0].kwargs)
+        assert dispatch.cooperative(plan) and kw["TAG"] == (dtype != jnp.float64)
+        assert (kw["PEEL"], kw["W_PEEL"]) == (peeled, peeled and mask == "full"), kw
+        assert kw.get("maxnreg") == (dispatch.WHERE_COOP_MAXNREG.get(jnp.dtype(dtype).itemsize) if fwd else None)
     for ours, theirs, log in OPS:
         seen.clear()
         got, expected = ours(x, -1, where=m), theirs(x64, -1, where=m)
@@ -515,6 +524,41 @@ def test_where_cooperative_special_values(coop_where, ops):
     ref.assert_close(jax.vmap(lambda t, mask: ours(t, -1, where=mask))(xs.reshape(2, 2, 40), masks.reshape(2, 2, 40)),
                      jax.vmap(lambda t, mask: theirs(t, -1, where=mask))(xs.reshape(2, 2, 40),
                                                                           masks.reshape(2, 2, 40)), "float32")
+
+
+@pytest.mark.parametrize("mask_rows", [14, 7], ids=["own mask rows (W_PEEL)", "7 mask rows for 14"])
+@pytest.mark.parametrize("ops", OPS, ids=OP_IDS)
+def test_where_cooperative_peeled_edges(coop_where, ops, mask_rows):
+    """The peeled cooperative where forward (rows of 45 float32 values: 16-byte boundaries 0-3 values
+    into a row) with special values at the rows' edges, the head's first value and the tail's last:
+    a kept NaN or +inf there, the one kept value there, a kept 1e30 there beside masked-out NaN, a
+    fully masked row; each row twice, at two alignments, its mask row its own (W_PEEL) or one of 7
+    shared by two rows 315 values apart (read value by value). Against jax.nn, NaN and inf where it
+    has them."""
+    ours, theirs, _ = ops
+    rng = np.random.default_rng(45)
+    x = rng.standard_normal((2, 7, 45)) * 3
+    m = rng.random((7, 45)) < 0.7
+    m[:5, [0, 44]] = True
+    x[:, 0, 0] = np.nan  # a kept NaN in the head
+    x[:, 1, 44] = np.inf  # a kept +inf in the tail
+    m[2], m[3] = False, False
+    m[2, 0] = m[3, 44] = True  # the only kept value: in the head, in the tail
+    x[:, 4, [1, 44]] = np.nan  # masked out, beside a kept 1e30 (in the head of x[1, 4])
+    m[4, [1, 44]] = False
+    x[:, 4, 0] = 1e30
+    m[5] = False
+    w = np.broadcast_to(m, (2, 7, 45)).copy() if mask_rows == 14 else m
+    x = jnp.asarray(x, jnp.float32)
+    view = mj._where_view(x.shape, jnp.asarray(w).reshape((1,) * (3 - w.ndim) + w.shape), 1)[2:]
+    kw = dict(mj._where_plan(x.shape, jnp.float32, 1, False, True, view)[0].kwargs)
+    assert kw["PEEL"] and kw["W_PEEL"] == (mask_rows == 14), kw
+    got, expected = ours(x, -1, where=w), theirs(x, -1, where=w)
+    assert set(coop_where) == {"softmax_fwd_coop_where"}, coop_where
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(expected))
+    finite = np.isfinite(expected)
+    np.testing.assert_allclose(np.asarray(got)[finite], np.asarray(expected)[finite], rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("ops", OPS, ids=OP_IDS)
