@@ -18,7 +18,7 @@ backward, softmax and log_softmax:
     compiled under Triton's register cap maxnreg=R (more programs an SM), else uncapped;
   * noEVEN, noFTZ (--ablate): dispatch's forward launch with that flag off (kernels/where.py);
   * coop (--coop): the cooperative where kernel (*_coop_where), as plan_where makes it for longer rows;
-    coopCwW[rR] (--coop-tilings): the same in C-value chunks at W warps (under maxnreg R);
+    coopCwW[rR] (--coop-tilings): the same in C-value chunks at W warps (under maxnreg R), peeled rows too;
   * unmasked: dispatch's plan for the unmasked kernels on the same x (no mask), the bar;
 launched from torch (launch.torch_call), each timed twice by the benchmark's clock
 (bench/timing.py: CUDA graph, kernel time; a fresh output a call), with registers a thread and
@@ -154,7 +154,8 @@ def case(dtype, N, mask_kind, log, direction, spec, sms, l2, coop=False, coop_sp
         patches = dict(WHERE_MAX_N=0, WHERE_BWD_MAX_N=0)
         if chunk:
             patches.update(WHERE_COOP_CHUNK_N={T.itemsize: chunk}, WHERE_COOP_WARPS=warps,
-                           WHERE_COOP_MAXNREG={T.itemsize: cap} if cap else {})
+                           WHERE_COOP_MAXNREG={T.itemsize: cap} if cap else {},
+                           WHERE_COOP_PEEL_FWD={}, WHERE_COOP_PEEL_BWD={})  # peeled rows too
         with mock.patch.multiple(dispatch, **patches):
             cp = dispatch.plan_where.__wrapped__(M, N, dtype, log, direction == "fwd", 1, row_mod, False, True, sms)
         if cp is not None:

@@ -1112,6 +1112,14 @@ WHERE_COOP_WARPS = 16
 WHERE_COOP_SKIP = False
 WHERE_COOP_TAG = True
 WHERE_COOP_MAXNREG = {2: 40}
+# WHERE_COOP_PEEL_FWD, _BWD: rows not 16-byte aligned (PEEL, kernels/where.py) take (CHUNK_N, warps,
+# maxnreg or None) by itemsize instead: peeled, the kernels hold fewer registers (Triton 3.6, sm_90:
+# the 16-bit forward no longer spills at 40, float32's takes 64 where it took 103-112). H200, rows of
+# 50257 under a vocabulary mask, GB/s softmax / log_softmax forward, log_softmax backward, against
+# these rows at the aligned rows' tiling: bf16 1,585 / 1,545 -> 1,917 / 1,878, 2,097 -> 2,395; float32
+# 2,210 / 2,383 -> 2,869 / 2,870, 2,516 -> 3,050. Measured: bench/DISPATCH.md, WHERE_COOP_PEEL_FWD.
+WHERE_COOP_PEEL_FWD = {2: (8192, 8, 64), 4: (8192, 16, 40)}
+WHERE_COOP_PEEL_BWD = {2: (4096, 8, None), 4: (4096, 8, None)}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -1123,7 +1131,8 @@ def plan_where(M: int, N: int, dtype: str, log: bool, forward: bool, row_div: in
     `w_cols`: the mask holds N values a row, else one (kernels/where.py).
     Rows of at most WHERE_MAX_N values (backward: WHERE_BWD_MAX_N; float64: MAX_ROWS_BLOCK_N): one
     launch of the rows kernel, a row in next_power_of_2(N) lanes, tiled by `_where_tiling`. Longer rows: the
-    cooperative kernel in WHERE_COOP_CHUNK_N-value chunks, planned for `num_sms` SMs (one launch;
+    cooperative kernel in WHERE_COOP_CHUNK_N-value chunks (rows not 16-byte aligned: PEEL, in
+    WHERE_COOP_PEEL_*'s), planned for `num_sms` SMs (one launch;
     two under Triton's interpreter, as `_coop_launches`), or None where a row needs more than
     num_sms chunks, and for the softmax backward (the unmasked one serves, see WHERE_COOP_*);
     `register_cap`: the launcher can pass Triton's maxnreg (WHERE_COOP_MAXNREG, and `_where_tiling`'s caps).
@@ -1138,20 +1147,25 @@ def plan_where(M: int, N: int, dtype: str, log: bool, forward: bool, row_div: in
     meta = dict(LOG=log, ALIGN=alignment(N), ACC_FP64=dtype == "float64", ROW_TABLE=row_table, W_COLS=w_cols)
     if N > min(WHERE_MAX_N if forward else WHERE_BWD_MAX_N, MAX_ROWS_BLOCK_N[itemsize]):
         chunk = min(WHERE_COOP_CHUNK_N[itemsize], triton.next_power_of_2(N))
+        warps, cap = WHERE_COOP_WARPS, WHERE_COOP_MAXNREG.get(itemsize) if forward else None
+        vec = min(16 // itemsize, chunk)
+        # PEEL: rows not 16-byte aligned read and written by whole vectors between their boundaries (the
+        # tensors share stride N); W_PEEL: mask rows as far from a boundary as their x rows (row m reads
+        # mask row m, or rows a multiple of vec values apart), the mask by whole vectors too. Peeled
+        # rows take WHERE_COOP_PEEL_*'s tiling where it fits (a forward's cap where the launcher passes it).
+        peeled = meta["ALIGN"] < vec
+        w_peel = peeled and w_cols and not row_table and row_div == 1 and (row_mod >= M or row_mod * N % vec == 0)
+        tiling = (WHERE_COOP_PEEL_FWD if forward else WHERE_COOP_PEEL_BWD).get(itemsize) if peeled else None
+        if tiling and (register_cap or not forward) and triton.cdiv(N, tiling[0]) <= num_sms:
+            chunk, warps, cap = min(tiling[0], triton.next_power_of_2(N)), tiling[1], tiling[2]
         n_chunks = triton.cdiv(N, chunk)
         if n_chunks > num_sms or not (forward or log):
             return None
         tag = WHERE_COOP_TAG and dtype != "float64" and n_chunks <= COOP_TAG_MAX_CHUNKS  # float32 partials
-        vec = min(16 // itemsize, chunk)
-        # PEEL: rows not 16-byte aligned read and written by whole vectors between their boundaries (the
-        # tensors share stride N); W_PEEL: mask rows as far from a boundary as their x rows (row m reads
-        # mask row m, or rows a multiple of vec values apart), the mask by whole vectors too.
-        peeled = meta["ALIGN"] < vec
-        w_peel = peeled and w_cols and not row_table and row_div == 1 and (row_mod >= M or row_mod * N % vec == 0)
         return _coop_launches(kernel.replace("_rows_", "_coop_"), inputs, scalars, M, N, itemsize, num_sms,
                               dict(VEC=vec, **meta, SKIP=WHERE_COOP_SKIP, TAG=tag, PEEL=peeled, W_PEEL=w_peel),
-                              2 if forward else 1, out, warps=WHERE_COOP_WARPS, chunk=chunk,
-                              maxnreg=WHERE_COOP_MAXNREG.get(itemsize) if forward and register_cap else None)
+                              2 if forward else 1, out, warps=warps, chunk=chunk,
+                              maxnreg=cap if register_cap else None)
     BLOCK_N = triton.next_power_of_2(N)
     BLOCK_M, num_warps, skip, cap = _where_tiling(M, BLOCK_N, itemsize, log, forward, register_cap)
     meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, VEC=min(16 // itemsize, BLOCK_N), **meta, SKIP=skip)

@@ -1701,7 +1701,9 @@ def test_where_rule():
     backward (float64: MAX_ROWS_BLOCK_N), in vectors of 16 bytes (fewer values for shorter rows);
     longer rows cooperative, in WHERE_COOP_CHUNK_N-value chunks, through TAG up to
     COOP_TAG_MAX_CHUNKS chunks (float32 partials), else on counters, up to num_sms chunks; no plan
-    for the softmax backward of those rows (the unmasked one serves). The rows kernels' EVEN and FTZ."""
+    for the softmax backward of those rows (the unmasked one serves); rows not 16-byte aligned peeled
+    (PEEL; W_PEEL where their mask rows are too), in WHERE_COOP_PEEL_*'s tiling. The rows kernels'
+    EVEN and FTZ."""
     def plan(N, dtype="bfloat16", forward=True, log=False, num_sms=132):
         return dispatch.plan_where(64, N, dtype, log, forward, 1, 1, False, True, num_sms)
 
@@ -1711,10 +1713,10 @@ def test_where_rule():
     assert plan(dispatch.WHERE_BWD_MAX_N, forward=False)[0].kernel == "softmax_bwd_rows_where"
     assert plan(1000)[0].kwargs["BLOCK_N"] == 1024 and plan(1000)[0].kwargs["ALIGN"] == 8
     chunk = dispatch.WHERE_COOP_CHUNK_N[2]
-    for N, dtype, forward, log, tag in [(dispatch.WHERE_MAX_N + 1, "bfloat16", True, False, True),
+    for N, dtype, forward, log, tag in [(dispatch.WHERE_MAX_N + 8, "bfloat16", True, False, True),
                                         (8193, "float64", True, True, False),
-                                        (dispatch.WHERE_BWD_MAX_N + 1, "float32", False, True, True),
-                                        (chunk * dispatch.COOP_TAG_MAX_CHUNKS + 1, "bfloat16", True, True, False)]:
+                                        (dispatch.WHERE_BWD_MAX_N + 4, "float32", False, True, True),
+                                        (chunk * dispatch.COOP_TAG_MAX_CHUNKS + 8, "bfloat16", True, True, False)]:
         launches = plan(N, dtype, forward, log)  # one, or PHASE 1 and 2 under the interpreter
         one = launches[-1]
         assert len(launches) == (2 if dispatch.kernels.INTERPRETED else 1)
@@ -1723,14 +1725,29 @@ def test_where_rule():
         assert meta["TAG"] == tag and meta["CHUNK_N"] == dispatch.WHERE_COOP_CHUNK_N[dispatch.ITEMSIZE[dtype]]
         assert meta["num_warps"] == dispatch.WHERE_COOP_WARPS and dispatch.cooperative((one,))
         assert one.grid == (64 * triton.cdiv(N, meta["CHUNK_N"]),) and meta["TICKET"]
+        assert meta["PEEL"] == (dtype == "float64") and not meta["W_PEEL"]  # 8193 float64 values: peeled
     # the 16-bit forward under WHERE_COOP_MAXNREG where the launcher passes it; nothing else
-    caps = {(d, f): dict(plan(dispatch.WHERE_MAX_N + 1, d, f, True)[-1].kwargs).get("maxnreg")
+    caps = {(d, f): dict(plan(dispatch.WHERE_MAX_N + 8, d, f, True)[-1].kwargs).get("maxnreg")
             for d in ("bfloat16", "float32") for f in (True, False)}
     assert caps == {("bfloat16", True): dispatch.WHERE_COOP_MAXNREG[2], ("bfloat16", False): None,
                     ("float32", True): None, ("float32", False): None}, caps
-    uncapped = dispatch.plan_where(64, dispatch.WHERE_MAX_N + 1, "bfloat16", True, True, 1, 1, False, True, 132,
-                                   register_cap=False)
-    assert "maxnreg" not in dict(uncapped[-1].kwargs)
+    # rows not 16-byte aligned: PEEL, in WHERE_COOP_PEEL_*'s tiling where its chunks fit in the SMs and
+    # the launcher passes a forward's cap, else the aligned rows' tiling
+    for N, dtype, forward in [(dispatch.WHERE_MAX_N + 1, "bfloat16", True), (dispatch.WHERE_MAX_N + 2, "float32", True),
+                              (dispatch.WHERE_BWD_MAX_N + 4, "bfloat16", False), (50257, "float32", False)]:
+        meta = dict(plan(N, dtype, forward, True)[-1].kwargs)
+        peel = (dispatch.WHERE_COOP_PEEL_FWD if forward else dispatch.WHERE_COOP_PEEL_BWD)[dispatch.ITEMSIZE[dtype]]
+        assert meta["PEEL"] and not meta["W_PEEL"] and (meta["CHUNK_N"], meta["num_warps"], meta.get("maxnreg")) == peel
+    for N, dtype, forward, register_cap in [(dispatch.WHERE_MAX_N + 1, "bfloat16", True, False),
+                                            (4096 * 132 + 1, "float32", False, True)]:
+        meta = dict(dispatch.plan_where(64, N, dtype, True, forward, 1, 1, False, True, 132, register_cap)[-1].kwargs)
+        assert meta["PEEL"] and "maxnreg" not in meta, meta
+        assert (meta["CHUNK_N"], meta["num_warps"]) == (chunk, dispatch.WHERE_COOP_WARPS), meta
+    # W_PEEL: each row's mask row as far from a 16-byte boundary as its x row
+    w_peel = {view: dict(dispatch.plan_where(64, 50257, "bfloat16", True, True, *view, 132)[-1].kwargs)["W_PEEL"]
+              for view in [(1, 64, False, True), (1, 8, False, True), (1, 7, False, True), (2, 32, False, True),
+                           (1, 1, True, True), (1, 64, False, False)]}
+    assert list(w_peel.values()) == [True, True, False, False, False, False], w_peel
     assert plan(dispatch.WHERE_BWD_MAX_N + 1, forward=False) is None  # the softmax backward
     assert plan(chunk * 132) and plan(chunk * 132 + 1) is None and plan(chunk * 16 + 1, num_sms=16) is None
 
