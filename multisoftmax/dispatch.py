@@ -1112,14 +1112,17 @@ WHERE_COOP_WARPS = 16
 WHERE_COOP_SKIP = False
 WHERE_COOP_TAG = True
 WHERE_COOP_MAXNREG = {2: 40}
-# WHERE_COOP_PEEL_FWD, _BWD: rows not 16-byte aligned (PEEL, kernels/where.py) take (CHUNK_N, warps,
-# maxnreg or None) by itemsize instead: peeled, the kernels hold fewer registers (Triton 3.6, sm_90:
-# the 16-bit forward no longer spills at 40, float32's takes 64 where it took 103-112). H200, rows of
-# 50257 under a vocabulary mask, GB/s softmax / log_softmax forward, log_softmax backward, against
-# these rows at the aligned rows' tiling: bf16 1,585 / 1,545 -> 1,917 / 1,878, 2,097 -> 2,395; float32
-# 2,210 / 2,383 -> 2,869 / 2,870, 2,516 -> 3,050. Measured: bench/DISPATCH.md, WHERE_COOP_PEEL_FWD.
-WHERE_COOP_PEEL_FWD = {2: (8192, 8, 64), 4: (8192, 16, 40)}
-WHERE_COOP_PEEL_BWD = {2: (4096, 8, None), 4: (4096, 8, None)}
+# WHERE_COOP_PEEL_FWD, _BWD: rows not 16-byte aligned (PEEL, kernels/where.py) take, by itemsize, the
+# first (CHUNK_N, warps, maxnreg or None) of these whose chunks a row are at most COOP_TAG_MAX_CHUNKS
+# (past them all: the last that fits the SMs): peeled, the kernels hold fewer registers (Triton 3.6,
+# sm_90: the 16-bit forward no longer spills at 40, float32's takes 64 where it took 103-112), and
+# smaller programs pay. H200, rows of 50257 under a vocabulary mask, GB/s softmax / log_softmax forward,
+# log_softmax backward, against these rows at the aligned rows' tiling: bf16 1,585 / 1,545 -> 2,203 /
+# 2,179, 2,097 -> 2,650; float32 2,210 / 2,383 -> 3,520 / 3,509, 2,516 -> 3,778. On counters (past
+# TAG's chunks) the smaller backward lost: bf16 1046 x 128257 2,391 at 4096 x 8 warps, 1,868 at 2048 x 4.
+# Measured: bench/DISPATCH.md, WHERE_COOP_PEEL_FWD.
+WHERE_COOP_PEEL_FWD = {2: ((4096, 4, 64), (8192, 8, 64)), 4: ((4096, 4, 64), (8192, 16, 40))}
+WHERE_COOP_PEEL_BWD = {2: ((2048, 4, None), (4096, 8, None)), 4: ((2048, 4, None), (4096, 8, None))}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -1155,8 +1158,10 @@ def plan_where(M: int, N: int, dtype: str, log: bool, forward: bool, row_div: in
         # rows take WHERE_COOP_PEEL_*'s tiling where it fits (a forward's cap where the launcher passes it).
         peeled = meta["ALIGN"] < vec
         w_peel = peeled and w_cols and not row_table and row_div == 1 and (row_mod >= M or row_mod * N % vec == 0)
-        tiling = (WHERE_COOP_PEEL_FWD if forward else WHERE_COOP_PEEL_BWD).get(itemsize) if peeled else None
-        if tiling and (register_cap or not forward) and triton.cdiv(N, tiling[0]) <= num_sms:
+        tilings = [t for t in (WHERE_COOP_PEEL_FWD if forward else WHERE_COOP_PEEL_BWD).get(itemsize, ())
+                   if triton.cdiv(N, t[0]) <= num_sms] if peeled and (register_cap or not forward) else []
+        if tilings:
+            tiling = next((t for t in tilings if triton.cdiv(N, t[0]) <= COOP_TAG_MAX_CHUNKS), tilings[-1])
             chunk, warps, cap = min(tiling[0], triton.next_power_of_2(N)), tiling[1], tiling[2]
         n_chunks = triton.cdiv(N, chunk)
         if n_chunks > num_sms or not (forward or log):

@@ -1731,13 +1731,19 @@ def test_where_rule():
             for d in ("bfloat16", "float32") for f in (True, False)}
     assert caps == {("bfloat16", True): dispatch.WHERE_COOP_MAXNREG[2], ("bfloat16", False): None,
                     ("float32", True): None, ("float32", False): None}, caps
-    # rows not 16-byte aligned: PEEL, in WHERE_COOP_PEEL_*'s tiling where its chunks fit in the SMs and
-    # the launcher passes a forward's cap, else the aligned rows' tiling
-    for N, dtype, forward in [(dispatch.WHERE_MAX_N + 1, "bfloat16", True), (dispatch.WHERE_MAX_N + 2, "float32", True),
-                              (dispatch.WHERE_BWD_MAX_N + 4, "bfloat16", False), (50257, "float32", False)]:
+    # rows not 16-byte aligned: PEEL, in the first of WHERE_COOP_PEEL_*'s tilings whose chunks are at most
+    # COOP_TAG_MAX_CHUNKS (past them all: the last that fits the SMs), where the launcher passes a
+    # forward's cap; else the aligned rows' tiling
+    assert dispatch.COOP_TAG_MAX_CHUNKS == 32
+    for N, dtype, forward, tier in [(dispatch.WHERE_MAX_N + 1, "bfloat16", True, 0),
+                                    (dispatch.WHERE_MAX_N + 2, "float32", True, 0),
+                                    (dispatch.WHERE_BWD_MAX_N + 4, "bfloat16", False, 0), (50257, "float32", False, 0),
+                                    (4096 * 32 + 1, "bfloat16", True, 1), (8192 * 32 + 1, "float32", True, 1),
+                                    (2048 * 32 + 1, "float32", False, 1), (2048 * 132 + 1, "bfloat16", False, 1)]:
         meta = dict(plan(N, dtype, forward, True)[-1].kwargs)
         peel = (dispatch.WHERE_COOP_PEEL_FWD if forward else dispatch.WHERE_COOP_PEEL_BWD)[dispatch.ITEMSIZE[dtype]]
-        assert meta["PEEL"] and not meta["W_PEEL"] and (meta["CHUNK_N"], meta["num_warps"], meta.get("maxnreg")) == peel
+        assert meta["PEEL"] and not meta["W_PEEL"], meta
+        assert (meta["CHUNK_N"], meta["num_warps"], meta.get("maxnreg")) == peel[tier], (N, dtype, forward, meta)
     for N, dtype, forward, register_cap in [(dispatch.WHERE_MAX_N + 1, "bfloat16", True, False),
                                             (4096 * 132 + 1, "float32", False, True)]:
         meta = dict(dispatch.plan_where(64, N, dtype, True, forward, 1, 1, False, True, 132, register_cap)[-1].kwargs)
