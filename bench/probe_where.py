@@ -11,8 +11,8 @@ forward and the backward (the vjp pullback, from a forward outside the timed fun
   * xla path: multisoftmax.jax with the where kernels turned off (the XLA forward above; the adapter
     from f1ba5be to 5239573);
   * coop CHUNKxWARPS (--coop): multisoftmax.jax with where=, the cooperative where kernels in chunks
-    of CHUNK values at WARPS warps (dispatch.WHERE_COOP_CHUNK_N, WHERE_COOP_WARPS; float64 keeps its
-    chunk); a trailing "s": reading only the vectors that hold a kept value (WHERE_COOP_SKIP), "c": on
+    of CHUNK values at WARPS warps (dispatch.WHERE_COOP_CHUNK_N, WHERE_COOP_WARPS, its tilings
+    WHERE_COOP_*_TILINGS set aside; float64 keeps its chunk); a trailing "s": reading only the vectors that hold a kept value (WHERE_COOP_SKIP), "c": on
     arrival counters, not TAG (WHERE_COOP_TAG); "rN": the 16-bit forward under Triton's maxnreg N
     (WHERE_COOP_MAXNREG);
   * around: the unmasked kernels with the mask applied around them, jnp.where(m, f(jnp.where(m, x,
@@ -121,6 +121,8 @@ def setup(impl: str):
     mj.dispatch.WHERE_COOP_WARPS = warps or COOP_WARPS
     mj.dispatch.WHERE_COOP_SKIP = "s" in flags if spec else COOP_SKIP
     mj.dispatch.WHERE_COOP_TAG = "c" not in flags if spec else COOP_TAG
+    (mj.dispatch.WHERE_COOP_FWD_TILINGS, mj.dispatch.WHERE_COOP_BWD_TILINGS,
+     mj.dispatch.WHERE_COOP_PEEL_BWD32_TILINGS) = ({}, {}, ()) if spec else COOP_TILINGS
 
 
 WHERE_KERNELS = mj._where_kernels
@@ -129,6 +131,8 @@ WHERE_I32 = _where_i32()
 COOP_CHUNK_N, COOP_WARPS, COOP_SKIP, COOP_TAG, COOP_MAXNREG = (
     mj.dispatch.WHERE_COOP_CHUNK_N, mj.dispatch.WHERE_COOP_WARPS, mj.dispatch.WHERE_COOP_SKIP,
     mj.dispatch.WHERE_COOP_TAG, mj.dispatch.WHERE_COOP_MAXNREG)
+COOP_TILINGS = (mj.dispatch.WHERE_COOP_FWD_TILINGS, mj.dispatch.WHERE_COOP_BWD_TILINGS,
+                mj.dispatch.WHERE_COOP_PEEL_BWD32_TILINGS)
 
 
 def main():

@@ -18,7 +18,7 @@ backward, softmax and log_softmax:
     compiled under Triton's register cap maxnreg=R (more programs an SM), else uncapped;
   * noEVEN, noFTZ (--ablate): dispatch's forward launch with that flag off (kernels/where.py);
   * coop (--coop): the cooperative where kernel (*_coop_where), as plan_where makes it for longer rows;
-    coopCwW[rR] (--coop-tilings): the same in C-value chunks at W warps (under maxnreg R), peeled rows too;
+    coopCwW[rR] (--coop-tilings): the same in C-value chunks at W warps (under maxnreg R), every row;
   * unmasked: dispatch's plan for the unmasked kernels on the same x (no mask), the bar;
 launched from torch (launch.torch_call), each timed twice by the benchmark's clock
 (bench/timing.py: CUDA graph, kernel time; a fresh output a call), with registers a thread and
@@ -155,7 +155,8 @@ def case(dtype, N, mask_kind, log, direction, spec, sms, l2, coop=False, coop_sp
         if chunk:
             patches.update(WHERE_COOP_CHUNK_N={T.itemsize: chunk}, WHERE_COOP_WARPS=warps,
                            WHERE_COOP_MAXNREG={T.itemsize: cap} if cap else {},
-                           WHERE_COOP_PEEL_FWD={}, WHERE_COOP_PEEL_BWD={})  # peeled rows too
+                           WHERE_COOP_FWD_TILINGS={}, WHERE_COOP_BWD_TILINGS={},
+                           WHERE_COOP_PEEL_BWD32_TILINGS=())  # every row, peeled too
         with mock.patch.multiple(dispatch, **patches):
             cp = dispatch.plan_where.__wrapped__(M, N, dtype, log, direction == "fwd", 1, row_mod, False, True, sms)
         if cp is not None:

@@ -1101,28 +1101,30 @@ WHERE_BWD16_SM_MAX_LANES = 4096
 WHERE_SM_REGISTERS = 65536
 
 
-# Rows past those limits take *_coop_where, a WHERE_COOP_CHUNK_N-value chunk a program at
-# WHERE_COOP_WARPS warps, for at most num_sms chunks; TAG (WHERE_COOP_TAG) up to COOP_TAG_MAX_CHUNKS
-# chunks, else counters; WHERE_COOP_SKIP off: no mask load before x's. No softmax backward: the
-# unmasked one on saved y is exact. WHERE_COOP_MAXNREG caps the 16-bit forward at 40 registers where
-# the launcher can (3 programs an SM, not 2): bf16 1024 x 128256 log_softmax 342.2 -> 268.9 us.
-# Measured: bench/DISPATCH.md, WHERE_COOP_CHUNK_N.
+# Rows past those limits take *_coop_where, a chunk a program (WHERE_COOP_FWD_TILINGS, _BWD_TILINGS below;
+# float64, and rows those do not fit: a WHERE_COOP_CHUNK_N-value chunk at WHERE_COOP_WARPS warps, the
+# 16-bit forward under WHERE_COOP_MAXNREG where the launcher can pass it), for at most num_sms chunks;
+# TAG (WHERE_COOP_TAG) up to COOP_TAG_MAX_CHUNKS chunks, else counters; WHERE_COOP_SKIP off: no mask load
+# before x's. No softmax backward: the unmasked one on saved y is exact. H100, before the tilings below:
+# the cap took bf16 1024 x 128256's log_softmax 342.2 -> 268.9 us. Measured: bench/DISPATCH.md,
+# WHERE_COOP_CHUNK_N.
 WHERE_COOP_CHUNK_N = {2: 8192, 4: 8192, 8: 4096}
 WHERE_COOP_WARPS = 16
 WHERE_COOP_SKIP = False
 WHERE_COOP_TAG = True
 WHERE_COOP_MAXNREG = {2: 40}
-# WHERE_COOP_PEEL_FWD, _BWD: rows not 16-byte aligned (PEEL, kernels/where.py) take, by itemsize, the
-# first (CHUNK_N, warps, maxnreg or None) of these whose chunks a row are at most COOP_TAG_MAX_CHUNKS
-# (past them all: the last that fits the SMs): peeled, the kernels hold fewer registers (Triton 3.6,
-# sm_90: the 16-bit forward no longer spills at 40, float32's takes 64 where it took 103-112), and
-# smaller programs pay. H200, rows of 50257 under a vocabulary mask, GB/s softmax / log_softmax forward,
-# log_softmax backward, against these rows at the aligned rows' tiling: bf16 1,585 / 1,545 -> 2,203 /
-# 2,179, 2,097 -> 2,650; float32 2,210 / 2,383 -> 3,520 / 3,509, 2,516 -> 3,778. On counters (past
-# TAG's chunks) the smaller backward lost: bf16 1046 x 128257 2,391 at 4096 x 8 warps, 1,868 at 2048 x 4.
-# Measured: bench/DISPATCH.md, WHERE_COOP_PEEL_FWD.
-WHERE_COOP_PEEL_FWD = {2: ((4096, 4, 64), (8192, 8, 64)), 4: ((4096, 4, 64), (8192, 16, 40))}
-WHERE_COOP_PEEL_BWD = {2: ((2048, 4, None), (4096, 8, None)), 4: ((2048, 4, None), (4096, 8, None))}
+# WHERE_COOP_FWD_TILINGS, _BWD_TILINGS: 16-bit and float32 rows take, by itemsize, the first (CHUNK_N,
+# warps, maxnreg or None) of these whose chunks a row are at most COOP_TAG_MAX_CHUNKS (past them all: the
+# last that fits the SMs; none: WHERE_COOP_CHUNK_N's), a forward's cap where the launcher passes it (else
+# WHERE_COOP_CHUNK_N's, uncapped); float32's peeled backward WHERE_COOP_PEEL_BWD32_TILINGS. Smaller
+# programs pay: H200, vocabulary mask, GB/s softmax forward and log_softmax backward against WHERE_COOP_CHUNK_N's
+# tiling: bf16 2670 x 50264 1,918 -> 2,632 and 2,503 -> 3,078, float32 1335 x 50264 2,652 -> 3,788 and 3,889 ->
+# 4,162; rows not 16-byte aligned (PEEL), bf16 2670 x 50257 1,586 -> 2,214 and 2,097 -> 2,669, float32
+# 2,195 -> 3,530 and 2,552 -> 3,782. On counters (past TAG's chunks) the smaller backward lost: bf16 1046 x
+# 128257 2,391 GB/s at 4096 x 8 warps, 1,868 at 2048 x 4. Measured: bench/DISPATCH.md, WHERE_COOP_FWD_TILINGS.
+WHERE_COOP_FWD_TILINGS = {2: ((4096, 4, 64), (8192, 8, 64)), 4: ((4096, 4, 64), (8192, 16, 40))}
+WHERE_COOP_BWD_TILINGS = {2: ((2048, 4, None), (4096, 8, None)), 4: ((4096, 8, None),)}
+WHERE_COOP_PEEL_BWD32_TILINGS = ((2048, 4, None), (4096, 8, None))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -1134,8 +1136,8 @@ def plan_where(M: int, N: int, dtype: str, log: bool, forward: bool, row_div: in
     `w_cols`: the mask holds N values a row, else one (kernels/where.py).
     Rows of at most WHERE_MAX_N values (backward: WHERE_BWD_MAX_N; float64: MAX_ROWS_BLOCK_N): one
     launch of the rows kernel, a row in next_power_of_2(N) lanes, tiled by `_where_tiling`. Longer rows: the
-    cooperative kernel in WHERE_COOP_CHUNK_N-value chunks (rows not 16-byte aligned: PEEL, in
-    WHERE_COOP_PEEL_*'s), planned for `num_sms` SMs (one launch;
+    cooperative kernel in chunks of WHERE_COOP_FWD_TILINGS / _BWD_TILINGS (float64, and rows none fits:
+    WHERE_COOP_CHUNK_N's; rows not 16-byte aligned peeled: PEEL), planned for `num_sms` SMs (one launch;
     two under Triton's interpreter, as `_coop_launches`), or None where a row needs more than
     num_sms chunks, and for the softmax backward (the unmasked one serves, see WHERE_COOP_*);
     `register_cap`: the launcher can pass Triton's maxnreg (WHERE_COOP_MAXNREG, and `_where_tiling`'s caps).
@@ -1154,12 +1156,15 @@ def plan_where(M: int, N: int, dtype: str, log: bool, forward: bool, row_div: in
         vec = min(16 // itemsize, chunk)
         # PEEL: rows not 16-byte aligned read and written by whole vectors between their boundaries (the
         # tensors share stride N); W_PEEL: mask rows as far from a boundary as their x rows (row m reads
-        # mask row m, or rows a multiple of vec values apart), the mask by whole vectors too. Peeled
-        # rows take WHERE_COOP_PEEL_*'s tiling where it fits (a forward's cap where the launcher passes it).
+        # mask row m, or rows a multiple of vec values apart), the mask by whole vectors too.
         peeled = meta["ALIGN"] < vec
         w_peel = peeled and w_cols and not row_table and row_div == 1 and (row_mod >= M or row_mod * N % vec == 0)
-        tilings = [t for t in (WHERE_COOP_PEEL_FWD if forward else WHERE_COOP_PEEL_BWD).get(itemsize, ())
-                   if triton.cdiv(N, t[0]) <= num_sms] if peeled and (register_cap or not forward) else []
+        if forward:
+            tilings = WHERE_COOP_FWD_TILINGS.get(itemsize, ()) if register_cap else ()
+        else:
+            tilings = (WHERE_COOP_PEEL_BWD32_TILINGS if peeled and itemsize == 4
+                       else WHERE_COOP_BWD_TILINGS.get(itemsize, ()))
+        tilings = [t for t in tilings if triton.cdiv(N, t[0]) <= num_sms]
         if tilings:
             tiling = next((t for t in tilings if triton.cdiv(N, t[0]) <= COOP_TAG_MAX_CHUNKS), tilings[-1])
             chunk, warps, cap = min(tiling[0], triton.next_power_of_2(N)), tiling[1], tiling[2]

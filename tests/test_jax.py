@@ -434,8 +434,10 @@ def coop_where(monkeypatch):
     values (the interpreter plans for 4 SMs) take the cooperative where kernels both ways."""
     for name, value in [("WHERE_MAX_N", 16), ("WHERE_BWD_MAX_N", 16), ("WHERE_COOP_CHUNK_N", {2: 16, 4: 16, 8: 16})]:
         monkeypatch.setattr(dispatch, name, value)
-    for name in ("WHERE_COOP_PEEL_FWD", "WHERE_COOP_PEEL_BWD"):  # peeled rows: their warps and caps, in chunks of 16
+    for name in ("WHERE_COOP_FWD_TILINGS", "WHERE_COOP_BWD_TILINGS"):  # their warps and caps, in chunks of 16
         monkeypatch.setattr(dispatch, name, {k: tuple((16, *t[1:]) for t in ts) for k, ts in getattr(dispatch, name).items()})
+    monkeypatch.setattr(dispatch, "WHERE_COOP_PEEL_BWD32_TILINGS",
+                        tuple((16, *t[1:]) for t in dispatch.WHERE_COOP_PEEL_BWD32_TILINGS))
     dispatch.plan_where.cache_clear()
     jax.clear_caches()
     yield _record_kernels(monkeypatch)
@@ -477,10 +479,15 @@ def test_where_cooperative_kernels(coop_where, mask, dtype, N):
         kw = dict(plan[0].kwargs)
         assert dispatch.cooperative(plan) and kw["TAG"] == (dtype != jnp.float64)
         assert (kw["PEEL"], kw["W_PEEL"]) == (peeled, peeled and mask == "full"), kw
-        tilings = (dispatch.WHERE_COOP_PEEL_FWD if fwd else dispatch.WHERE_COOP_PEEL_BWD).get(jnp.dtype(dtype).itemsize)
-        if peeled and tilings:  # the peeled rows' first tiling (in the fixture's chunks of 16)
-            assert (kw["CHUNK_N"], kw["num_warps"], kw.get("maxnreg")) == tilings[0], kw
+        itemsize = jnp.dtype(dtype).itemsize
+        if fwd:
+            tilings = dispatch.WHERE_COOP_FWD_TILINGS.get(itemsize)
         else:
+            tilings = (dispatch.WHERE_COOP_PEEL_BWD32_TILINGS if peeled and itemsize == 4
+                       else dispatch.WHERE_COOP_BWD_TILINGS.get(itemsize))
+        if tilings:  # the first tiling (in the fixture's chunks of 16)
+            assert (kw["CHUNK_N"], kw["num_warps"], kw.get("maxnreg")) == tilings[0], kw
+        else:  # float64
             assert (kw["CHUNK_N"], kw["num_warps"]) == (16, dispatch.WHERE_COOP_WARPS), kw
             assert kw.get("maxnreg") == (dispatch.WHERE_COOP_MAXNREG.get(jnp.dtype(dtype).itemsize) if fwd else None)
     for ours, theirs, log in OPS:

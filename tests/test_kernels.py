@@ -1699,11 +1699,11 @@ def test_columns_tiling_rule():
 def test_where_rule():
     """plan_where: the where kernels for rows up to WHERE_MAX_N values forward, WHERE_BWD_MAX_N
     backward (float64: MAX_ROWS_BLOCK_N), in vectors of 16 bytes (fewer values for shorter rows);
-    longer rows cooperative, in WHERE_COOP_CHUNK_N-value chunks, through TAG up to
-    COOP_TAG_MAX_CHUNKS chunks (float32 partials), else on counters, up to num_sms chunks; no plan
-    for the softmax backward of those rows (the unmasked one serves); rows not 16-byte aligned peeled
-    (PEEL; W_PEEL where their mask rows are too), in WHERE_COOP_PEEL_*'s tiling. The rows kernels'
-    EVEN and FTZ."""
+    longer rows cooperative, in chunks of WHERE_COOP_FWD_TILINGS / _BWD_TILINGS (float64, and rows
+    none fits: WHERE_COOP_CHUNK_N's), through TAG up to COOP_TAG_MAX_CHUNKS chunks (float32
+    partials), else on counters, up to num_sms chunks; no plan for the softmax backward of those rows
+    (the unmasked one serves); rows not 16-byte aligned peeled (PEEL; W_PEEL where their mask rows are
+    too). The rows kernels' EVEN and FTZ."""
     def plan(N, dtype="bfloat16", forward=True, log=False, num_sms=132):
         return dispatch.plan_where(64, N, dtype, log, forward, 1, 1, False, True, num_sms)
 
@@ -1712,50 +1712,47 @@ def test_where_rule():
     assert plan(32000)[0].kwargs["num_warps"] == 32
     assert plan(dispatch.WHERE_BWD_MAX_N, forward=False)[0].kernel == "softmax_bwd_rows_where"
     assert plan(1000)[0].kwargs["BLOCK_N"] == 1024 and plan(1000)[0].kwargs["ALIGN"] == 8
-    chunk = dispatch.WHERE_COOP_CHUNK_N[2]
-    for N, dtype, forward, log, tag in [(dispatch.WHERE_MAX_N + 8, "bfloat16", True, False, True),
-                                        (8193, "float64", True, True, False),
-                                        (dispatch.WHERE_BWD_MAX_N + 4, "float32", False, True, True),
-                                        (chunk * dispatch.COOP_TAG_MAX_CHUNKS + 8, "bfloat16", True, True, False)]:
+    FWD, BWD, PEEL_BWD32 = dispatch.WHERE_COOP_FWD_TILINGS, dispatch.WHERE_COOP_BWD_TILINGS, \
+        dispatch.WHERE_COOP_PEEL_BWD32_TILINGS
+    assert dispatch.COOP_TAG_MAX_CHUNKS == 32
+    # N, dtype, forward, log, TAG, (CHUNK_N, num_warps, maxnreg): the first tiling whose chunks are at most
+    # COOP_TAG_MAX_CHUNKS, else the last that fits the SMs; float64 in WHERE_COOP_CHUNK_N's
+    for N, dtype, forward, log, tag, tiling in [
+            (dispatch.WHERE_MAX_N + 8, "bfloat16", True, False, True, FWD[2][0]),
+            (dispatch.WHERE_MAX_N + 1, "bfloat16", True, True, True, FWD[2][0]),  # peeled
+            (dispatch.WHERE_MAX_N + 2, "float32", True, True, True, FWD[4][0]),
+            (4096 * 32 + 8, "bfloat16", True, True, True, FWD[2][1]),
+            (8192 * 32 + 1, "float32", True, True, False, FWD[4][1]),  # past TAG's chunks with either
+            (8193, "float64", True, True, False, (dispatch.WHERE_COOP_CHUNK_N[8], dispatch.WHERE_COOP_WARPS, None)),
+            (dispatch.WHERE_BWD_MAX_N + 8, "bfloat16", False, True, True, BWD[2][0]),
+            (2048 * 132 + 1, "bfloat16", False, True, False, BWD[2][1]),  # 2048 values: more chunks than SMs
+            (dispatch.WHERE_BWD_MAX_N + 4, "float32", False, True, True, BWD[4][0]),
+            (50257, "float32", False, True, True, PEEL_BWD32[0]),  # float32's peeled backward
+            (2048 * 32 + 1, "float32", False, True, True, PEEL_BWD32[1])]:
         launches = plan(N, dtype, forward, log)  # one, or PHASE 1 and 2 under the interpreter
         one = launches[-1]
         assert len(launches) == (2 if dispatch.kernels.INTERPRETED else 1)
         meta = dict(one.kwargs)
         assert one.kernel == ("softmax_fwd_coop_where" if forward else "softmax_bwd_coop_where"), (N, dtype)
-        assert meta["TAG"] == tag and meta["CHUNK_N"] == dispatch.WHERE_COOP_CHUNK_N[dispatch.ITEMSIZE[dtype]]
-        assert meta["num_warps"] == dispatch.WHERE_COOP_WARPS and dispatch.cooperative((one,))
+        assert (meta["CHUNK_N"], meta["num_warps"], meta.get("maxnreg")) == tiling, (N, dtype, forward, meta)
+        assert meta["TAG"] == tag and dispatch.cooperative((one,)), (N, dtype, forward, meta)
         assert one.grid == (64 * triton.cdiv(N, meta["CHUNK_N"]),) and meta["TICKET"]
-        assert meta["PEEL"] == (dtype == "float64") and not meta["W_PEEL"]  # 8193 float64 values: peeled
-    # the 16-bit forward under WHERE_COOP_MAXNREG where the launcher passes it; nothing else
-    caps = {(d, f): dict(plan(dispatch.WHERE_MAX_N + 8, d, f, True)[-1].kwargs).get("maxnreg")
-            for d in ("bfloat16", "float32") for f in (True, False)}
-    assert caps == {("bfloat16", True): dispatch.WHERE_COOP_MAXNREG[2], ("bfloat16", False): None,
-                    ("float32", True): None, ("float32", False): None}, caps
-    # rows not 16-byte aligned: PEEL, in the first of WHERE_COOP_PEEL_*'s tilings whose chunks are at most
-    # COOP_TAG_MAX_CHUNKS (past them all: the last that fits the SMs), where the launcher passes a
-    # forward's cap; else the aligned rows' tiling
-    assert dispatch.COOP_TAG_MAX_CHUNKS == 32
-    for N, dtype, forward, tier in [(dispatch.WHERE_MAX_N + 1, "bfloat16", True, 0),
-                                    (dispatch.WHERE_MAX_N + 2, "float32", True, 0),
-                                    (dispatch.WHERE_BWD_MAX_N + 4, "bfloat16", False, 0), (50257, "float32", False, 0),
-                                    (4096 * 32 + 1, "bfloat16", True, 1), (8192 * 32 + 1, "float32", True, 1),
-                                    (2048 * 32 + 1, "float32", False, 1), (2048 * 132 + 1, "bfloat16", False, 1)]:
-        meta = dict(plan(N, dtype, forward, True)[-1].kwargs)
-        peel = (dispatch.WHERE_COOP_PEEL_FWD if forward else dispatch.WHERE_COOP_PEEL_BWD)[dispatch.ITEMSIZE[dtype]]
-        assert meta["PEEL"] and not meta["W_PEEL"], meta
-        assert (meta["CHUNK_N"], meta["num_warps"], meta.get("maxnreg")) == peel[tier], (N, dtype, forward, meta)
+        assert meta["PEEL"] == (N % (16 // dispatch.ITEMSIZE[dtype]) != 0) and not meta["W_PEEL"]
+    # no register cap where the launcher cannot pass one: the forward in WHERE_COOP_CHUNK_N's chunks uncapped;
+    # rows whose chunks outnumber the SMs in every tiling: WHERE_COOP_CHUNK_N's
+    chunk = dispatch.WHERE_COOP_CHUNK_N[2]
     for N, dtype, forward, register_cap in [(dispatch.WHERE_MAX_N + 1, "bfloat16", True, False),
-                                            (4096 * 132 + 1, "float32", False, True)]:
+                                            (4096 * 132 + 8, "float32", False, True)]:
         meta = dict(dispatch.plan_where(64, N, dtype, True, forward, 1, 1, False, True, 132, register_cap)[-1].kwargs)
-        assert meta["PEEL"] and "maxnreg" not in meta, meta
+        assert "maxnreg" not in meta, meta
         assert (meta["CHUNK_N"], meta["num_warps"]) == (chunk, dispatch.WHERE_COOP_WARPS), meta
+    assert plan(dispatch.WHERE_BWD_MAX_N + 1, forward=False) is None  # the softmax backward
+    assert plan(chunk * 132) and plan(chunk * 132 + 1) is None and plan(chunk * 16 + 1, num_sms=16) is None
     # W_PEEL: each row's mask row as far from a 16-byte boundary as its x row
     w_peel = {view: dict(dispatch.plan_where(64, 50257, "bfloat16", True, True, *view, 132)[-1].kwargs)["W_PEEL"]
               for view in [(1, 64, False, True), (1, 8, False, True), (1, 7, False, True), (2, 32, False, True),
                            (1, 1, True, True), (1, 64, False, False)]}
     assert list(w_peel.values()) == [True, True, False, False, False, False], w_peel
-    assert plan(dispatch.WHERE_BWD_MAX_N + 1, forward=False) is None  # the softmax backward
-    assert plan(chunk * 132) and plan(chunk * 132 + 1) is None and plan(chunk * 16 + 1, num_sms=16) is None
 
     # EVEN: rows that fill their tiles exactly, but the backward under a register cap; FTZ: the
     # 16-bit forward, compiled
