@@ -29,7 +29,9 @@ as above; a program publishes its chunk's partials (max and sum of exp; the back
 until every chunk of its row has, combines them and writes its chunk: one read and one write. Items
 are taken, partials published and waited for as `kernels/softmax.py`'s ``*_coop`` family does, with
 its helpers: a ticket counter, and tagged partials (TAG) or the row's arrival counter; why every
-wait ends is told there (and in dispatch._coop_launches).
+wait ends is told there (and in dispatch._coop_launches). Rows not 16-byte aligned (PEEL) are cut as
+that family cuts them: a head, a body between the row's first and last 16-byte boundaries, read by
+whole vectors in the chunks, and a tail, the edges taken by the row's first and last chunk.
 
 Arithmetic as `kernels/softmax.py`: float32 for 16-bit and float32 inputs, float64 for float64
 (ACC_FP64), the result stored in the output's dtype. ALIGN: as there, a power of two dividing N
