@@ -435,7 +435,8 @@ def coop_where(monkeypatch):
     for name, value in [("WHERE_MAX_N", 16), ("WHERE_BWD_MAX_N", 16), ("WHERE_COOP_CHUNK_N", {2: 16, 4: 16, 8: 16})]:
         monkeypatch.setattr(dispatch, name, value)
     for name in ("WHERE_COOP_FWD_TILINGS", "WHERE_COOP_BWD_TILINGS"):  # their warps and caps, in chunks of 16
-        monkeypatch.setattr(dispatch, name, {k: tuple((16, *t[1:]) for t in ts) for k, ts in getattr(dispatch, name).items()})
+        monkeypatch.setattr(dispatch, name,
+                            {k: tuple((16, *t[1:]) for t in ts) for k, ts in getattr(dispatch, name).items()})
     monkeypatch.setattr(dispatch, "WHERE_COOP_PEEL_BWD32_TILINGS",
                         tuple((16, *t[1:]) for t in dispatch.WHERE_COOP_PEEL_BWD32_TILINGS))
     dispatch.plan_where.cache_clear()
