@@ -457,8 +457,9 @@ COOP_WHERE_MASKS = {"full": (2, 3, -1), "columns (N,)": (-1,), "a value a row (2
 @pytest.mark.parametrize("mask", list(COOP_WHERE_MASKS), ids=list(COOP_WHERE_MASKS))
 def test_where_cooperative_kernels(coop_where, mask, dtype, N):
     """The cooperative where kernels (kernels/where.py, *_coop_where: rows in 3 chunks of 16 here), on
-    arrival counters (float64 partials) and through TAG (float32; bfloat16, whose forward plan
-    carries WHERE_COOP_MAXNREG's register cap): values, the gradient and, for the
+    arrival counters (float64 partials, WHERE_COOP_CHUNK_N's tiling) and through TAG (float32 and
+    bfloat16 in WHERE_COOP_FWD_TILINGS' / _BWD_TILINGS' first tiling, the forward under its register
+    cap): values, the gradient and, for the
     log_softmax (whose backward they run; the softmax's is the unmasked one), the gradient of the
     gradient, against jax.nn in float64, over several mask layouts with a fully masked row. Rows of
     40 values start 16-byte aligned; rows of 45 are peeled (PEEL: head, body by whole vectors, tail),
