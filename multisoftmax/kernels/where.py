@@ -89,8 +89,8 @@ def _tile(w_ptr, wrow_ptr, rows, lo, M, N, row_div, row_mod, BLOCK_N: tl.constex
         in_bounds = tl.full((rows.shape[0], BLOCK_N // VEC, VEC), 1, tl.int1)
     elif PEEL:  # in 32 bits, as kernels/softmax.py's `_body`
         row_ok = rows < M
-        in_bounds = row_ok[:, None, None] & (cols < (((row_start + N) // VEC) * VEC
-                                                     - _base(row_start, True, VEC)).to(tl.int32))
+        start = _base(row_start, True, VEC)
+        in_bounds = row_ok[:, None, None] & (cols < (((row_start + N) // VEC) * VEC - start).to(tl.int32))
     else:
         row_ok = rows < M
         in_bounds = row_ok[:, None, None] & (cols < N)
@@ -99,7 +99,7 @@ def _tile(w_ptr, wrow_ptr, rows, lo, M, N, row_div, row_mod, BLOCK_N: tl.constex
         if PEEL and W_PEEL:
             w_offs = _base(wrow[:, None, None] * N, True, VEC) + cols
         elif PEEL:  # the mask's columns from x's first boundary
-            w_offs = wrow[:, None, None] * N + (_base(row_start, True, VEC) - row_start) + cols
+            w_offs = wrow[:, None, None] * N + (start - row_start) + cols
         else:
             w_offs = wrow[:, None, None] * N + cols
         if EVEN:
