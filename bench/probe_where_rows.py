@@ -12,11 +12,11 @@ and register caps (bench/DISPATCH.md, WHERE_FWD_MIN_BYTES and WHERE_FWD_MAXNREG)
 triangle, row m reading mask row m % N) and of M rows (rows: 90% kept, row m reading mask row m), forward and
 backward, softmax and log_softmax:
   * dispatch: plan_where's launch (its header: "n" SKIP off; "p" PEEL, "w" W_PEEL: the cooperative kernel's
-    rows peeled, their mask rows too);
+    rows peeled, their mask rows too; "P" PACK: its x held as packed words);
   * mBwW: the same kernel at B rows a program and W warps; then (in --tilings) "n": SKIP off, x (y,
     dy) read by every vector beside the mask, not only by the vectors holding a kept value; "rR":
     compiled under Triton's register cap maxnreg=R (more programs an SM), else uncapped;
-  * noEVEN, noFTZ (--ablate): dispatch's forward launch with that flag off (kernels/where.py);
+  * noEVEN, noFTZ, noPACK (--ablate): dispatch's forward launch with that flag off (kernels/where.py);
   * coop (--coop): the cooperative where kernel (*_coop_where), as plan_where makes it for longer rows;
     coopCwW[rR] (--coop-tilings): the same in C-value chunks at W warps (under maxnreg R), every row;
   * unmasked: dispatch's plan for the unmasked kernels on the same x (no mask), the bar;
@@ -145,7 +145,7 @@ def case(dtype, N, mask_kind, log, direction, spec, sms, l2, coop=False, coop_sp
             meta = tuple((k, v) for k, v in l.meta if not (k == "maxnreg" and v is None))  # uncapped: no maxnreg
             variants.append((f"m{block_m}w{warps}" + "n" * every + (f"r{cap}" if cap else ""),
                              (dataclasses.replace(l, meta=meta),)))
-    for flag in ("EVEN", "FTZ") if ablate else ():  # dispatch's launch with one of its forward flags off
+    for flag in ("EVEN", "FTZ", "PACK") if ablate else ():  # dispatch's launch with one of its forward flags off
         if kw.get(flag):
             variants.append((f"no{flag}", tune.with_meta(plan, **{flag: False})))
     for chunk, warps, cap in ([(None, None, None)] if coop else []) + coop_tilings(coop_spec):
@@ -183,6 +183,7 @@ def case(dtype, N, mask_kind, log, direction, spec, sms, l2, coop=False, coop_sp
     head = (f"{dtype:8s} {M}x{N} {mask_kind:7s} {'log' if log else 'sm '} {direction} "
             f"dispatch {'m%d' % kw['BLOCK_M'] if 'BLOCK_M' in kw else 'coop%d' % kw['CHUNK_N']}w{kw['num_warps']}"
             f"{'' if kw['SKIP'] else 'n'}{'p' if kw.get('PEEL') else ''}{'w' if kw.get('W_PEEL') else ''}"
+            f"{'P' if kw.get('PACK') else ''}"
             f"{'r%d' % kw['maxnreg'] if kw.get('maxnreg') else ''} | ")
     return head + " | ".join(
         f"{name} r{info[name][0]} " + "/".join(f"{us:.2f}" for us in res[name])

@@ -1125,6 +1125,10 @@ WHERE_COOP_MAXNREG = {2: 40}
 WHERE_COOP_FWD_TILINGS = {2: ((4096, 4, 64), (8192, 8, 64)), 4: ((4096, 4, 64), (8192, 16, 40))}
 WHERE_COOP_BWD_TILINGS = {2: ((2048, 4, None), (4096, 8, None)), 4: ((4096, 8, None),)}
 WHERE_COOP_PEEL_BWD32_TILINGS = ((2048, 4, None), (4096, 8, None))
+# WHERE_COOP_PACK: the 16-bit forward of a mask of N values a row, read by whole words (rows of whole
+# words, or peeled with W_PEEL), holds x as packed words with the dropped values -inf in them
+# (kernels/where.py PACK).
+WHERE_COOP_PACK = True
 
 
 @functools.lru_cache(maxsize=4096)
@@ -1172,6 +1176,9 @@ def plan_where(M: int, N: int, dtype: str, log: bool, forward: bool, row_div: in
         if n_chunks > num_sms or not (forward or log):
             return None
         tag = WHERE_COOP_TAG and dtype != "float64" and n_chunks <= COOP_TAG_MAX_CHUNKS  # float32 partials
+        if forward:
+            meta.update(PACK=WHERE_COOP_PACK and itemsize == 2 and w_cols and not WHERE_COOP_SKIP
+                        and (w_peel or not peeled))
         return _coop_launches(kernel.replace("_rows_", "_coop_"), inputs, scalars, M, N, itemsize, num_sms,
                               dict(VEC=vec, **meta, SKIP=WHERE_COOP_SKIP, TAG=tag, PEEL=peeled, W_PEEL=w_peel),
                               2 if forward else 1, out, warps=warps, chunk=chunk,

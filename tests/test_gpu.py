@@ -848,6 +848,49 @@ def test_jax_where_at_real_sizes():
                              scale_atol=ref.backward_scale(y64, dy64, -1, log))
 
 
+def test_jax_where_packed_special_values():
+    """The packed cooperative where forward (kernels/where.py PACK: 16-bit x held as words, the dropped
+    values -inf in them) compiled, on the rows whose y it writes from x and the mask read again
+    (`_coop_where_exact`): a kept NaN, a kept +inf, a row of kept -inf, a fully masked row, one kept
+    value, maxima of 256 and more in magnitude (1000, -1000, 1e30), dropped NaN; and beside them
+    rows of its one-op path, a max of 255 among them. bfloat16 16 x 131072 under a mask of its own
+    rows (16-byte aligned) and float16 16 x 50257 (peeled, W_PEEL). Against float64, NaN and inf
+    where it has them."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    import multisoftmax.jax as mj
+
+    rng = np.random.default_rng(1)
+    for (M, N), dtype in [((16, 131072), "bfloat16"), ((16, 50257), "float16")]:
+        x = rng.standard_normal((M, N)) * 3
+        m = rng.random((M, N)) < 0.7
+        m[:, [0, N // 2, N - 1]] = True
+        x[0, N // 2] = np.nan
+        x[1, N - 1] = np.inf
+        x[2] = -np.inf
+        m[3] = False
+        m[4] = False
+        m[4, 0] = True
+        x[5] += 1000.0 if dtype == "bfloat16" else 10000.0
+        x[6] -= 1000.0 if dtype == "bfloat16" else 10000.0
+        x[7, N // 2] = 1e30 if dtype == "bfloat16" else 60000.0
+        x[8, ~m[8]] = np.nan
+        x[9, N // 2] = 255.0
+        x = jnp.asarray(x, dtype)
+        kw = dict(mj._where_plan(x.shape, x.dtype, 1, False, True, mj._where_view(x.shape, jnp.asarray(m), 1)[2:])[0]
+                  .kwargs)
+        assert kw["PACK"] and kw["PEEL"] == kw["W_PEEL"] == (N % 8 != 0), kw
+        for f, log in [(mj.softmax, False), (mj.log_softmax, True)]:
+            y = np.asarray(f(x, -1, where=m), np.float64)
+            x64 = np.where(m, np.asarray(x, np.float64), -np.inf)
+            with np.errstate(invalid="ignore"):
+                expected = np.where(m, ref.softmax(x64, -1, log), -np.inf if log else 0.0)
+            np.testing.assert_array_equal(np.isnan(y), np.isnan(expected))
+            np.testing.assert_array_equal(np.isinf(y), np.isinf(expected))
+            ref.assert_close(y, expected, dtype, f"{dtype} {M}x{N} log={log}")
+
+
 def test_xla_keeps_constants():
     """What the JAX adapter's kept scratch stands on (multisoftmax.jax, "Kept scratch"): a constant
     of a jitted program (not of one value: XLA makes such a one a broadcast anew each execution)

@@ -481,6 +481,9 @@ def test_where_cooperative_kernels(coop_where, mask, dtype, N):
         kw = dict(plan[0].kwargs)
         assert dispatch.cooperative(plan) and kw["TAG"] == (dtype != jnp.float64)
         assert (kw["PEEL"], kw["W_PEEL"]) == (peeled, peeled and mask == "full"), kw
+        # PACK: the 16-bit forward over a mask of N values a row, read by whole words
+        assert kw.get("PACK", False) == (fwd and dtype == jnp.bfloat16 and mask != "a value a row (2, 3, 1)"
+                                         and (not peeled or mask == "full")), kw
         itemsize = jnp.dtype(dtype).itemsize
         if fwd:
             tilings = dispatch.WHERE_COOP_FWD_TILINGS.get(itemsize)
@@ -540,6 +543,42 @@ def test_where_cooperative_special_values(coop_where, ops):
     ref.assert_close(jax.vmap(lambda t, mask: ours(t, -1, where=mask))(xs.reshape(2, 2, 40), masks.reshape(2, 2, 40)),
                      jax.vmap(lambda t, mask: theirs(t, -1, where=mask))(xs.reshape(2, 2, 40),
                                                                           masks.reshape(2, 2, 40)), "float32")
+
+
+@pytest.mark.parametrize("N", [40, 45], ids=["N=40", "N=45 peeled (W_PEEL)"])
+@pytest.mark.parametrize("ops", OPS, ids=OP_IDS)
+def test_where_cooperative_packed_special_values(coop_where, ops, N):
+    """The packed cooperative where forward (PACK: bfloat16 x held as words, the dropped values made
+    -inf in them) on the rows its one-op y does not serve, which take `_coop_where_exact`: a kept
+    NaN, a kept +inf, a row of kept -inf, a fully masked row, one kept value, maxima of 256 and more
+    in magnitude (1000, -1000, 1e30) and NaN dropped beside kept values; and on rows it does serve,
+    a max of 255. In chunks of 16 values, 16-byte aligned or peeled. Against jax.nn in float64,
+    NaN and inf where it has them."""
+    ours, theirs, _ = ops
+    rng = np.random.default_rng(46)
+    x = rng.standard_normal((10, N)) * 3
+    m = rng.random((10, N)) < 0.7
+    m[:, [0, 20, N - 1]] = True
+    x[0, 20] = np.nan  # kept NaN, in the middle chunk
+    x[1, N - 1] = np.inf  # kept +inf, in the tail
+    x[2] = -np.inf
+    m[3] = False
+    m[4] = False
+    m[4, 0] = True  # the one kept value: in the head
+    x[5] += 1000.0
+    x[6] -= 1000.0
+    x[7, 20] = 1e30
+    x[8, ~m[8]] = np.nan  # dropped NaN
+    x[9, 20] = 255.0  # the one-op path: |max| < COOP_FAST_MAX
+    x = jnp.asarray(x, jnp.bfloat16)
+    view = mj._where_view(x.shape, jnp.asarray(m), 1)[2:]
+    kw = dict(mj._where_plan(x.shape, jnp.bfloat16, 1, False, True, view)[0].kwargs)
+    assert kw["PACK"] and kw["PEEL"] == kw["W_PEEL"] == (N == 45), kw
+    got, expected = ours(x, -1, where=m), theirs(jnp.asarray(x, jnp.float64), -1, where=m)
+    assert set(coop_where) == {"softmax_fwd_coop_where"}, coop_where
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(expected))
+    ref.assert_close(np.asarray(got, np.float64), expected, "bfloat16", "packed special values")
 
 
 @pytest.mark.parametrize("mask_rows", [14, 7], ids=["own mask rows (W_PEEL)", "7 mask rows for 14"])

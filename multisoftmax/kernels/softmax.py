@@ -257,6 +257,30 @@ def _exp2_poly(z):
     return p * scale
 
 
+@triton.jit
+def _packed_sum(wx, m_own, io_ty: tl.constexpr, acc_ty: tl.constexpr, SPLIT_SUM: tl.constexpr, PHASE: tl.constexpr):
+    """The sum of exp(x - m_own) over the 16-bit values of the words `wx` (int32, 1-D; -inf
+    values add 0), m_own their max (0 where all are -inf), for the packed cooperative forwards
+    (PACK): exp(x - m) as 2 ** (x * l - m2), m2 = m * l rounded, one FFMA and one MUFU a value,
+    the words unpacked anew (`_fresh`). SPLIT_SUM: as softmax_fwd_coop's."""
+    x_lo, x_hi = _unpack(_fresh(wx, PHASE), io_ty, acc_ty, False)
+    # l = log2(e) for |m| < 2 ** 24. Past it (bfloat16 alone; m * log2(e) overflows float32 past 2 ** 127)
+    # l = log2(e) * 2 ** 15 / |m|: another value lies at least |m| / 2 ** 8 below m, so its 2 ** ((x - m) * l)
+    # is below 2 ** -184, 0, as its exp(x - m) is.
+    l = tl.where(tl.abs(m_own) < COOP_SCALED_L_MIN, LOG2E, (LOG2E * 32768.0) / tl.abs(m_own))
+    m2 = m_own * l
+    if SPLIT_SUM:  # the low halves, then the high halves unpacked anew: fewer registers at 4 warps
+        s_own = tl.sum(_exp2_ftz(tl.fma(x_lo, l, -m2), PHASE), axis=0)
+        x_hi = _unpack(_fresh(wx, PHASE), io_ty, acc_ty, False)[1]
+        s_own += tl.sum(_exp2_ftz(tl.fma(x_hi, l, -m2), PHASE), axis=0)
+    else:
+        s_own = tl.sum(_exp2_ftz(tl.fma(x_lo, l, -m2), PHASE)
+                       + _exp2_ftz(tl.fma(x_hi, l, -m2), PHASE), axis=0)
+    # The FMA takes x * l exactly, so a value at the max gives 2 ** r, r = m * l - m2 (the product's
+    # rounding: up to 2 for |m| < 2 ** 24, 2 ** -9 past it), taken out here once, exactly (an FMA).
+    return s_own * tl.exp2(-tl.fma(m_own, l, -m2))
+
+
 # --------------------------------------------------------------------------------------
 # forward
 # --------------------------------------------------------------------------------------
@@ -768,22 +792,7 @@ def softmax_fwd_coop(
     # The chunk's own max and exp(x - max): an all -inf chunk gets max 0 here, sum 0.
     m_own = tl.where(m_own == -float("inf"), 0.0, m_own)
     if PACK:  # exp(x - m) as 2 ** (x * l - m2), m2 = m * l rounded: one FFMA and one MUFU a value
-        x_lo, x_hi = _unpack(_fresh(wx, PHASE), io_ty, acc_ty, False)
-        # l = log2(e) for |m| < 2 ** 24. Past it (bfloat16 alone; m * log2(e) overflows float32 past 2 ** 127)
-        # l = log2(e) * 2 ** 15 / |m|: another value lies at least |m| / 2 ** 8 below m, so its 2 ** ((x - m) * l)
-        # is below 2 ** -184, 0, as its exp(x - m) is.
-        l = tl.where(tl.abs(m_own) < COOP_SCALED_L_MIN, LOG2E, (LOG2E * 32768.0) / tl.abs(m_own))
-        m2 = m_own * l
-        if SPLIT_SUM:  # the low halves, then the high halves unpacked anew: fewer registers at 4 warps
-            s_own = tl.sum(_exp2_ftz(tl.fma(x_lo, l, -m2), PHASE), axis=0)
-            x_hi = _unpack(_fresh(wx, PHASE), io_ty, acc_ty, False)[1]
-            s_own += tl.sum(_exp2_ftz(tl.fma(x_hi, l, -m2), PHASE), axis=0)
-        else:
-            s_own = tl.sum(_exp2_ftz(tl.fma(x_lo, l, -m2), PHASE)
-                           + _exp2_ftz(tl.fma(x_hi, l, -m2), PHASE), axis=0)
-        # The FMA takes x * l exactly, so a value at the max gives 2 ** r, r = m * l - m2 (the product's
-        # rounding: up to 2 for |m| < 2 ** 24, 2 ** -9 past it), taken out here once, exactly (an FMA).
-        s_own = s_own * tl.exp2(-tl.fma(m_own, l, -m2))
+        s_own = _packed_sum(wx, m_own, io_ty, acc_ty, SPLIT_SUM, PHASE)
     else:
         e = tl.exp(x - m_own)
         s_own = tl.sum(e, axis=0)

@@ -31,7 +31,9 @@ are taken, partials published and waited for as `kernels/softmax.py`'s ``*_coop`
 its helpers: a ticket counter, and tagged partials (TAG) or the row's arrival counter; why every
 wait ends is told there (and in dispatch._coop_launches). Rows not 16-byte aligned (PEEL) are cut as
 that family cuts them: a head, a body between the row's first and last 16-byte boundaries, read by
-whole vectors in the chunks, and a tail, the edges taken by the row's first and last chunk.
+whole vectors in the chunks, and a tail, the edges taken by the row's first and last chunk. The
+16-bit forward may hold x as that family's packed words (PACK), the values the mask drops made -inf
+in the words themselves, so that y needs no mask after the wait.
 
 Arithmetic as `kernels/softmax.py`: float32 for 16-bit and float32 inputs, float64 for float64
 (ACC_FP64), the result stored in the output's dtype. ALIGN: as there, a power of two dividing N
@@ -41,8 +43,9 @@ and the strides, so that loads vectorize under jax_triton too.
 import triton
 import triton.language as tl
 
-from .softmax import (LOG2E, _aligned, _bwd_apply, _bwd_terms, _coop_edges, _coop_item, _exp2_ftz, _leave_row,
-                      _tag_gather, _tag_of, _tag_publish, _tag_take, _wait_for_row)
+from .softmax import (COOP_FAST_MAX, LOG2E, _aligned, _bwd_apply, _bwd_terms, _coop_edges, _coop_item, _exp2_ftz,
+                      _fresh, _leave_row, _pack, _pack_x2, _packed_sum, _tag_gather, _tag_of, _tag_publish, _tag_take,
+                      _unpack, _wait_for_row, _words)
 
 
 @triton.jit
@@ -117,15 +120,25 @@ def _tile(w_ptr, wrow_ptr, rows, lo, M, N, row_div, row_mod, BLOCK_N: tl.constex
 
 
 @triton.jit
-def _coop_edge_tile(w_ptr, wrow_ptr, row, chunk, n_chunks, M, N, row_start, row_div, row_mod, VEC: tl.constexpr,
-                    ROW_TABLE: tl.constexpr, W_COLS: tl.constexpr):
+def _coop_mask_row(wrow_ptr, row, row_div, row_mod, ROW_TABLE: tl.constexpr):
+    """`_mask_row` of the cooperative kernels' one row `row` (int64), divided in 32 bits: a
+    cooperative launch's M * n_chunks programs fit a grid, so row < 2 ** 31 (compiled for sm_90, the
+    64-bit division and its slow path took ~180 more SASS instructions a thread)."""
+    if ROW_TABLE:
+        wrow = tl.load(wrow_ptr + row).to(tl.int64)
+    else:
+        wrow = ((row.to(tl.int32) // row_div) % row_mod).to(tl.int64)
+    return wrow
+
+
+@triton.jit
+def _coop_edge_tile(w_ptr, wrow, chunk, n_chunks, N, row_start, VEC: tl.constexpr, W_COLS: tl.constexpr):
     """A PEEL row's edges (`_tile`), 2 * VEC lanes, shared out as kernels/softmax.py's `_coop_edges`
     does (the head to the row's first chunk, the tail to its last): (cols, ok, keep): their columns
-    in the row, the lanes of this chunk's edges, those of them the mask keeps. Row `row`'s x starts
-    at element `row_start`."""
+    in the row, the lanes of this chunk's edges, those of them the mask keeps. The row's x starts
+    at element `row_start`; it reads mask row `wrow`."""
     offs, ok = _coop_edges(row_start, N, chunk, n_chunks, VEC)
     cols = offs - row_start
-    wrow = _mask_row(wrow_ptr, row, row < M, row_div, row_mod, ROW_TABLE)
     if W_COLS:
         w = tl.load(w_ptr + wrow * N + cols, mask=ok, other=0)
     else:  # one value a row, read for each lane
@@ -330,13 +343,66 @@ def _coop_parts(part_ptr, count_ptr, row, n_chunks, PARTS: tl.constexpr, TAG: tl
 
 
 @triton.jit
+def _keep_words(w_ptr, wrow, lo_w, N, ok, BLOCK_W: tl.constexpr, PEEL: tl.constexpr, VEC: tl.constexpr,
+                ALIGN: tl.constexpr, PHASE: tl.constexpr):
+    """PACK's mask: for the BLOCK_W words of `_words` from word `lo_w` of mask row `wrow` (as x's
+    rows: N values, the same offset from a 16-byte boundary), int32 words with each 16-bit half
+    0xFFFF where the mask keeps that value, else 0 (0 too outside `ok`). The mask's bytes are read
+    in pairs and taken as jax's bools, 0 or 1 (the JAX adapter passes only bool masks): a pair
+    b0 | b1 << 8 becomes (b0 | b1 << 16) * 0xFFFF. On the GPU (PHASE 3) two pairs at a time, held in
+    one register, by a byte permute and a multiply a word (prmt.b32, mul.lo.u32), where testing
+    each byte and selecting each value took three instructions a value; the interpreter runs no
+    asm: there by shifts and masks."""
+    offs, _ = _words(wrow * N, lo_w, N, N, wrow, BLOCK_W, PEEL, VEC, ALIGN)
+    p = tl.load(w_ptr.to(tl.pointer_type(tl.int16)) + offs, mask=ok, other=0)
+    if PHASE == 3:
+        # $2: two pairs, the first in the low half (bytes 0, 1), the second in the high half (2, 3);
+        # selector nibbles 4 take a zero byte from the second source (0)
+        keep = tl.inline_asm_elementwise(
+            "{ .reg .b32 t0, t1; prmt.b32 t0, $2, 0, 0x4140; prmt.b32 t1, $2, 0, 0x4342; "
+            "mul.lo.u32 $0, t0, 0xFFFF; mul.lo.u32 $1, t1, 0xFFFF; }",
+            "=r,=r,r", [p], dtype=tl.int32, is_pure=True, pack=2)
+    else:
+        p = p.to(tl.int32)
+        keep = ((p & 0xFF) | ((p & 0xFF00) << 8)) * 0xFFFF
+    return keep
+
+
+@triton.jit
+def _coop_where_exact(x_ptr, y_ptr, w_ptr, row, wrow, chunk, N, stride_xm, stride_ym, m, s, LOG: tl.constexpr,
+                      io_ty: tl.constexpr, acc_ty: tl.constexpr, CHUNK_W: tl.constexpr, BLOCK_W: tl.constexpr,
+                      PEEL: tl.constexpr, VEC: tl.constexpr, ALIGN: tl.constexpr, PHASE: tl.constexpr):
+    """PACK's y for chunk `chunk` (CHUNK_W words) of row `row` where the one-op forms do not hold (the
+    row max `m` not finite or COOP_FAST_MAX or more in magnitude, or the sum `s` NaN; `m` 0 for a row
+    with no kept value): as the unpacked kernel computes it, (x - m) - log(s) and exp(x - m) / s at
+    the kept values, 0 (-inf) at the others, from x and the mask read again in tiles of BLOCK_W words
+    (kernels/softmax.py's `_coop_fwd_exact`, with the mask)."""
+    log_s, inv_s = tl.log(s), 1.0 / s
+    xs, ys, lo_w = row * stride_xm, row * stride_ym, chunk * CHUNK_W
+    for k in range(0, CHUNK_W, BLOCK_W):
+        x_offs, ok = _words(xs, lo_w + k, N, stride_xm, row, BLOCK_W, PEEL, VEC, ALIGN)
+        y_offs, _ = _words(ys, lo_w + k, N, stride_ym, row, BLOCK_W, PEEL, VEC, ALIGN)
+        keep = _keep_words(w_ptr, wrow, lo_w + k, N, ok, BLOCK_W, PEEL, VEC, ALIGN, PHASE)
+        x_lo, x_hi = _unpack(tl.load(x_ptr.to(tl.pointer_type(tl.int32)) + x_offs, mask=ok, other=0), io_ty,
+                             acc_ty, False)
+        keep_lo, keep_hi = (keep & 0xFFFF) != 0, (keep >> 16) != 0
+        if LOG:
+            y_lo = tl.where(keep_lo, (x_lo - m) - log_s, -float("inf"))
+            y_hi = tl.where(keep_hi, (x_hi - m) - log_s, -float("inf"))
+        else:
+            y_lo = tl.where(keep_lo, tl.exp(x_lo - m) * inv_s, 0.0)
+            y_hi = tl.where(keep_hi, tl.exp(x_hi - m) * inv_s, 0.0)
+        tl.store(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, _pack_x2(y_lo, y_hi, io_ty, True, PHASE), mask=ok)
+
+
+@triton.jit
 def softmax_fwd_coop_where(
     x_ptr, w_ptr, wrow_ptr, M, N, stride_xm, stride_ym, row_div, row_mod, n_chunks, count_init_ptr, part_ptr, count_ptr,
     y_ptr,
     CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, TICKET: tl.constexpr, VEC: tl.constexpr, LOG: tl.constexpr,
     ALIGN: tl.constexpr, ACC_FP64: tl.constexpr, ROW_TABLE: tl.constexpr, W_COLS: tl.constexpr,
     SKIP: tl.constexpr, TAG: tl.constexpr, PHASE: tl.constexpr, PEEL: tl.constexpr = False,
-    W_PEEL: tl.constexpr = False,
+    W_PEEL: tl.constexpr = False, PACK: tl.constexpr = False,
 ):
     """softmax_fwd_rows_where for rows longer than a program holds: one item a program, chunk
     `item % n_chunks` (CHUNK_N values, held in registers) of row `item // n_chunks`, as
@@ -349,31 +415,58 @@ def softmax_fwd_coop_where(
     (the rows kernels' way), else by every vector of the chunk, while the mask is read.
     PEEL (rows not 16-byte aligned; stride_xm == stride_ym): the chunks cut the row's body between its
     first and last 16-byte boundaries, read and written by whole vectors; the head and the tail
-    (`_coop_edge_tile`) go to the row's first and last chunk. W_PEEL: the mask's rows too (`_tile`)."""
+    (`_coop_edge_tile`) go to the row's first and last chunk. W_PEEL: the mask's rows too (`_tile`).
+    PACK (16-bit x, W_COLS, not SKIP; PEEL only with W_PEEL): as kernels/softmax.py's softmax_fwd_coop
+    PACK, x is read as 32-bit words of two values and the mask as pairs of bytes (`_keep_words`);
+    the values the mask drops become -inf in the words themselves (one LOP3 a word), and only the
+    words are held across the wait: y is then computed from them in one op a value, 0 (-inf) at
+    the dropped values by itself, but in rows whose max is not finite or COOP_FAST_MAX or more in
+    magnitude, or whose sum is NaN (`_coop_where_exact`: x and the mask read again)."""
     count_ptr = count_init_ptr  # the scratch is read and written through its input (module docstring)
     tl.static_assert(not (TAG and ACC_FP64), "TAG: float32 partials only")
+    tl.static_assert(not PACK or (W_COLS and not SKIP and (W_PEEL or not PEEL)),
+                     "PACK: a mask of N values a row, read by whole words (W_PEEL where PEEL), SKIP off")
     N, stride_xm, stride_ym = _aligned(N, ALIGN), _aligned(stride_xm, ALIGN), _aligned(stride_ym, ALIGN)
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     row, chunk, t = _coop_take(count_ptr, M, n_chunks, PHASE, TICKET, TAG)
     xs, ys = row * stride_xm, row * stride_ym
-    rows, cols, in_bounds, keep, read = _tile(w_ptr, wrow_ptr, row + tl.arange(0, 1), chunk * CHUNK_N, M, N,
-                                              row_div, row_mod, CHUNK_N, VEC, ROW_TABLE, W_COLS, SKIP, False, PEEL,
-                                              W_PEEL, xs)
-    x = tl.load(x_ptr + _base(rows * stride_xm, PEEL, VEC) + cols, mask=read, other=-float("inf"))
+    if PACK:
+        io_ty = x_ptr.dtype.element_ty
+        wrow = _coop_mask_row(wrow_ptr, row, row_div, row_mod, ROW_TABLE)
+        lo_w = chunk * (CHUNK_N // 2)
+        x_offs, ok = _words(xs, lo_w, N, stride_xm, row, CHUNK_N // 2, PEEL, VEC, ALIGN)
+        y_offs, _ = _words(ys, lo_w, N, stride_ym, row, CHUNK_N // 2, PEEL, VEC, ALIGN)
+        wx = tl.load(x_ptr.to(tl.pointer_type(tl.int32)) + x_offs, mask=ok, other=0)
+        keep_w = _keep_words(w_ptr, wrow, lo_w, N, ok, CHUNK_N // 2, PEEL, VEC, ALIGN, PHASE)
+        ninf = tl.full((), -float("inf"), acc_ty)
+        wx = (wx & keep_w) | (_pack(ninf, ninf, io_ty) & ~keep_w)  # dropped values (and words past the row): -inf
+    else:
+        rows, cols, in_bounds, keep, read = _tile(w_ptr, wrow_ptr, row + tl.arange(0, 1), chunk * CHUNK_N, M, N,
+                                                  row_div, row_mod, CHUNK_N, VEC, ROW_TABLE, W_COLS, SKIP, False, PEEL,
+                                                  W_PEEL, xs)
+        x = tl.load(x_ptr + _base(rows * stride_xm, PEEL, VEC) + cols, mask=read, other=-float("inf"))
     if PEEL:
-        e_cols, e_ok, e_keep = _coop_edge_tile(w_ptr, wrow_ptr, row, chunk, n_chunks, M, N, xs, row_div, row_mod,
-                                               VEC, ROW_TABLE, W_COLS)
+        if not PACK:
+            wrow = _mask_row(wrow_ptr, row, row < M, row_div, row_mod, ROW_TABLE)
+        e_cols, e_ok, e_keep = _coop_edge_tile(w_ptr, wrow, chunk, n_chunks, N, xs, VEC, W_COLS)
         xe = tl.load(x_ptr + xs + e_cols, mask=e_keep, other=-float("inf")).to(acc_ty)
     tag = _tag_of(count_ptr.to(tl.pointer_type(tl.int64)), t, M * n_chunks, PHASE, TICKET) if TAG else 0
-    x = tl.where(keep, x.to(acc_ty), -float("inf"))
     # The chunk's own max and sum of exp(x - max): a chunk with no kept value (or all -inf) gets
     # max 0 and sum 0 here, and publishes max -inf.
-    m_own = tl.max(tl.max(tl.max(x, axis=2), axis=1), axis=0)
+    if PACK:
+        x_lo, x_hi = _unpack(wx, io_ty, acc_ty, False)
+        m_own = tl.max(tl.maximum(x_lo, x_hi), axis=0)
+    else:
+        x = tl.where(keep, x.to(acc_ty), -float("inf"))
+        m_own = tl.max(tl.max(tl.max(x, axis=2), axis=1), axis=0)
     if PEEL:
         m_own = tl.maximum(m_own, tl.max(xe, axis=0))
     m_own = tl.where(m_own == -float("inf"), 0.0, m_own)
-    e = tl.exp(x - m_own)
-    s_own = tl.sum(tl.sum(tl.sum(e, axis=2), axis=1), axis=0)
+    if PACK:
+        s_own = _packed_sum(wx, m_own, io_ty, acc_ty, False, PHASE)
+    else:
+        e = tl.exp(x - m_own)
+        s_own = tl.sum(tl.sum(tl.sum(e, axis=2), axis=1), axis=0)
     if PEEL:
         ee = tl.exp(xe - m_own)
         s_own += tl.sum(ee, axis=0)
@@ -386,13 +479,29 @@ def softmax_fwd_coop_where(
         m = tl.max(m_c, axis=0)
         m_safe = tl.where(m == -float("inf"), 0.0, m)  # a fully masked row: every y masked out below
         s = tl.sum(s_c * tl.exp(m_c - m_safe), axis=0)
-        if LOG:
-            y = tl.where(keep, (x - m_safe) - tl.log(s), -float("inf"))
-        else:  # exp(x - m) / s = exp(x - m_own) * (exp(m_own - m) / s), capped at 1 for a chunk of max 0
+        if not LOG:  # exp(x - m) / s = exp(x - m_own) * (exp(m_own - m) / s), capped at 1 for a chunk of max 0
             # and sum 0 (its e is 0: 0, not 0 * inf)
             scale = tl.minimum(tl.exp(m_own - m_safe), 1.0) / s
-            y = tl.where(keep, e * scale, 0.0)
-        tl.store(y_ptr + _base(rows * stride_ym, PEEL, VEC) + cols, y.to(y_ptr.dtype.element_ty), mask=in_bounds)
+        if PACK:  # y from the words held across the wait, one op a value (the dropped values: -inf in)
+            if (tl.abs(m) < COOP_FAST_MAX) & (s == s):
+                x_lo, x_hi = _unpack(_fresh(wx, PHASE), io_ty, acc_ty, False)
+                if LOG:
+                    shift = m + tl.log(s)
+                    w = _pack_x2(x_lo - shift, x_hi - shift, io_ty, True, PHASE)
+                else:  # exp(x - m) / s = 2 ** (x * log2(e) - (m * log2(e) + log2(s)))
+                    shift2 = m * LOG2E + tl.log2(s)
+                    w = _pack_x2(_exp2_ftz(x_lo * LOG2E - shift2, PHASE), _exp2_ftz(x_hi * LOG2E - shift2, PHASE),
+                                 io_ty, True, PHASE)
+                tl.store(y_ptr.to(tl.pointer_type(tl.int32)) + y_offs, w, mask=ok)
+            else:
+                _coop_where_exact(x_ptr, y_ptr, w_ptr, row, wrow, chunk, N, stride_xm, stride_ym, m_safe, s, LOG,
+                                  io_ty, acc_ty, CHUNK_N // 2, CHUNK_N // 16, PEEL, VEC, ALIGN, PHASE)
+        else:
+            if LOG:
+                y = tl.where(keep, (x - m_safe) - tl.log(s), -float("inf"))
+            else:
+                y = tl.where(keep, e * scale, 0.0)
+            tl.store(y_ptr + _base(rows * stride_ym, PEEL, VEC) + cols, y.to(y_ptr.dtype.element_ty), mask=in_bounds)
         if PEEL:
             if LOG:
                 ye = tl.where(e_keep, (xe - m_safe) - tl.log(s), -float("inf"))
@@ -427,8 +536,8 @@ def softmax_bwd_coop_where(
     y = tl.load(y_ptr + _base(rows * stride_ym, PEEL, VEC) + cols, mask=read, other=other_y)
     dy = tl.load(dy_ptr + _base(rows * stride_dym, PEEL, VEC) + cols, mask=read, other=0.0)
     if PEEL:
-        e_cols, e_ok, e_keep = _coop_edge_tile(w_ptr, wrow_ptr, row, chunk, n_chunks, M, N, ys, row_div, row_mod,
-                                               VEC, ROW_TABLE, W_COLS)
+        e_cols, e_ok, e_keep = _coop_edge_tile(w_ptr, _mask_row(wrow_ptr, row, row < M, row_div, row_mod, ROW_TABLE),
+                                               chunk, n_chunks, N, ys, VEC, W_COLS)
         ye = tl.load(y_ptr + ys + e_cols, mask=e_keep, other=other_y).to(acc_ty)
         dye = tl.load(dy_ptr + row * stride_dym + e_cols, mask=e_keep, other=0.0).to(acc_ty)
     tag = _tag_of(count_ptr.to(tl.pointer_type(tl.int64)), t, M * n_chunks, PHASE, TICKET) if TAG else 0
