@@ -1212,6 +1212,13 @@ def test_kernels_compile_for_sm90_subprocess():
         "                              (3, 50000, 'float64', False, True)]:  # rows, cooperative (TAG, counters)\n"
         "    for log, forward in [(False, True), (True, False)]:  # where=: the mask read as i1\n"
         "        c.compile_launches(dispatch.plan_where(M, N, dt, log, forward, 1, 2048, table, cols, 132), dt)\n"
+        "for M, N, row_mod, cap in [(64, 128256, 2048, False), (64, 50257, 64, True), (4, 40, 2048, True),\n"
+        "                           (4, 45, 4, True)]:  # where= PACK: 16 warps (no cap), W_PEEL; then chunks of 16\n"
+        "    if N < 64:  # as tests/test_jax.py's coop_where: a word a thread or none\n"
+        "        dispatch.WHERE_MAX_N, dispatch.WHERE_COOP_FWD_TILINGS = 16, {2: ((16, 4, 64),)}\n"
+        "    (k,) = c.compile_launches(dispatch.plan_where(M, N, 'bfloat16', True, True, 1, row_mod, False, True, 132,\n"
+        "                                                  cap), 'bfloat16')\n"
+        "    print('pack', N, k.asm['ptx'].count('prmt.b32'))\n"
         "print('compiled', [l for l in k.asm['ptx'].splitlines() if 'maxnreg' in l])\n"
         "for dt, cvt in [('bfloat16', 'cvt.rn.bf16x2.f32'), ('float16', 'cvt.rn.f16x2.f32')]:  # CVT_X2\n"
         "    for M, N in [(4096, 65536), (16, 2**20), (128, 2**20)]:  # TAG's, counters', POLY's (capped)\n"
@@ -1222,6 +1229,9 @@ def test_kernels_compile_for_sm90_subprocess():
     assert out.returncode == 0 and "compiled" in out.stdout, out.stderr[-3000:]
     assert f"'.maxnreg {dispatch.COOP_CAP32_REGS}'" in out.stdout, out.stdout
     assert out.stdout.count("pipe softmax_bwd_pipe") == 3, out.stdout
+    # the packed cooperative where forward's mask words by byte permutes (kernels/where.py `_keep_words`)
+    pack = [line.split() for line in out.stdout.splitlines() if line.startswith("pack ")]
+    assert [r[1] for r in pack] == ["128256", "50257", "40", "45"] and all(int(r[2]) > 0 for r in pack), out.stdout
     x2 = [line.split() for line in out.stdout.splitlines() if line.startswith("x2 ")]
     # y's words by pairs (the exact path's too); no scalar conversion to 16 bits is left; POLY's plan
     # under COOP_X2_CAP_REGS, the others uncapped

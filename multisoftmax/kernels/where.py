@@ -349,19 +349,19 @@ def _keep_words(w_ptr, wrow, lo_w, N, ok, BLOCK_W: tl.constexpr, PEEL: tl.conste
     rows: N values, the same offset from a 16-byte boundary), int32 words with each 16-bit half
     0xFFFF where the mask keeps that value, else 0 (0 too outside `ok`). The mask's bytes are read
     in pairs and taken as jax's bools, 0 or 1 (the JAX adapter passes only bool masks): a pair
-    b0 | b1 << 8 becomes (b0 | b1 << 16) * 0xFFFF. On the GPU (PHASE 3) two pairs at a time, held in
-    one register, by a byte permute and a multiply a word (prmt.b32, mul.lo.u32), where testing
-    each byte and selecting each value took three instructions a value; the interpreter runs no
-    asm: there by shifts and masks."""
+    b0 | b1 << 8 becomes (b0 | b1 << 16) * 0xFFFF. On the GPU (PHASE 3) by a byte permute and a
+    multiply (prmt.b32, mul.lo.u32; ptxas adds one permute a word to take the pair out of the loaded
+    register), where testing each byte and selecting each value took three instructions a value.
+    Two pairs an asm call (pack=2) saved that permute but needs two words a thread, which a chunk of
+    few words lacks (tests/test_kernels.py compiles one). The interpreter runs no asm: there by
+    shifts and masks."""
     offs, _ = _words(wrow * N, lo_w, N, N, wrow, BLOCK_W, PEEL, VEC, ALIGN)
     p = tl.load(w_ptr.to(tl.pointer_type(tl.int16)) + offs, mask=ok, other=0)
     if PHASE == 3:
-        # $2: two pairs, the first in the low half (bytes 0, 1), the second in the high half (2, 3);
-        # selector nibbles 4 take a zero byte from the second source (0)
+        # the pair as bytes 0 and 1 of t; selector nibbles 4 take a zero byte from the second source (0)
         keep = tl.inline_asm_elementwise(
-            "{ .reg .b32 t0, t1; prmt.b32 t0, $2, 0, 0x4140; prmt.b32 t1, $2, 0, 0x4342; "
-            "mul.lo.u32 $0, t0, 0xFFFF; mul.lo.u32 $1, t1, 0xFFFF; }",
-            "=r,=r,r", [p], dtype=tl.int32, is_pure=True, pack=2)
+            "{ .reg .b32 t; mov.b32 t, {$1, $1}; prmt.b32 t, t, 0, 0x4140; mul.lo.u32 $0, t, 0xFFFF; }",
+            "=r,h", [p], dtype=tl.int32, is_pure=True, pack=1)
     else:
         p = p.to(tl.int32)
         keep = ((p & 0xFF) | ((p & 0xFF00) << 8)) * 0xFFFF
