@@ -121,8 +121,8 @@ def setup(impl: str):
     mj.dispatch.WHERE_COOP_WARPS = warps or COOP_WARPS
     mj.dispatch.WHERE_COOP_SKIP = "s" in flags if spec else COOP_SKIP
     mj.dispatch.WHERE_COOP_TAG = "c" not in flags if spec else COOP_TAG
-    (mj.dispatch.WHERE_COOP_FWD_TILINGS, mj.dispatch.WHERE_COOP_BWD_TILINGS,
-     mj.dispatch.WHERE_COOP_PEEL_BWD32_TILINGS) = ({}, {}, ()) if spec else COOP_TILINGS
+    (mj.dispatch.WHERE_COOP_FWD_TILINGS, mj.dispatch.WHERE_COOP_BWD_TILINGS, mj.dispatch.WHERE_COOP_PEEL_BWD32_TILINGS,
+     mj.dispatch.WHERE_COOP_PACK_TILINGS) = ({}, {}, (), ()) if spec else COOP_TILINGS
 
 
 WHERE_KERNELS = mj._where_kernels
@@ -132,7 +132,7 @@ COOP_CHUNK_N, COOP_WARPS, COOP_SKIP, COOP_TAG, COOP_MAXNREG = (
     mj.dispatch.WHERE_COOP_CHUNK_N, mj.dispatch.WHERE_COOP_WARPS, mj.dispatch.WHERE_COOP_SKIP,
     mj.dispatch.WHERE_COOP_TAG, mj.dispatch.WHERE_COOP_MAXNREG)
 COOP_TILINGS = (mj.dispatch.WHERE_COOP_FWD_TILINGS, mj.dispatch.WHERE_COOP_BWD_TILINGS,
-                mj.dispatch.WHERE_COOP_PEEL_BWD32_TILINGS)
+                mj.dispatch.WHERE_COOP_PEEL_BWD32_TILINGS, mj.dispatch.WHERE_COOP_PACK_TILINGS)
 
 
 def main():

@@ -155,7 +155,7 @@ def case(dtype, N, mask_kind, log, direction, spec, sms, l2, coop=False, coop_sp
         if chunk:
             patches.update(WHERE_COOP_CHUNK_N={T.itemsize: chunk}, WHERE_COOP_WARPS=warps,
                            WHERE_COOP_MAXNREG={T.itemsize: cap} if cap else {},
-                           WHERE_COOP_FWD_TILINGS={}, WHERE_COOP_BWD_TILINGS={},
+                           WHERE_COOP_FWD_TILINGS={}, WHERE_COOP_BWD_TILINGS={}, WHERE_COOP_PACK_TILINGS=(),
                            WHERE_COOP_PEEL_BWD32_TILINGS=())  # every row, peeled too
         with mock.patch.multiple(dispatch, **patches):
             cp = dispatch.plan_where.__wrapped__(M, N, dtype, log, direction == "fwd", 1, row_mod, False, True, sms)

@@ -1127,8 +1127,16 @@ WHERE_COOP_BWD_TILINGS = {2: ((2048, 4, None), (4096, 8, None)), 4: ((4096, 8, N
 WHERE_COOP_PEEL_BWD32_TILINGS = ((2048, 4, None), (4096, 8, None))
 # WHERE_COOP_PACK: the 16-bit forward of a mask of N values a row, read by whole words (rows of whole
 # words, or peeled with W_PEEL), holds x as packed words with the dropped values -inf in them
-# (kernels/where.py PACK).
+# (kernels/where.py PACK), in WHERE_COOP_PACK_TILINGS' chunks (as WHERE_COOP_FWD_TILINGS': the first
+# within COOP_TAG_MAX_CHUNKS, else the last that fits). H200, bf16 GB/s softmax / log_softmax forward, PACK
+# off -> on at 4096 x 4 warps under 64 registers -> 8192 x 4 under 96 (probe_where_pack_final.log): 2670 x
+# 50264 under a mask of its own rows 2,438 / 2,424 -> 2,827 / 2,879 -> 2,868 / 2,943; 1046 x 128256 under a
+# vocabulary mask 2,605 / 2,575 -> 2,864 / 2,901 -> 3,022 / 3,127; peeled 2670 x 50257, own rows, 2,343 /
+# 2,312 -> 2,642 / 2,713 -> 2,832 / 2,901. The smaller chunks won only on 16-byte-aligned rows of 50264
+# values or fewer under a vocabulary mask (4095 x 32776: 2,940 / 2,987 against 2,828 / 2,941).
+# Measured: bench/DISPATCH.md, WHERE_COOP_PACK.
 WHERE_COOP_PACK = True
+WHERE_COOP_PACK_TILINGS = ((8192, 4, 96),)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -1163,8 +1171,13 @@ def plan_where(M: int, N: int, dtype: str, log: bool, forward: bool, row_div: in
         # mask row m, or rows a multiple of vec values apart), the mask by whole vectors too.
         peeled = meta["ALIGN"] < vec
         w_peel = peeled and w_cols and not row_table and row_div == 1 and (row_mod >= M or row_mod * N % vec == 0)
-        if forward:
-            tilings = WHERE_COOP_FWD_TILINGS.get(itemsize, ()) if register_cap else ()
+        # PACK (the forward): 16-bit x held as packed words, the mask read by whole words
+        pack = (forward and WHERE_COOP_PACK and itemsize == 2 and w_cols and not WHERE_COOP_SKIP
+                and (w_peel or not peeled))
+        if forward and register_cap:
+            tilings = WHERE_COOP_PACK_TILINGS if pack else WHERE_COOP_FWD_TILINGS.get(itemsize, ())
+        elif forward:
+            tilings = ()
         else:
             tilings = (WHERE_COOP_PEEL_BWD32_TILINGS if peeled and itemsize == 4
                        else WHERE_COOP_BWD_TILINGS.get(itemsize, ()))
@@ -1177,8 +1190,7 @@ def plan_where(M: int, N: int, dtype: str, log: bool, forward: bool, row_div: in
             return None
         tag = WHERE_COOP_TAG and dtype != "float64" and n_chunks <= COOP_TAG_MAX_CHUNKS  # float32 partials
         if forward:
-            meta.update(PACK=WHERE_COOP_PACK and itemsize == 2 and w_cols and not WHERE_COOP_SKIP
-                        and (w_peel or not peeled))
+            meta.update(PACK=pack)
         return _coop_launches(kernel.replace("_rows_", "_coop_"), inputs, scalars, M, N, itemsize, num_sms,
                               dict(VEC=vec, **meta, SKIP=WHERE_COOP_SKIP, TAG=tag, PEEL=peeled, W_PEEL=w_peel),
                               2 if forward else 1, out, warps=warps, chunk=chunk,

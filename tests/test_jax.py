@@ -437,8 +437,8 @@ def coop_where(monkeypatch):
     for name in ("WHERE_COOP_FWD_TILINGS", "WHERE_COOP_BWD_TILINGS"):  # their warps and caps, in chunks of 16
         monkeypatch.setattr(dispatch, name,
                             {k: tuple((16, *t[1:]) for t in ts) for k, ts in getattr(dispatch, name).items()})
-    monkeypatch.setattr(dispatch, "WHERE_COOP_PEEL_BWD32_TILINGS",
-                        tuple((16, *t[1:]) for t in dispatch.WHERE_COOP_PEEL_BWD32_TILINGS))
+    for name in ("WHERE_COOP_PEEL_BWD32_TILINGS", "WHERE_COOP_PACK_TILINGS"):
+        monkeypatch.setattr(dispatch, name, tuple((16, *t[1:]) for t in getattr(dispatch, name)))
     dispatch.plan_where.cache_clear()
     jax.clear_caches()
     yield _record_kernels(monkeypatch)
@@ -486,7 +486,7 @@ def test_where_cooperative_kernels(coop_where, mask, dtype, N):
                                          and (not peeled or mask == "full")), kw
         itemsize = jnp.dtype(dtype).itemsize
         if fwd:
-            tilings = dispatch.WHERE_COOP_FWD_TILINGS.get(itemsize)
+            tilings = dispatch.WHERE_COOP_PACK_TILINGS if kw["PACK"] else dispatch.WHERE_COOP_FWD_TILINGS.get(itemsize)
         else:
             tilings = (dispatch.WHERE_COOP_PEEL_BWD32_TILINGS if peeled and itemsize == 4
                        else dispatch.WHERE_COOP_BWD_TILINGS.get(itemsize))

@@ -1215,10 +1215,10 @@ def test_kernels_compile_for_sm90_subprocess():
         "for M, N, row_mod, cap in [(64, 128256, 2048, False), (64, 50257, 64, True), (4, 40, 2048, True),\n"
         "                           (4, 45, 4, True)]:  # where= PACK: 16 warps (no cap), W_PEEL; then chunks of 16\n"
         "    if N < 64:  # as tests/test_jax.py's coop_where: a word a thread or none\n"
-        "        dispatch.WHERE_MAX_N, dispatch.WHERE_COOP_FWD_TILINGS = 16, {2: ((16, 4, 64),)}\n"
-        "    (k,) = c.compile_launches(dispatch.plan_where(M, N, 'bfloat16', True, True, 1, row_mod, False, True, 132,\n"
-        "                                                  cap), 'bfloat16')\n"
-        "    print('pack', N, k.asm['ptx'].count('prmt.b32'))\n"
+        "        dispatch.WHERE_MAX_N, dispatch.WHERE_COOP_PACK_TILINGS = 16, ((16, 4, 64),)\n"
+        "    (kp,) = c.compile_launches(dispatch.plan_where(M, N, 'bfloat16', True, True, 1, row_mod, False, True, 132,\n"
+        "                                                   cap), 'bfloat16')\n"
+        "    print('pack', N, kp.asm['ptx'].count('prmt.b32'))\n"
         "print('compiled', [l for l in k.asm['ptx'].splitlines() if 'maxnreg' in l])\n"
         "for dt, cvt in [('bfloat16', 'cvt.rn.bf16x2.f32'), ('float16', 'cvt.rn.f16x2.f32')]:  # CVT_X2\n"
         "    for M, N in [(4096, 65536), (16, 2**20), (128, 2**20)]:  # TAG's, counters', POLY's (capped)\n"
@@ -1722,16 +1722,18 @@ def test_where_rule():
     assert plan(32000)[0].kwargs["num_warps"] == 32
     assert plan(dispatch.WHERE_BWD_MAX_N, forward=False)[0].kernel == "softmax_bwd_rows_where"
     assert plan(1000)[0].kwargs["BLOCK_N"] == 1024 and plan(1000)[0].kwargs["ALIGN"] == 8
-    FWD, BWD, PEEL_BWD32 = dispatch.WHERE_COOP_FWD_TILINGS, dispatch.WHERE_COOP_BWD_TILINGS, \
-        dispatch.WHERE_COOP_PEEL_BWD32_TILINGS
+    FWD, BWD, PEEL_BWD32, PACK = dispatch.WHERE_COOP_FWD_TILINGS, dispatch.WHERE_COOP_BWD_TILINGS, \
+        dispatch.WHERE_COOP_PEEL_BWD32_TILINGS, dispatch.WHERE_COOP_PACK_TILINGS
     assert dispatch.COOP_TAG_MAX_CHUNKS == 32
     # N, dtype, forward, log, TAG, (CHUNK_N, num_warps, maxnreg): the first tiling whose chunks are at most
-    # COOP_TAG_MAX_CHUNKS, else the last that fits the SMs; float64 in WHERE_COOP_CHUNK_N's
+    # COOP_TAG_MAX_CHUNKS, else the last that fits the SMs; float64 in WHERE_COOP_CHUNK_N's; the 16-bit
+    # forward of rows of whole words (here: their mask rows are not, when peeled) packed, PACK's tilings
     for N, dtype, forward, log, tag, tiling in [
-            (dispatch.WHERE_MAX_N + 8, "bfloat16", True, False, True, FWD[2][0]),
+            (dispatch.WHERE_MAX_N + 8, "bfloat16", True, False, True, PACK[0]),
+            (8192 * 32 + 8, "bfloat16", True, False, False, PACK[-1]),  # past TAG's chunks
             (dispatch.WHERE_MAX_N + 1, "bfloat16", True, True, True, FWD[2][0]),  # peeled
             (dispatch.WHERE_MAX_N + 2, "float32", True, True, True, FWD[4][0]),
-            (4096 * 32 + 8, "bfloat16", True, True, True, FWD[2][1]),
+            (4096 * 32 + 9, "bfloat16", True, True, True, FWD[2][1]),
             (8192 * 32 + 1, "float32", True, True, False, FWD[4][1]),  # past TAG's chunks with either
             (8193, "float64", True, True, False, (dispatch.WHERE_COOP_CHUNK_N[8], dispatch.WHERE_COOP_WARPS, None)),
             (dispatch.WHERE_BWD_MAX_N + 8, "bfloat16", False, True, True, BWD[2][0]),
@@ -1748,6 +1750,7 @@ def test_where_rule():
         assert meta["TAG"] == tag and dispatch.cooperative((one,)), (N, dtype, forward, meta)
         assert one.grid == (64 * triton.cdiv(N, meta["CHUNK_N"]),) and meta["TICKET"]
         assert meta["PEEL"] == (N % (16 // dispatch.ITEMSIZE[dtype]) != 0) and not meta["W_PEEL"]
+        assert meta.get("PACK", False) == (forward and dtype == "bfloat16" and not meta["PEEL"]), (N, meta)
     # no register cap where the launcher cannot pass one: the forward in WHERE_COOP_CHUNK_N's chunks uncapped;
     # rows whose chunks outnumber the SMs in every tiling: WHERE_COOP_CHUNK_N's
     chunk = dispatch.WHERE_COOP_CHUNK_N[2]
