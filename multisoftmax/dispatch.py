@@ -1128,15 +1128,15 @@ WHERE_COOP_PEEL_BWD32_TILINGS = ((2048, 4, None), (4096, 8, None))
 # WHERE_COOP_PACK: the 16-bit forward of a mask of N values a row, read by whole words (rows of whole
 # words, or peeled with W_PEEL), holds x as packed words with the dropped values -inf in them
 # (kernels/where.py PACK), in WHERE_COOP_PACK_TILINGS' chunks (as WHERE_COOP_FWD_TILINGS': the first
-# within COOP_TAG_MAX_CHUNKS, else the last that fits). H200, bf16 GB/s softmax / log_softmax forward, PACK
-# off -> on at 4096 x 4 warps under 64 registers -> 8192 x 4 under 96 (probe_where_pack_final.log): 2670 x
-# 50264 under a mask of its own rows 2,438 / 2,424 -> 2,827 / 2,879 -> 2,868 / 2,943; 1046 x 128256 under a
-# vocabulary mask 2,605 / 2,575 -> 2,864 / 2,901 -> 3,022 / 3,127; peeled 2670 x 50257, own rows, 2,343 /
-# 2,312 -> 2,642 / 2,713 -> 2,832 / 2,901. The smaller chunks won only on 16-byte-aligned rows of 50264
-# values or fewer under a vocabulary mask (4095 x 32776: 2,940 / 2,987 against 2,828 / 2,941).
-# Measured: bench/DISPATCH.md, WHERE_COOP_PACK.
+# within COOP_TAG_MAX_CHUNKS, else the last that fits; for now WHERE_COOP_FWD_TILINGS' 16-bit ones, which
+# the GPU suite ran). H200, bf16 GB/s softmax / log_softmax forward, PACK off -> on (probe_where_pack_final
+# .log): 2670 x 50264 under a mask of its own rows 2,438 / 2,424 -> 2,827 / 2,879; 1046 x 128256 under a
+# vocabulary mask 2,605 / 2,575 -> 2,864 / 2,901; peeled 2670 x 50257, own rows, 2,343 / 2,312 -> 2,642 /
+# 2,713. Measured, not taken yet (no GPU suite ran it): 8192 values at 4 warps under 96 registers, +3 to
+# +11% but on aligned rows of 32776-50264 values under a vocabulary mask (-0.4 to -3.8%): 2,868 / 2,943,
+# 3,022 / 3,127, 2,832 / 2,901 on those three. Measured: bench/DISPATCH.md, WHERE_COOP_PACK.
 WHERE_COOP_PACK = True
-WHERE_COOP_PACK_TILINGS = ((8192, 4, 96),)
+WHERE_COOP_PACK_TILINGS = ((4096, 4, 64), (8192, 8, 64))
 
 
 @functools.lru_cache(maxsize=4096)
