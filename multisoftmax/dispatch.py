@@ -1132,9 +1132,9 @@ WHERE_COOP_PEEL_BWD32_TILINGS = ((2048, 4, None), (4096, 8, None))
 # the GPU suite ran). H200, bf16 GB/s softmax / log_softmax forward, PACK off -> on (probe_where_pack_final
 # .log): 2670 x 50264 under a mask of its own rows 2,438 / 2,424 -> 2,827 / 2,879; 1046 x 128256 under a
 # vocabulary mask 2,605 / 2,575 -> 2,864 / 2,901; peeled 2670 x 50257, own rows, 2,343 / 2,312 -> 2,642 /
-# 2,713. Measured, not taken yet (no GPU suite ran it): 8192 values at 4 warps under 96 registers, +3 to
-# +11% but on aligned rows of 32776-50264 values under a vocabulary mask (-0.4 to -3.8%): 2,868 / 2,943,
-# 3,022 / 3,127, 2,832 / 2,901 on those three. Measured: bench/DISPATCH.md, WHERE_COOP_PACK.
+# 2,713. Measured, not taken yet (no GPU suite ran it): 8192 values at 4 warps under 96 registers, +0.4 to
+# +11% but on aligned rows of 32776 values and the softmax of 50264 under a vocabulary mask (-0.7 to -3.8%):
+# 2,868 / 2,943, 3,022 / 3,127, 2,832 / 2,901 on those three. Measured: bench/DISPATCH.md, WHERE_COOP_PACK.
 WHERE_COOP_PACK = True
 WHERE_COOP_PACK_TILINGS = ((4096, 4, 64), (8192, 8, 64))
 
