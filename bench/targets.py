@@ -10,7 +10,9 @@ over torch.softmax and XLA of all shapes of a direction; T3: few long rows again
 copy BW + 4 us (report.few_rows_check); T4: host time a call and the JAX adapter's ratio to
 jitted jax.nn.softmax. `--before OLD.json`: each adapter's GPU time on the launches that
 dispatch.fills_shared names (FILL_SHARED), against OLD.json's (the run before the rule), and its
-wins over N = 512-4096 in both. No GPU needed.
+wins over N = 512-4096 in both. `--behind K`: list K cases behind (0: all; default 5), `--plans` with
+dispatch's launch for each as this tree plans it on the run's SM count (to see which rule a case
+falls under, e.g. on another device than the one the rules were tuned on). No GPU needed.
 """
 
 from __future__ import annotations
@@ -57,12 +59,33 @@ def t2(data, impl: str, n_range=None) -> tuple[int, int, list, dict]:
     return wins, n, sorted(behind), {k: report.geomean(v) for k, v in sorted(speedups.items())}
 
 
-def filled(data, before, impl: str) -> list:
-    """[(time / time before, key)] of `impl`'s records whose plan dispatch.fills_shared names, on
-    the device's SM count, where `before` has the same record."""
+def _dispatch():
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
     from multisoftmax import dispatch
 
+    return dispatch
+
+
+def plan(dtype: str, op: str, d: str, M: int, N: int, sms: int) -> tuple:
+    """dispatch's launches for a contiguous M x N case of the benchmark (as the adapters plan it)."""
+    dispatch = _dispatch()
+    return (dispatch.plan_forward(M, N, N, N, dtype, op == "log_softmax", sms) if d == "fwd"
+            else dispatch.plan_backward(M, N, N, N, N, dtype, op == "log_softmax", sms))
+
+
+def plan_name(dtype: str, op: str, d: str, M: int, N: int, sms: int) -> str:
+    """The first launch of `plan`, in a word: its kernel and tile (rows a program, lanes or chunk,
+    warps, register cap), then how many launches the plan has where more than one."""
+    launches = plan(dtype, op, d, M, N, sms)
+    kw = dict(launches[0].kwargs)
+    tile = " ".join(f"{k}={kw[k]}" for k in ("BLOCK_M", "BLOCK_N", "CHUNK_N", "num_warps", "maxnreg") if k in kw)
+    return f"{launches[0].kernel} {tile}" + (f" (+{len(launches) - 1} launches)" if len(launches) > 1 else "")
+
+
+def filled(data, before, impl: str) -> list:
+    """[(time / time before, key)] of `impl`'s records whose plan dispatch.fills_shared names, on
+    the device's SM count, where `before` has the same record."""
+    dispatch = _dispatch()
     sms = data["meta"]["device"]["sms"]
     old = report.index(before)
     out = []
@@ -70,9 +93,7 @@ def filled(data, before, impl: str) -> list:
         suite, dtype, op, d, M, N, name = key
         if name != impl or not report.ok(r) or dtype not in ITEMSIZE or not report.ok(old.get(key)):
             continue
-        plan = (dispatch.plan_forward(M, N, N, N, dtype, op == "log_softmax", sms) if d == "fwd"
-                else dispatch.plan_backward(M, N, N, N, N, dtype, op == "log_softmax", sms))
-        if any(dispatch.fills_shared(launch) for launch in plan):
+        if any(dispatch.fills_shared(launch) for launch in plan(dtype, op, d, M, N, sms)):
             out.append((r["median_us"] / old[key]["median_us"], key))
     return sorted(out)
 
@@ -81,6 +102,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("json", help="results.json")
     p.add_argument("--before", help="an earlier results.json: FILL_SHARED's launches against it")
+    p.add_argument("--behind", type=int, default=5, help="cases behind the best peer to list (0: all)")
+    p.add_argument("--plans", action="store_true", help="name dispatch's launch beside each case behind")
     a = p.parse_args()
     with open(a.json) as f:
         data = json.load(f)
@@ -91,8 +114,9 @@ def main():
               + ", ".join(f"{f:.4f} {dt} {op} {d} {M}x{N} ({us:.1f} us)" for f, dt, op, d, M, N, us in low))
         wins, n, behind, g = t2(data, impl)
         print(f"T2 {impl}: {wins}/{n} >= best peer; geomeans " + ", ".join(f"{k} {v:.4f}" for k, v in g.items()))
-        for ratio, *key, peer in behind[:5]:
-            print(f"   behind: {ratio:.4f} of {peer}, " + " ".join(map(str, key)))
+        for ratio, *key, peer in behind[:a.behind or None]:
+            print(f"   behind: {ratio:.4f} of {peer}, " + " ".join(map(str, key))
+                  + (f": {plan_name(*key, data['meta']['device']['sms'])}" if a.plans else ""))
         few = [f for f in report.few_rows_check(data) if f["impl"] == impl]
         print(f"T3 {impl}: {sum(f['ok'] for f in few)}/{len(few)} within the bound; over: "
               + ", ".join(f"{f['dtype']} {f['op']} {f['direction']} {f['M']}x{f['N']} {f['us']:.3f} > "

@@ -48,3 +48,10 @@ def test_filled_launches_against_a_run_before():
         r["median_us"] *= 1.01
     got = targets.filled(now, before, "ms-torch")
     assert [key[4:6] for _, key in got] == [(65536, 2048)] and abs(got[0][0] - 1 / 1.01) < 1e-12
+
+
+def test_plan_names_the_launch():
+    # bf16 65536 x 2048 forward: one rows launch, a tile of rows; 128 x 1048576: more than one row a chunk
+    assert targets.plan_name("bfloat16", "softmax", "fwd", 65536, 2048, 132).startswith("softmax_fwd_rows BLOCK_M=")
+    assert "CHUNK_N=" in targets.plan_name("bfloat16", "softmax", "fwd", 128, 1048576, 132)
+    assert targets.plan("float32", "log_softmax", "bwd", 64, 1024, 132)[0].kernel.startswith("softmax_bwd")
