@@ -112,6 +112,16 @@ def _row_ok(rows, M, BLOCK_M: tl.constexpr, EVEN_M: tl.constexpr, ALIGN_M: tl.co
 
 
 @triton.jit
+def _base(row_start, PEEL: tl.constexpr, VEC: tl.constexpr):
+    """Where a row's body starts, in elements from the tensor's start: the row's start `row_start`
+    (a scalar or a column of rows), or with PEEL the row's first 16-byte boundary, a multiple of VEC
+    the compiler can see, so that loads from it vectorize (`_body`, `_edges`, kernels/where.py)."""
+    if PEEL:
+        row_start = ((row_start + (VEC - 1)) // VEC) * VEC
+    return row_start
+
+
+@triton.jit
 def _body(row_start, lo, N, BLOCK_N: tl.constexpr, PEEL: tl.constexpr, VEC: tl.constexpr):
     """Offsets (from the tensor's start) and mask of BLOCK_N values of the row that begins at
     element `row_start` (a scalar or a column of rows), starting `lo` values into its body.
@@ -122,7 +132,7 @@ def _body(row_start, lo, N, BLOCK_N: tl.constexpr, PEEL: tl.constexpr, VEC: tl.c
     """
     cols = lo + tl.arange(0, BLOCK_N)
     if PEEL:
-        start = ((row_start + (VEC - 1)) // VEC) * VEC  # a multiple of VEC the compiler can see
+        start = _base(row_start, True, VEC)
         offs = start + cols
         # The body's length, a multiple of VEC too; compared in 32 bits (64-bit compares per
         # value cost the forward pass ~10% of its bandwidth).
@@ -138,7 +148,7 @@ def _edges(row_start, N, VEC: tl.constexpr):
     """Offsets and mask of a PEEL row's edges, 2 * VEC lanes: the head (values before the first
     16-byte boundary, lanes < VEC) and the tail (after the last one, lanes >= VEC)."""
     k = tl.arange(0, 2 * VEC)
-    start = ((row_start + (VEC - 1)) // VEC) * VEC
+    start = _base(row_start, True, VEC)
     end = row_start + N
     hi = (end // VEC) * VEC
     head = k < VEC

@@ -43,19 +43,9 @@ and the strides, so that loads vectorize under jax_triton too.
 import triton
 import triton.language as tl
 
-from .softmax import (COOP_FAST_MAX, LOG2E, _aligned, _bwd_apply, _bwd_terms, _coop_edges, _coop_item, _exp2_ftz,
-                      _fresh, _leave_row, _pack, _pack_x2, _packed_sum, _tag_gather, _tag_of, _tag_publish, _tag_take,
-                      _unpack, _wait_for_row, _words)
-
-
-@triton.jit
-def _base(row_start, PEEL: tl.constexpr, VEC: tl.constexpr):
-    """Where a tile's columns start counting, in elements from the tensor's start: the row's start
-    `row_start`, or with PEEL the row's first 16-byte boundary (a multiple of VEC the compiler sees,
-    so that loads from it vectorize; kernels/softmax.py's `_body`)."""
-    if PEEL:
-        row_start = ((row_start + (VEC - 1)) // VEC) * VEC
-    return row_start
+from .softmax import (COOP_FAST_MAX, LOG2E, _aligned, _base, _bwd_apply, _bwd_terms, _coop_edges, _coop_item,
+                      _exp2_ftz, _fresh, _leave_row, _pack, _pack_x2, _packed_sum, _tag_gather, _tag_of, _tag_publish,
+                      _tag_take, _unpack, _wait_for_row, _words)
 
 
 @triton.jit
