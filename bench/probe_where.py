@@ -12,8 +12,9 @@ forward and the backward (the vjp pullback, from a forward outside the timed fun
     from f1ba5be to 5239573);
   * coop CHUNKxWARPS (--coop): multisoftmax.jax with where=, the cooperative where kernels in chunks
     of CHUNK values at WARPS warps (dispatch.WHERE_COOP_CHUNK_N, WHERE_COOP_WARPS, its tilings
-    WHERE_COOP_*_TILINGS set aside; float64 keeps its chunk); a trailing "s": reading only the vectors that hold a kept value (WHERE_COOP_SKIP), "c": on
-    arrival counters, not TAG (WHERE_COOP_TAG); "rN": the 16-bit forward under Triton's maxnreg N
+    WHERE_COOP_*_TILINGS set aside; float64 keeps its chunk); a trailing "s": reading only the vectors
+    that hold a kept value (WHERE_COOP_SKIP), "c": on arrival counters, not TAG (WHERE_COOP_TAG); "rN":
+    the 16-bit forward under Triton's maxnreg N
     (WHERE_COOP_MAXNREG);
   * around: the unmasked kernels with the mask applied around them, jnp.where(m, f(jnp.where(m, x,
     -inf)), 0) (log_softmax: -inf), two elementwise XLA passes (the JAX adapter's first where=, 5ead106);

@@ -1136,7 +1136,7 @@ WHERE_COOP_PEEL_BWD32_TILINGS = ((2048, 4, None), (4096, 8, None))
 # +11% but on aligned rows of 32776 values and the softmax of 50264 under a vocabulary mask (-0.7 to -3.8%):
 # 2,868 / 2,943, 3,022 / 3,127, 2,832 / 2,901 on those three. Measured: bench/DISPATCH.md, WHERE_COOP_PACK.
 WHERE_COOP_PACK = True
-WHERE_COOP_PACK_TILINGS = ((4096, 4, 64), (8192, 8, 64))
+WHERE_COOP_PACK_TILINGS = WHERE_COOP_FWD_TILINGS[2]
 
 
 @functools.lru_cache(maxsize=4096)
