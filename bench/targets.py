@@ -66,17 +66,24 @@ def _dispatch():
     return dispatch
 
 
-def plan(dtype: str, op: str, d: str, M: int, N: int, sms: int) -> tuple:
-    """dispatch's launches for a contiguous M x N case of the benchmark (as the adapters plan it)."""
+def plan(dtype: str, op: str, d: str, M: int, N: int, sms: int, gpu: str = "") -> tuple:
+    """dispatch's launches for a contiguous M x N case of the benchmark (as the adapters plan it on `sms`
+    SMs of a GPU whose dispatch.ROWS_TILINGS key is `gpu`)."""
     dispatch = _dispatch()
-    return (dispatch.plan_forward(M, N, N, N, dtype, op == "log_softmax", sms) if d == "fwd"
-            else dispatch.plan_backward(M, N, N, N, N, dtype, op == "log_softmax", sms))
+    return (dispatch.plan_forward(M, N, N, N, dtype, op == "log_softmax", sms, gpu=gpu) if d == "fwd"
+            else dispatch.plan_backward(M, N, N, N, N, dtype, op == "log_softmax", sms, gpu=gpu))
 
 
-def plan_name(dtype: str, op: str, d: str, M: int, N: int, sms: int) -> str:
+def device_plan_args(data) -> tuple:
+    """(sms, gpu) of the device a results.json was measured on, for `plan`."""
+    device = data["meta"]["device"]
+    return device["sms"], _dispatch().tuned_gpu(device.get("name", ""))
+
+
+def plan_name(dtype: str, op: str, d: str, M: int, N: int, sms: int, gpu: str = "") -> str:
     """The first launch of `plan`, in a word: its kernel and tile (rows a program, lanes or chunk,
     warps, register cap), then how many launches the plan has where more than one."""
-    launches = plan(dtype, op, d, M, N, sms)
+    launches = plan(dtype, op, d, M, N, sms, gpu)
     kw = dict(launches[0].kwargs)
     tile = " ".join(f"{k}={kw[k]}" for k in ("BLOCK_M", "BLOCK_N", "CHUNK_N", "num_warps", "maxnreg") if k in kw)
     return f"{launches[0].kernel} {tile}" + (f" (+{len(launches) - 1} launches)" if len(launches) > 1 else "")
@@ -86,14 +93,14 @@ def filled(data, before, impl: str) -> list:
     """[(time / time before, key)] of `impl`'s records whose plan dispatch.fills_shared names, on
     the device's SM count, where `before` has the same record."""
     dispatch = _dispatch()
-    sms = data["meta"]["device"]["sms"]
+    device = device_plan_args(data)
     old = report.index(before)
     out = []
     for key, r in report.index(data).items():
         suite, dtype, op, d, M, N, name = key
         if name != impl or not report.ok(r) or dtype not in ITEMSIZE or not report.ok(old.get(key)):
             continue
-        if any(dispatch.fills_shared(launch) for launch in plan(dtype, op, d, M, N, sms)):
+        if any(dispatch.fills_shared(launch) for launch in plan(dtype, op, d, M, N, *device)):
             out.append((r["median_us"] / old[key]["median_us"], key))
     return sorted(out)
 
@@ -116,7 +123,7 @@ def main():
         print(f"T2 {impl}: {wins}/{n} >= best peer; geomeans " + ", ".join(f"{k} {v:.4f}" for k, v in g.items()))
         for ratio, *key, peer in behind[:a.behind or None]:
             print(f"   behind: {ratio:.4f} of {peer}, " + " ".join(map(str, key))
-                  + (f": {plan_name(*key, data['meta']['device']['sms'])}" if a.plans else ""))
+                  + (f": {plan_name(*key, *device_plan_args(data))}" if a.plans else ""))
         few = [f for f in report.few_rows_check(data) if f["impl"] == impl]
         print(f"T3 {impl}: {sum(f['ok'] for f in few)}/{len(few)} within the bound; over: "
               + ", ".join(f"{f['dtype']} {f['op']} {f['direction']} {f['M']}x{f['N']} {f['us']:.3f} > "

@@ -12,6 +12,7 @@ H100 benchmark (`bench/results/h100/results.md`) is the measurement that checks 
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 
 import triton
@@ -118,6 +119,43 @@ ROWS_BWD_ONE_ROW_FILL = 0.75
 # (probe_rows_bwd16_2k.log).
 ROWS_BWD16_WIDE_LANES = 2048
 ROWS_BWD16_WIDE_WARPS = 8
+# The rules above were measured on the H100 and hold on every GPU but those named here, which a run of
+# `bench/probe_rows.py` on that GPU tuned: ROWS_TILINGS[gpu][(forward, itemsize, log, lanes, filled)] =
+# (BLOCK_M, num_warps) replaces the rules' tiling of the unmasked rows kernels (not the where kernels'), where
+# `lanes` is BLOCK_N (and TAIL_N), `filled`: rows of exactly BLOCK_N values that start 16-byte aligned.
+# The H200 (the H100's 132 SMs and clocks, HBM3e: copy 4,266 GB/s against 3,004) spread 3-12% over tilings
+# of the same rows that the H100 ran within ~1% (bench/results/h100/tune.json): its forward ran short rows
+# faster in fewer warps, its backward in programs of 8 warps at 16 values a thread of each tensor.
+# Taken where the best tiling ran >= 2% ahead of the rules' at ~256 MB (H200, both ops unless named): the
+# 16-bit forward of 512-4096 lanes 3-13% (bf16 65536 x 1024 3,803 -> 4,180 GB/s, torch.compile's 4,167), the
+# float32 forward 2-12% (65536 x 781 3,764 -> 4,151, Liger's 4,148), the backward 2-9% (bf16 65536 x 2048
+# 4,209 -> 4,402, Liger's 4,392). Left to the rules: within 2% (16-bit 128, 256, 8192, 16384 forwards and
+# 781, 1152, 4096, 16384 backwards; float32 128, 256, 1152, 8192 forwards, 781 and 4096 backwards).
+# Measured: bench/DISPATCH.md, ROWS_TILINGS (bench/results/h200/probe_rows*.log).
+_H200_ROWS = {  # (forward, itemsize, lanes, filled): (BLOCK_M, num_warps), softmax and log_softmax
+    (True, 2, 512, True): (2, 2), (True, 2, 1024, True): (1, 2), (True, 2, 1024, False): (2, 2),
+    (True, 2, 2048, True): (4, 8), (True, 2, 2048, False): (1, 2), (True, 2, 4096, True): (2, 8),
+    (True, 2, 4096, False): (1, 4),
+    (True, 4, 512, True): (1, 2), (True, 4, 1024, True): (4, 16), (True, 4, 1024, False): (1, 2),
+    (True, 4, 2048, True): (2, 16), (True, 4, 4096, True): (1, 16),
+    (False, 2, 128, True): (4, 2), (False, 2, 256, True): (8, 8), (False, 2, 512, True): (8, 8),
+    (False, 2, 1024, True): (4, 16), (False, 2, 2048, True): (2, 16),
+    (False, 4, 128, True): (4, 2), (False, 4, 256, True): (4, 4), (False, 4, 512, True): (8, 8),
+    (False, 4, 1024, True): (4, 16), (False, 4, 2048, True): (2, 16), (False, 4, 2048, False): (2, 16),
+}
+ROWS_TILINGS = {"H200": {**{(forward, itemsize, log, lanes, filled): tiling
+                            for (forward, itemsize, lanes, filled), tiling in _H200_ROWS.items()
+                            for log in (False, True)},
+                         (True, 4, True, 16384, True): (2, 32)}}  # the float32 log_softmax forward alone: 12%
+
+
+def tuned_gpu(name: str) -> str:
+    """The key of ROWS_TILINGS for a GPU named `name` (torch.cuda.get_device_name, a JAX device's
+    device_kind: "NVIDIA H200"), or "" (the H100's rules): the name as a word, so "GH200", not measured,
+    is "". Raises nothing."""
+    return next((gpu for gpu in ROWS_TILINGS if re.search(rf"\b{gpu}\b", name)), "")
+
+
 # EVEN_M (M a multiple of BLOCK_M: no row mask), else ALIGN_M (16 where M is a multiple of 16), make
 # the rows kernels compile alike under torch's launcher (which tells the compiler M is a multiple of
 # 16) and jax_triton's; only where BLOCK_M > 1, and no EVEN_M for the float32 forward of 32 rows a
@@ -430,7 +468,7 @@ def peel(N: int, itemsize: int, align: int, strides_equal: bool, force: bool | N
 
 
 def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool = False, itemsize: int = 4,
-                 aligned: bool = True, where: bool = False):
+                 aligned: bool = True, where: bool = False, gpu: str = ""):
     """BLOCK_M, BLOCK_N, TAIL_N, num_warps and grid for the rows family; `vec` > 0: PEEL rows
     of VEC = `vec` values a 16-byte vector (a body of at most N // vec * vec, 2 * vec edges);
     `log`: log_softmax (its backward keeps more warps, see PEEL_MIN_N); `itemsize`: bytes a
@@ -440,7 +478,8 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool =
     programs, ROWS_BWD_1KB_N and ROWS_FWD32_HALF_N, where `aligned`: rows that start 16-byte
     aligned; the float32 backward in ROWS_BWD32_WIDE_LANES lanes and the 16-bit one in
     ROWS_BWD16_WIDE_LANES lanes on more warps, and in ROWS_BWD_ONE_ROW_WARPS's lanes one row a
-    program, but not the `where` kernels' rows)."""
+    program, but not the `where` kernels' rows); `gpu`: a key of ROWS_TILINGS (`tuned_gpu`), whose
+    tilings replace those rules' for the unmasked kernels' rows)."""
     BLOCK_N, TAIL_N = row_segments(N) if not vec else (triton.next_power_of_2(max(1, N // vec * vec)), 2 * vec)
     # The edges of PEEL rows are not counted: 16 more lanes must not double the warps or
     # halve the rows a program (bf16 N = 781 measured 1494 vs 2616 GB/s when they did).
@@ -475,6 +514,9 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool =
     # A peeled row: half the warps, the same rows (measured; see PEEL_MIN_N).
     if (vec >= 8 or (vec == 4 and num_warps >= 16)) and not (log and not forward and BLOCK_N > 8192):
         num_warps //= 2
+    tuned = None if where else ROWS_TILINGS.get(gpu, {}).get((forward, itemsize, log, lanes, full))
+    if tuned:  # this GPU's tiling of these rows (ROWS_TILINGS)
+        BLOCK_M, num_warps = min(tuned[0], triton.next_power_of_2(M)), tuned[1]
     return BLOCK_M, BLOCK_N, TAIL_N, num_warps, (triton.cdiv(M, BLOCK_M),)
 
 
@@ -852,7 +894,7 @@ def family(M: int, N: int, itemsize: int, num_sms: int, aligned: bool) -> str:
 @functools.lru_cache(maxsize=4096)
 def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log: bool,
                  num_sms: int, force: str | None = None, force_peel: bool | None = None,
-                 counters_per_call: bool = False, register_cap: bool = True) -> tuple[Launch, ...]:
+                 counters_per_call: bool = False, register_cap: bool = True, gpu: str = "") -> tuple[Launch, ...]:
     """Launches computing y = softmax(x) (log_softmax if `log`) over rows of an M x N view.
 
     `force` picks a family ("rows", "coop", "online", "split") and `force_peel` the PEEL
@@ -860,8 +902,8 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
     benchmark. `counters_per_call`: the launcher zeroes "zeros" and "sync" outputs on every
     call (the JAX adapter without its kept scratch), not once (torch; the JAX adapter's kept
     scratch): see SPLIT_FRESH_FWD_MAX_PER_SM. `register_cap`: the
-    launcher can pass Triton's maxnreg option (COOP_X2_CAP_REGS; see plan_backward). M and N must be
-    >= 1.
+    launcher can pass Triton's maxnreg option (COOP_X2_CAP_REGS; see plan_backward). `gpu`: the GPU's
+    key of ROWS_TILINGS (`tuned_gpu`; "": the H100's rules). M and N must be >= 1.
     """
     itemsize = ITEMSIZE[dtype]
     acc = dict(LOG=log, ALIGN=alignment(N, stride_xm, stride_ym), ACC_FP64=dtype == "float64")
@@ -875,7 +917,7 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         acc = dict(PEEL=peeled, VEC=vec, **acc)
     if fam == "rows":
         BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, vec=vec if peeled else 0, log=log,
-                                                              itemsize=itemsize, aligned=acc["ALIGN"] >= vec)
+                                                              itemsize=itemsize, aligned=acc["ALIGN"] >= vec, gpu=gpu)
         rows_m = _rows_m(M, BLOCK_M, itemsize, log, True)
         # ROWS_FWD_ONE_ROW_N's rows unmasked; 32-bit offsets (ROWS_FWD16_OFFS32_LANES) where they fit
         even_n = (BLOCK_M == 1 and N == BLOCK_N and not TAIL_N and not peeled
@@ -957,8 +999,8 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
 def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: int, dtype: str,
                   log: bool, num_sms: int, force: str | None = None,
                   force_peel: bool | None = None, counters_per_call: bool = False,
-                  register_cap: bool = True) -> tuple[Launch, ...]:
-    """Launches computing dx from y and dy over rows of an M x N view (see plan_forward; `force`
+                  register_cap: bool = True, gpu: str = "") -> tuple[Launch, ...]:
+    """Launches computing dx from y and dy over rows of an M x N view (see plan_forward, `gpu` too; `force`
     may also be "pipe", the pipelined kernel of PIPE_PLANS whatever the grid). `register_cap`: the
     launcher can pass Triton's maxnreg option (COOP_CAP32_REGS): Triton's own launcher, and the JAX
     adapter's through its hook on jax-triton."""
@@ -991,7 +1033,8 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
                          "(dispatch.PIPE_PLANS)")
     if fam == "rows":
         BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, forward=False, vec=vec if peeled else 0,
-                                                              log=log, itemsize=itemsize, aligned=acc["ALIGN"] >= vec)
+                                                              log=log, itemsize=itemsize, aligned=acc["ALIGN"] >= vec,
+                                                              gpu=gpu)
         meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, **_rows_m(M, BLOCK_M, itemsize, log, False),
                     num_warps=num_warps, num_stages=1)
         return (Launch("softmax_bwd_rows", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm),

@@ -56,6 +56,12 @@ def _num_sms() -> int:
 
 
 @functools.cache
+def _gpu() -> str:
+    """The GPU's key of dispatch.ROWS_TILINGS, its tuned tilings ("": the H100's rules; the interpreter)."""
+    return dispatch.tuned_gpu(jax.devices()[0].device_kind) if jax.default_backend() == "gpu" else ""
+
+
+@functools.cache
 def _jax_triton():
     """Import jax_triton lazily (it refuses to import without a GPU jaxlib).
 
@@ -341,7 +347,8 @@ def _fwd_call(log: bool):
     def call(x):
         M, N = x.shape
         plan = dispatch.plan_forward(M, N, N, N, _DTYPE_NAMES[x.dtype], log, _num_sms(),
-                                     counters_per_call=not _kept_scratch_on(), register_cap=_register_caps_work())
+                                     counters_per_call=not _kept_scratch_on(), register_cap=_register_caps_work(),
+                                     gpu=_gpu())
         return _execute(plan, {"x": x}, x.dtype)
 
     @call.def_vmap
@@ -358,7 +365,8 @@ def _bwd_call(log: bool):
     def call(y, dy):
         M, N = y.shape
         plan = dispatch.plan_backward(M, N, N, N, N, _DTYPE_NAMES[y.dtype], log, _num_sms(),
-                                      counters_per_call=not _kept_scratch_on(), register_cap=_register_caps_work())
+                                      counters_per_call=not _kept_scratch_on(), register_cap=_register_caps_work(),
+                                     gpu=_gpu())
         return _execute(plan, {"y": y, "dy": dy}, y.dtype)
 
     @call.def_vmap

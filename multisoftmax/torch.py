@@ -39,6 +39,12 @@ def _num_sms(device_index: int) -> int:
     return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
+@functools.cache
+def _gpu(device_index: int) -> str:
+    """The GPU's key of dispatch.ROWS_TILINGS, its tuned tilings ("": the H100's rules)."""
+    return dispatch.tuned_gpu(torch.cuda.get_device_name(device_index))
+
+
 def _launch(launches, buffers: dict, out: torch.Tensor) -> torch.Tensor:
     """Execute dispatch's launches in order, the last one writing into `out`."""
     # A device guard costs a few microseconds a call: only when out is not on the current GPU.
@@ -113,17 +119,19 @@ def _num_programs_hint(t: torch.Tensor) -> int:
     return _INTERPRETER_SMS if not t.is_cuda else _num_sms(t.get_device())
 
 
-def _plan(plan, t: torch.Tensor, *args):
+def _plan(plan, t: torch.Tensor, *args, tuned: bool = False):
     """`plan(*args, num_sms)` (dispatch.plan_forward or plan_backward) for tensors on t's
-    device. A plan with a cooperative launch, whose programs wait for each other, is made
-    again for the SMs the device's current stream can run on where that is fewer than the
-    device has (a green context, an MPS limit: multisoftmax.sms)."""
+    device; `tuned`: with `gpu=`, the device's tuned tilings (dispatch.ROWS_TILINGS). A plan with a
+    cooperative launch, whose programs wait for each other, is made again for the SMs the device's
+    current stream can run on where that is fewer than the device has (a green context, an MPS
+    limit: multisoftmax.sms)."""
     device_sms = _num_programs_hint(t)
-    launches = plan(*args, device_sms)
+    kw = {"gpu": _gpu(t.get_device())} if tuned and t.is_cuda else {}
+    launches = plan(*args, device_sms, **kw)
     if t.is_cuda and dispatch.cooperative(launches):
         share = sms.share(device_sms, _current_stream(t.get_device()))
         if share < device_sms:
-            launches = plan(*args, share)
+            launches = plan(*args, share, **kw)
     return launches
 
 
@@ -189,7 +197,7 @@ def _forward_checked(x: torch.Tensor, log: bool) -> torch.Tensor:
     if M == 0 or N == 0:
         return y
     xr = _row_major(x)
-    launches = _plan(dispatch.plan_forward, x, M, N, xr.stride(0), N, _DTYPE_NAMES[x.dtype], log)
+    launches = _plan(dispatch.plan_forward, x, M, N, xr.stride(0), N, _DTYPE_NAMES[x.dtype], log, tuned=True)
     outs = _short_put(("fwd", x.shape, x.stride(), x.dtype, log, x.get_device()), launches, y) if xr is x else None
     if outs is not None:
         launch.launch_compiled(launches[0], (x,), outs, x.dtype, x.get_device())
@@ -205,7 +213,8 @@ def _backward(y: torch.Tensor, dy: torch.Tensor, log: bool) -> torch.Tensor:
     if M == 0 or N == 0:
         return dx
     yr, dyr = _row_major(y), _row_major(dy)
-    launches = _plan(dispatch.plan_backward, yr, M, N, yr.stride(0), dyr.stride(0), N, _DTYPE_NAMES[y.dtype], log)
+    launches = _plan(dispatch.plan_backward, yr, M, N, yr.stride(0), dyr.stride(0), N, _DTYPE_NAMES[y.dtype], log,
+                     tuned=True)
     outs = _short_put(("bwd", y.shape, y.stride(), dy.stride(), y.dtype, log, y.get_device()), launches, dx) \
         if yr is y and dyr is dy else None
     if outs is not None:

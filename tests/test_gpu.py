@@ -208,6 +208,37 @@ def _check_softmax(y, x, name, what):
     ref.assert_close(y.double().cpu(), expected.cpu(), name, what)
 
 
+def _plan_spies(monkeypatch) -> list:
+    """The `gpu` that each call of dispatch.plan_forward / plan_backward is made with, from now on."""
+    seen = []
+    for name in ("plan_forward", "plan_backward"):
+        def spy(*args, real=getattr(dispatch, name), **kwargs):
+            seen.append(kwargs.get("gpu"))
+            return real(*args, **kwargs)
+        monkeypatch.setattr(dispatch, name, spy)
+    return seen
+
+
+def test_adapters_plan_with_the_gpu_s_tilings(monkeypatch):
+    """Both adapters plan the rows kernels with the GPU's key of dispatch.ROWS_TILINGS (dispatch.tuned_gpu of
+    its name: "H200" on an H200, "" elsewhere), forward and backward, and their results stay right."""
+    import jax
+    import jax.numpy as jnp
+
+    import multisoftmax.jax as mj
+
+    want = dispatch.tuned_gpu(torch.cuda.get_device_name())
+    seen = _plan_spies(monkeypatch)
+    x = torch.randn(37, 1024, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    y = mt.softmax(x, -1)
+    y.backward(torch.ones_like(y))
+    ref.assert_close(y.double().detach().cpu(), torch.softmax(x.double(), -1).detach().cpu(), "bfloat16", "torch")
+    xj = jnp.asarray(np.random.default_rng(0).standard_normal((39, 1000)), jnp.float32)
+    yj, dxj = jax.value_and_grad(lambda a: mj.log_softmax(a, -1)[:, 0].sum())(xj)
+    assert np.isfinite(np.asarray(dxj)).all()
+    assert len(seen) >= 4 and set(seen) == {want}, seen
+
+
 def test_coop_counters_reset_themselves():
     """The cooperative kernels' counters are zeroed once per stream and left zero by every
     launch: calls of other row counts in a row, on two streams, stay right."""

@@ -2002,6 +2002,68 @@ def test_rows_bwd_one_row_rule():
     assert dispatch._rows_tiling(4096, 1024, False, log=True, itemsize=2, aligned=False)[0] == 1
 
 
+# N of a case for each ROWS_TILINGS key's (itemsize, lanes, filled): the lanes themselves where filled, else a
+# benchmark length in those lanes (float32 781: peeled; 16-bit 781: unaligned; 1152 and 3000: not filled).
+_TUNED_N = {(2, 1024, False): 781, (2, 2048, False): 1152, (2, 4096, False): 3000, (4, 1024, False): 781,
+            (4, 2048, False): 1152}
+
+
+def _tuned_plan(key, M, gpu="H200"):
+    """(N, dtype, plan) of M rows for a dispatch.ROWS_TILINGS key, planned for `gpu` on 132 SMs."""
+    forward, itemsize, log, lanes, filled = key
+    N, dtype = (lanes if filled else _TUNED_N[itemsize, lanes, filled]), {2: "bfloat16", 4: "float32"}[itemsize]
+    plan = (dispatch.plan_forward(M, N, N, N, dtype, log, 132, gpu=gpu) if forward
+            else dispatch.plan_backward(M, N, N, N, N, dtype, log, 132, gpu=gpu))
+    return N, dtype, plan
+
+
+def test_rows_tilings_rule():
+    """dispatch.ROWS_TILINGS: on a GPU whose name holds a key as a word (tuned_gpu), each entry's rows take its
+    tiling (BLOCK_M at most M, rounded to a power of two) where the H100's rules tile them otherwise, every
+    other constexpr as the rules have it but EVEN_M / ALIGN_M (of BLOCK_M); other names keep the rules, and
+    so do the where kernels' rows."""
+    assert dispatch.tuned_gpu("NVIDIA H200") == dispatch.tuned_gpu("NVIDIA H200 NVL") == "H200"
+    assert dispatch.tuned_gpu("NVIDIA H100 80GB HBM3") == dispatch.tuned_gpu("NVIDIA GH200 480GB") == ""
+    for key, (block_m, warps) in dispatch.ROWS_TILINGS["H200"].items():
+        forward, itemsize, log, lanes, filled = key
+        N, dtype, (tuned,) = _tuned_plan(key, 65536)
+        kw = tuned.kwargs
+        assert tuned.kernel == ("softmax_fwd_rows" if forward else "softmax_bwd_rows"), key
+        assert kw["BLOCK_N"] + (0 if kw["PEEL"] else kw["TAIL_N"]) == lanes
+        assert kw["PEEL"] == (itemsize == 4 and N == 781)
+        assert (kw["BLOCK_M"], kw["num_warps"], tuned.grid) == (block_m, warps, (65536 // block_m,)), key
+        (rules,) = _tuned_plan(key, 65536, gpu="")[2]
+        assert (rules.kwargs["BLOCK_M"], rules.kwargs["num_warps"]) != (block_m, warps), key
+        same = ("BLOCK_M", "num_warps", "EVEN_M", "ALIGN_M")
+        assert ({k: v for k, v in kw.items() if k not in same}
+                == {k: v for k, v in rules.kwargs.items() if k not in same}), key
+        assert _tuned_plan(key, 65536, gpu="H100")[2] == (rules,)  # a key of no entry: the rules
+        assert _tuned_plan(key, 3)[2][0].kwargs["BLOCK_M"] == min(block_m, 4)
+        where = dict(forward=forward, log=log, itemsize=itemsize, aligned=True, where=True)
+        assert dispatch._rows_tiling(65536, N, **where, gpu="H200") == dispatch._rows_tiling(65536, N, **where)
+
+
+@pytest.mark.parametrize("key", sorted(dispatch.ROWS_TILINGS["H200"]), ids=lambda k: "-".join(map(str, map(int, k))))
+def test_rows_tilings_run(torch_device, key):
+    """Each dispatch.ROWS_TILINGS entry's plan is right against float64, at a row count of whole tiles (EVEN_M)
+    and at one more row (a part tile)."""
+    forward, itemsize, log, lanes, filled = key
+    block_m = dispatch.ROWS_TILINGS["H200"][key][0]
+    for M in (2 * block_m, 2 * block_m + 1):
+        N, dtype, plan = _tuned_plan(key, M)
+        x = _random((M, N), dtype, torch_device, seed=N + M)
+        what = f"H200 tiling {key} M={M}"
+        if forward:
+            y = _run(plan, {"x": x}, dtype, torch_device, (M, N))
+            ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), log=log), dtype, what)
+            continue
+        y = (torch.log_softmax if log else torch.softmax)(x.double(), -1).to(DTYPES[dtype])
+        dy = _random((M, N), dtype, torch_device, seed=N + M + 1)
+        dx = _run(plan, {"y": y, "dy": dy}, dtype, torch_device, (M, N))
+        expected = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=log)
+        ref.assert_close(dx.double().cpu(), expected, dtype, what, scale_atol=True)
+
+
 def test_fill_shared_rule():
     """dispatch.fills_shared: rows launches whose rows fill their lanes (N == BLOCK_N, no tail, no
     peel), 16- and 32-bit, or float32 rows of whole 128-byte lines in part of their lanes, of 512 to

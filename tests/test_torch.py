@@ -331,3 +331,18 @@ def test_columns_opcheck(torch_device):
                               (y.clone().requires_grad_(), dy.requires_grad_(), log))
     with pytest.raises(ValueError, match=r"must be 3-D \(B, N, T\)"):
         torch.ops.multisoftmax.softmax_cols_fwd(x[0], False)
+
+
+def test_gpu_key_from_the_device_name(monkeypatch):
+    """The torch adapter's key of dispatch.ROWS_TILINGS comes from the device's name (H200: its tuned tilings;
+    others: the H100's rules); on the CPU no key is passed at all."""
+    from multisoftmax import dispatch
+
+    for name, key in (("NVIDIA H200", "H200"), ("NVIDIA H100 80GB HBM3", ""), ("NVIDIA A100-SXM4-80GB", "")):
+        monkeypatch.setattr(torch.cuda, "get_device_name", lambda index, name=name: name)
+        assert mt._gpu.__wrapped__(0) == key
+    seen, real = [], dispatch.plan_forward
+    monkeypatch.setattr(dispatch, "plan_forward", lambda *a, **k: seen.append(k) or real(*a, **k))
+    if not torch.cuda.is_available():
+        mt.softmax(torch.randn(3, 5), -1)
+        assert seen == [{}]
