@@ -120,7 +120,8 @@ def main():
     ap.add_argument("--ops", default="softmax,log_softmax")
     ap.add_argument("--dirs", default="fwd")
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--tilings", default="", help="BLOCK_MxWARPS[rREGS],... (default: 2-16 warps, 8-32 values a thread)")
+    ap.add_argument("--tilings", default="",
+                    help="BLOCK_MxWARPS[rREGS],... (default: 2-16 warps, 8-32 values a thread)")
     ap.add_argument("--no-peers", action="store_true", help="time multisoftmax's launches alone")
     args = ap.parse_args()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()

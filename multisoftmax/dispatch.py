@@ -1,12 +1,13 @@
-"""Launch heuristics: (M, N, dtype, direction, #SMs) -> which kernels to launch, and how.
+"""Launch heuristics: (M, N, dtype, direction, #SMs, GPU) -> which kernels to launch, and how.
 
 The adapters only reshape a tensor into an M x N row-major view with a row stride (or, for a
 softmax over a middle axis, a (B, N, T) view: plan_columns_forward / plan_columns_backward, at
 the end); this module picks the kernel family (`multisoftmax/kernels/softmax.py` explains the three) and
 its launch parameters, and returns a list of `Launch` records that both the torch and the
 JAX launchers execute in order. Every number below is a heuristic with its reason and the
-H100 figure that chose it; `bench/DISPATCH.md` keeps each rule's fuller measurements, and the
-H100 benchmark (`bench/results/h100/results.md`) is the measurement that checks them all.
+H100 figure that chose it (but ROWS_TILINGS: the rows kernels' tilings tuned on another GPU, keyed by
+its name); `bench/DISPATCH.md` keeps each rule's fuller measurements, and the H100 benchmark
+(`bench/results/h100/results.md`) is the measurement that checks them all.
 """
 
 from __future__ import annotations
