@@ -1,11 +1,12 @@
 """Probe: the unmasked rows kernels (dispatch's 'rows' family) re-tiled, beside the peers (GPU).
 
-    python bench/probe_rows.py --dtypes float32,bfloat16 --ns 781,1024 --dirs fwd,bwd \
+    python bench/probe_rows.py --dtypes float32,bfloat16 --ns 781,1024 --dirs fwd,bwd [--rules] \
         > bench/results/h200/probe_rows.log
 
 For each case (dtype, N, op, direction; M = min(65536, 256 MB / row), the benchmark's sweep) it times
-  * dispatch: the launch `dispatch.plan_forward` / `plan_backward` makes (its header: BLOCK_M, warps,
-    "p" PEEL, "s" fills_shared);
+  * dispatch: the launch `dispatch.plan_forward` / `plan_backward` makes for this GPU, as the adapters
+    plan it (`gpu=`: dispatch.tuned_gpu of its name; --rules: the H100's rules, no ROWS_TILINGS) (its
+    header: BLOCK_M, warps, "p" PEEL, "s" fills_shared);
   * mBwW[rR]: the same kernel at B rows a program and W warps (EVEN_M / ALIGN_M as dispatch gives that
     tiling, `dispatch._rows_m`), compiled under Triton's register cap maxnreg=R where "rR" is given;
   * the peers of the benchmark on that case: torch.softmax (aten's backward), torch.compile (softmax
@@ -62,14 +63,14 @@ def tilings(lanes: int, M: int, spec: str):
     return out
 
 
-def case(dtype, N, op, direction, spec, sms, l2, rounds, others):
+def case(dtype, N, op, direction, spec, sms, l2, rounds, others, gpu=""):
     T = getattr(torch, dtype)
     M = min(M_CAP, SWEEP_BYTES // (N * T.itemsize))
     log = op == "log_softmax"
     x, y, dy, out, bufs, nbytes = tune.make_inputs(M, N, T, direction, log)
     fwd = direction == "fwd"
-    plan = (dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, sms) if fwd
-            else dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, log, sms))
+    plan = (dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, sms, gpu=gpu) if fwd
+            else dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, log, sms, gpu=gpu))
     (l,) = plan
     kw = l.kwargs
     if "BLOCK_M" not in kw:
@@ -123,14 +124,16 @@ def main():
     ap.add_argument("--tilings", default="",
                     help="BLOCK_MxWARPS[rREGS],... (default: 2-16 warps, 8-32 values a thread)")
     ap.add_argument("--no-peers", action="store_true", help="time multisoftmax's launches alone")
+    ap.add_argument("--rules", action="store_true", help="dispatch: the H100's rules, not this GPU's ROWS_TILINGS")
     args = ap.parse_args()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     print(f"# {commit}, {datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%SZ}, python bench/probe_rows.py "
           + " ".join(sys.argv[1:]))
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    gpu = "" if args.rules else dispatch.tuned_gpu(torch.cuda.get_device_name())
     print(f"{torch.cuda.get_device_name()}  copy {timing.copy_bandwidth(True):.0f} GB/s  triton {triton.__version__}"
-          "  (times in us per round, then GB/s of the fastest)", flush=True)
+          f"  dispatch's key {gpu!r}  (times in us per round, then GB/s of the fastest)", flush=True)
     others = [] if args.no_peers else [peers.torch_native(), peers.torch_compiled(False)]
     if not args.no_peers:
         try:
@@ -141,7 +144,7 @@ def main():
         for N in map(int, args.ns.split(",")):
             for op in args.ops.split(","):
                 for direction in args.dirs.split(","):
-                    print(case(dtype, N, op, direction, args.tilings, sms, l2, args.rounds, others), flush=True)
+                    print(case(dtype, N, op, direction, args.tilings, sms, l2, args.rounds, others, gpu), flush=True)
                     torch.cuda.empty_cache()
                     torch.compiler.reset()
 
