@@ -125,14 +125,15 @@ ROWS_BWD16_WIDE_WARPS = 8
 # (BLOCK_M, num_warps) replaces the rules' tiling of the unmasked rows kernels (not the where kernels'), where
 # `lanes` is BLOCK_N (and TAIL_N), `filled`: rows of exactly BLOCK_N values that start 16-byte aligned.
 # The H200 (the H100's 132 SMs and clocks, HBM3e: copy 4,266 GB/s against 3,004) spread 3-12% over tilings
-# of the same rows that the H100 ran within ~1% (bench/results/h100/tune.json): its forward ran short rows
-# faster in fewer warps, its backward in programs of 8 warps at 16 values a thread of each tensor.
+# of the same rows that the H100 ran within ~1% (bench/results/h100/tune.json): its forward ran rows that fill
+# part of their lanes faster in 2-4 warps, full rows of 2048-4096 on 2-4 rows at 8 warps, its backward on 2-8
+# rows a program at 8-16 warps.
 # Taken where the best tiling ran >= 2% ahead of the rules' at ~256 MB (H200, both ops unless named): the
 # 16-bit forward of 512-4096 lanes 3-13% (bf16 65536 x 1024 3,803 -> 4,180 GB/s, torch.compile's 4,167), the
 # float32 forward 2-12% (65536 x 781 3,764 -> 4,151, Liger's 4,148), the backward 2-9% (bf16 65536 x 2048
 # 4,209 -> 4,402, Liger's 4,392). Left to the rules: within 2% (16-bit 128, 256, 8192, 16384 forwards and
-# 781, 1152, 4096, 16384 backwards; float32 128, 256, 1152, 8192 forwards, 781 and 4096 backwards).
-# Measured: bench/DISPATCH.md, ROWS_TILINGS (bench/results/h200/probe_rows*.log).
+# 781, 1152, 4096, 16384 backwards; float32 128, 256, 1152, 8192 forwards, the 16384 softmax forward, 781 and
+# 4096 backwards). Measured: bench/DISPATCH.md, ROWS_TILINGS (bench/results/h200/probe_rows.log).
 _H200_ROWS = {  # (forward, itemsize, lanes, filled): (BLOCK_M, num_warps), softmax and log_softmax
     (True, 2, 512, True): (2, 2), (True, 2, 1024, True): (1, 2), (True, 2, 1024, False): (2, 2),
     (True, 2, 2048, True): (4, 8), (True, 2, 2048, False): (1, 2), (True, 2, 4096, True): (2, 8),

@@ -366,7 +366,7 @@ def _bwd_call(log: bool):
         M, N = y.shape
         plan = dispatch.plan_backward(M, N, N, N, N, _DTYPE_NAMES[y.dtype], log, _num_sms(),
                                       counters_per_call=not _kept_scratch_on(), register_cap=_register_caps_work(),
-                                     gpu=_gpu())
+                                      gpu=_gpu())
         return _execute(plan, {"y": y, "dy": dy}, y.dtype)
 
     @call.def_vmap
