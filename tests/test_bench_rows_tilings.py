@@ -7,18 +7,22 @@ the rounds' spread and within 1% of the fastest tiling measured; a case it leave
 tiling 2% ahead of theirs; and each entry must have run ahead of the rules in a case it covers.
 """
 
+import functools
 import os
 import re
+import sys
 
 import pytest
 
-from multisoftmax import dispatch
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "bench"))
+import targets  # noqa: E402
 
 LOG = os.path.join(os.path.dirname(__file__), os.pardir, "bench", "results", "h200", "probe_rows.log")
 ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2}
 SPREAD = 0.005  # the rounds of one variant ran within ~0.3% of each other
 
 
+@functools.cache
 def _cases() -> dict:
     """{(dtype, M, N, op, direction): {variant: GB/s}} of the log's blocks 1-3 ("dispatch": the rules')."""
     cases = {}
@@ -43,10 +47,8 @@ def _tiling(plan) -> str:
 
 
 def _plans(dtype, M, N, op, direction):
-    log = op == "log_softmax"
-    if direction == "fwd":
-        return [dispatch.plan_forward(M, N, N, N, dtype, log, 132, gpu=gpu) for gpu in ("", "H200")]
-    return [dispatch.plan_backward(M, N, N, N, N, dtype, log, 132, gpu=gpu) for gpu in ("", "H200")]
+    """The rules' plan and the H200's for a case, on the H200's 132 SMs (bench/targets.py's `plan`)."""
+    return [targets.plan(dtype, op, direction, M, N, 132, gpu) for gpu in ("", "H200")]
 
 
 def test_log_has_the_cases():
