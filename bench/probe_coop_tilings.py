@@ -119,7 +119,7 @@ def case(dtype, M, N, op, direction, specs, sms, l2, rounds, others, gpu):
         info[spec] = f"r{regs}" + (f"s{spills}" if spills else "") + (f" ERR {err:.0e}" if err > 2e-2 else "")
         if spec != "dispatch":
             info[spec] += f"  [{describe(p)}]"
-        fns[spec] = lambda *a, p=p: tune.run_plan(p, dict(zip(names, a)), torch.empty_like(out))
+        fns[spec] = lambda *a, p=p, o=out: tune.run_plan(p, dict(zip(names, a)), torch.empty_like(o))
     for impl in others:
         if impl.supports(dtype, N, op, direction) is None:
             f = impl.fwd if fwd else impl.bwd
@@ -153,8 +153,9 @@ def main():
           + " ".join(repr(a) if ";" in a else a for a in sys.argv[1:]))
     props = torch.cuda.get_device_properties(0)
     gpu = dispatch.tuned_gpu(torch.cuda.get_device_name())
-    print(f"{torch.cuda.get_device_name()}  {props.multi_processor_count} SMs  copy {timing.copy_bandwidth(True):.0f}"
-          f" GB/s  triton {triton.__version__}  dispatch's key {gpu!r}  (us per round, GB/s of the fastest)", flush=True)
+    print(f"{torch.cuda.get_device_name()}  {props.multi_processor_count} SMs  copy "
+          f"{timing.copy_bandwidth(True):.0f} GB/s  triton {triton.__version__}  dispatch's key {gpu!r}  "
+          "(us per round, GB/s of the fastest)", flush=True)
     others = []
     if args.peers:
         others = [peers.torch_native()]
