@@ -15,7 +15,8 @@ kernel time, fresh outputs), --rounds times each:
                       an SM (dispatch.PIPE_PLANS's entry for this dtype and op replaced);
       coop / pipe     dispatch's plan of that family, its own constants;
       KEY=VALUE       a constexpr, num_warps or maxnreg (0: no cap) of the (one-launch) plan replaced;
-    (a variant dispatch refuses, e.g. more chunks a row than SMs, prints as "refused");
+    (a variant dispatch refuses, e.g. more chunks a row than SMs, prints as "refused"; one that does not
+    compile or run, e.g. a constexpr the kernel's static asserts refuse, as "failed");
   * with --peers, torch.softmax (aten's backward) and Liger-Kernel (softmax), where installed.
 Each variant's registers a thread (and spills, sN) and, past 2e-2, its largest error relative to
 max(1, |ref|) against float64 over up to 64 rows are printed; GB/s count x and y (backward y, dy and dx)
@@ -112,7 +113,11 @@ def case(dtype, M, N, op, direction, specs, sms, l2, rounds, others, gpu):
             lines.append(f"    {spec}: refused ({e})")
             continue
         launch._COMPILED.clear()
-        got = tune.run_plan(p, bufs, out)
+        try:
+            got = tune.run_plan(p, bufs, out)
+        except Exception as e:  # e.g. a constexpr the kernel's static asserts refuse with the others
+            lines.append(f"    {spec}: failed ({type(e).__name__}: {str(e).strip().splitlines()[-1]})")
+            continue
         err = ((got[rows].double() - ref).abs() / ref.abs().clamp(min=1)).max().item()
         regs = max(c[1].n_regs for c in launch._COMPILED.values())
         spills = max(c[1].n_spills for c in launch._COMPILED.values())
