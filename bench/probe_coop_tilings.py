@@ -66,7 +66,7 @@ def variant(spec, M, N, dtype, direction, log, sms, gpu):
             pipes = dict(dispatch.PIPE_PLANS)
             pipes[(itemsize, log)] = (int(m[1]), int(m[2]), int(m[3]))
             with mock.patch.object(dispatch, "PIPE_PLANS", pipes):
-                plan = _plan(M, N, dtype, direction, log, sms, gpu, "pipe")
+                plan = _plan(M, N, dtype, direction, log, sms, "", "pipe")  # PIPE_PLANS, not a GPU's own
         elif tok in ("coop", "pipe"):
             plan = _plan(M, N, dtype, direction, log, sms, gpu, tok)
         elif m := re.fullmatch(r"(\w+)=(\d+)", tok):

@@ -120,7 +120,8 @@ ROWS_BWD_ONE_ROW_FILL = 0.75
 # (probe_rows_bwd16_2k.log).
 ROWS_BWD16_WIDE_LANES = 2048
 ROWS_BWD16_WIDE_WARPS = 8
-# The rules above were measured on the H100 and hold on every GPU but those named here, which a run of
+# The rules above were measured on the H100 and hold on every GPU but those named here (and in GPU_CONSTANTS,
+# below, for the long rows' kernels), which a run of
 # `bench/probe_rows.py` on that GPU tuned: ROWS_TILINGS[gpu][(forward, itemsize, log, lanes, filled)] =
 # (BLOCK_M, num_warps) replaces the rules' tiling of the unmasked rows kernels (not the where kernels'), where
 # `lanes` is BLOCK_N (and TAIL_N), `filled`: rows of exactly BLOCK_N values that start 16-byte aligned.
@@ -152,10 +153,10 @@ ROWS_TILINGS = {"H200": {**{(forward, itemsize, log, lanes, filled): tiling
 
 
 def tuned_gpu(name: str) -> str:
-    """The key of ROWS_TILINGS for a GPU named `name` (torch.cuda.get_device_name, a JAX device's
-    device_kind: "NVIDIA H200"), or "" (the H100's rules): the name as a word, so "GH200", not measured,
-    is "". Raises nothing."""
-    return next((gpu for gpu in ROWS_TILINGS if re.search(rf"\b{gpu}\b", name)), "")
+    """The key of ROWS_TILINGS and GPU_CONSTANTS for a GPU named `name` (torch.cuda.get_device_name, a JAX
+    device's device_kind: "NVIDIA H200"), or "" (the H100's rules): the name as a word, so "GH200", not
+    measured, is "". Raises nothing."""
+    return next((gpu for gpu in (*ROWS_TILINGS, *GPU_CONSTANTS) if re.search(rf"\b{gpu}\b", name)), "")
 
 
 # EVEN_M (M a multiple of BLOCK_M: no row mask), else ALIGN_M (16 where M is a multiple of 16), make
@@ -358,6 +359,29 @@ PIPE16_ANY_GRID_CHUNKS = 128
 PIPE32_MIN_PER_SM = 3
 PIPE32_MIN_CHUNKS = 16
 PIPE32_TAG_MAX_PER_SM = 16
+# The constants above are the H100's; a GPU named here takes these in place of some (`_tuned`), measured
+# there by bench/probe_coop_tilings.py against the H100's value (bench/DISPATCH.md, GPU_CONSTANTS). The
+# H200 (bench/results/h200/probe_coop_*.log), whose memory moves a wave of the cooperative forward in ~0.7 of
+# the H100's time at the same SM clock:
+# * COOP_STAGGER_CYCLES 7200 (a ramp of ~4 us): 12 of 14 grids of few long rows up to 5% faster (bf16
+#   16 x 1048576 softmax 26.8 -> 25.6 us, 64 x 256000 24.2 -> 23.1; float32 64 x 128256 log_softmax 23.0 ->
+#   22.3; two 64 x 256000 log_softmax 0.8% slower), the ~256 MB sweeps within -0.7 ... +0.9% (35 of 58
+#   ahead); 10800 no better at 16 x 1048576, 21600 and 28800 2-16% slower.
+# * PIPE_PLANS: the float32 softmax in 4096-value chunks at 4 warps (152 registers a thread: 3 programs an
+#   SM), 2-19% faster than 2048 at 5 an SM (16 x 1048576 65.7 -> 55.4 us, 64 x 1048576 214.3 -> 199.1) and
+#   than the TAG plans of 32 chunks (256 x 262144 212.1 -> 200.6), so PIPE32_TAG_MAX_PER_SM goes (the TAG
+#   grids of 16-19 chunks within 0.4%); the 16-bit softmax at 5 programs an SM, not 4 (128 x 1048576
+#   234.7 -> 219.7 us). The float32 log_softmax's plan stayed the fastest.
+GPU_CONSTANTS = {
+    "H200": dict(COOP_STAGGER_CYCLES=7200, PIPE32_TAG_MAX_PER_SM=float("inf"),
+                 PIPE_PLANS={**PIPE_PLANS, (2, False): (4096, 4, 5), (4, False): (4096, 4, 3)}),
+}
+
+
+def _tuned(name: str, gpu: str):
+    """The module's constant `name` (read at the call) or, where GPU_CONSTANTS has one for the GPU of key
+    `gpu` (`tuned_gpu`), that GPU's. Raises KeyError for a name the module has not."""
+    return GPU_CONSTANTS.get(gpu, {}).get(name, globals()[name])
 
 
 @dataclass(frozen=True)
@@ -690,15 +714,16 @@ def _coop_cvt_x2(packed: bool, log: bool, packed_wide: bool, tag: dict | None, p
 
 
 def _coop_stagger(programs: int, chunk: int, warps: int, packed: bool, fp64: bool, ticket: bool,
-                  num_sms: int) -> tuple[int, int]:
+                  num_sms: int, gpu: str = "") -> tuple[int, int]:
     """STAGGER and FIRST of the cooperative forward (see COOP_STAGGER_CYCLES): FIRST the programs of
     `warps` warps the GPU holds at once at 64 registers a thread (an SM's 65,536), and the ramp over
     them where a thread holds COOP_STAGGER_HELD 32-bit registers of x (`chunk` values, `packed` two a
-    word) and the grid (`programs`, taking tickets) has more; (0, 0) elsewhere and for float64."""
+    word) and the grid (`programs`, taking tickets) has more, the ramp's cycles the GPU's (`gpu`,
+    GPU_CONSTANTS); (0, 0) elsewhere and for float64."""
     first = num_sms * 65536 // (64 * 32 * warps)
     held = chunk // (32 * warps) // (2 if packed else 1)
     if ticket and not fp64 and held == COOP_STAGGER_HELD and programs > first:
-        return COOP_STAGGER_CYCLES, first
+        return _tuned("COOP_STAGGER_CYCLES", gpu), first
     return 0, 0
 
 
@@ -743,11 +768,12 @@ def _pipe_rows(itemsize: int, peeled: bool, align: int) -> bool:
 
 
 def _pipe(M: int, itemsize: int, log: bool, n_chunks: int, tag: bool, peeled: bool, align: int,
-          num_sms: int) -> tuple | None:
+          num_sms: int, gpu: str = "") -> tuple | None:
     """PIPE_PLANS's (CHUNK_N, num_warps, programs an SM) where the pipelined backward takes the place
     of the cooperative plan (M rows of `n_chunks` chunks of COOP_CHUNK_N values, waiting through
-    TAG or counters; see PIPE_*), else None: rows `_pipe_rows` takes."""
-    plan = PIPE_PLANS.get((itemsize, log))
+    TAG or counters; see PIPE_*), else None: rows `_pipe_rows` takes. PIPE_PLANS and
+    PIPE32_TAG_MAX_PER_SM are the GPU's (`gpu`, GPU_CONSTANTS)."""
+    plan = _tuned("PIPE_PLANS", gpu).get((itemsize, log))
     if plan is None or not _pipe_rows(itemsize, peeled, align):
         return None
     per_sm = M * n_chunks / num_sms
@@ -756,7 +782,7 @@ def _pipe(M: int, itemsize: int, log: bool, n_chunks: int, tag: bool, peeled: bo
                 and (per_sm <= PIPE16_MAX_PER_SM or n_chunks >= PIPE16_ANY_GRID_CHUNKS))
     else:
         pays = (per_sm >= PIPE32_MIN_PER_SM and n_chunks >= PIPE32_MIN_CHUNKS
-                and (log or not tag or per_sm <= PIPE32_TAG_MAX_PER_SM))
+                and (log or not tag or per_sm <= _tuned("PIPE32_TAG_MAX_PER_SM", gpu)))
     return plan if pays else None
 
 
@@ -783,13 +809,14 @@ def _pipe_launches(M: int, N: int, strides: tuple, itemsize: int, log: bool, ali
 def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, itemsize: int, num_sms: int,
                    acc: dict, part_rows: int, out: str, wide: bool = False,
                    narrow: bool = False, warps: int | None = None,
-                   maxnreg: int | None = None, chunk: int | None = None, stagger: bool = False) -> tuple[Launch, ...]:
+                   maxnreg: int | None = None, chunk: int | None = None, stagger: bool = False,
+                   gpu: str = "") -> tuple[Launch, ...]:
     """The cooperative kernel: one program per chunk (grid M * n_chunks), n_chunks appended
     to `scalars`, `part_rows` partials a chunk, chunks as `_coop_chunks(N, itemsize, wide,
     narrow)` (or of `chunk` values where given), `warps` warps a program (default COOP_WARPS,
     read at the call), compiled under Triton's `maxnreg` register cap where given. `stagger`
     (the forward kernel, which takes STAGGER and FIRST): its first wave over a ramp where that
-    pays (COOP_STAGGER_CYCLES), else STAGGER = FIRST = 0.
+    pays (COOP_STAGGER_CYCLES; the GPU's of key `gpu`, GPU_CONSTANTS), else STAGGER = FIRST = 0.
     One launch (PHASE 3) or, under Triton's interpreter, where programs run one by one and
     could never wait for each other, two (PHASE 1 writes the partials, PHASE 2 combines them
     and writes `out`).
@@ -823,7 +850,7 @@ def _coop_launches(kernel: str, inputs: tuple, scalars: tuple, M: int, N: int, i
     warps = warps or COOP_WARPS
     if stagger:
         ramp, first = _coop_stagger(M * n_chunks, CHUNK_N, warps, acc.get("PACK", False), acc["ACC_FP64"], ticket,
-                                    num_sms)
+                                    num_sms, gpu)
         acc = dict(acc, STAGGER=ramp, FIRST=first)
     meta = dict(CHUNK_N=CHUNK_N, BLOCK_C=triton.next_power_of_2(n_chunks), TICKET=ticket, **acc,
                 num_warps=warps, num_stages=1, **({"maxnreg": maxnreg} if maxnreg else {}))
@@ -905,7 +932,7 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
     call (the JAX adapter without its kept scratch), not once (torch; the JAX adapter's kept
     scratch): see SPLIT_FRESH_FWD_MAX_PER_SM. `register_cap`: the
     launcher can pass Triton's maxnreg option (COOP_X2_CAP_REGS; see plan_backward). `gpu`: the GPU's
-    key of ROWS_TILINGS (`tuned_gpu`; "": the H100's rules). M and N must be >= 1.
+    key of ROWS_TILINGS and GPU_CONSTANTS (`tuned_gpu`; "": the H100's rules). M and N must be >= 1.
     """
     itemsize = ITEMSIZE[dtype]
     acc = dict(LOG=log, ALIGN=alignment(N, stride_xm, stride_ym), ACC_FP64=dtype == "float64")
@@ -954,7 +981,7 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
             acc["CVT_X2"], cap = _coop_cvt_x2(acc["PACK"], log, False, tag, peeled, programs, num_sms,
                                              register_cap)
             return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,
-                                  num_sms, acc, 2, "y", maxnreg=cap, stagger=True, **tag)
+                                  num_sms, acc, 2, "y", maxnreg=cap, stagger=True, gpu=gpu, **tag)
         split = _coop_split_sum(N, itemsize, words, peeled, programs, num_sms)
         acc.update(TAG=False, SPLIT_SUM=split)
         wide = not split and _coop_wide(M, N, itemsize, log, peeled, num_sms)
@@ -970,7 +997,7 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,
                               num_sms, acc, 2, "y", wide=wide or packed_wide,
                               narrow=not split and _coop_narrow(programs, itemsize, num_sms),
-                              warps=COOP_FWD16_WARPS if split else None, maxnreg=cap, stagger=True)
+                              warps=COOP_FWD16_WARPS if split else None, maxnreg=cap, stagger=True, gpu=gpu)
     BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))
     num_warps = 8
     if fam == "online":
@@ -1025,8 +1052,8 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
     # The pipelined kernel where it pays over the cooperative one (PIPE_*), or where forced ("pipe":
     # PIPE_PLANS's plan for the dtype and op, whatever the grid).
     whole = fam == "pipe" and _pipe_rows(itemsize, peeled, acc["ALIGN"])
-    pipe = (_pipe(M, itemsize, log, n_chunks, tag, peeled, acc["ALIGN"], num_sms) if fam == "coop" and not force
-            else PIPE_PLANS.get((itemsize, log)) if whole else None)
+    pipe = (_pipe(M, itemsize, log, n_chunks, tag, peeled, acc["ALIGN"], num_sms, gpu) if fam == "coop" and not force
+            else _tuned("PIPE_PLANS", gpu).get((itemsize, log)) if whole else None)
     if pipe:
         return _pipe_launches(M, N, (stride_ym, stride_dym, stride_dxm), itemsize, log, acc["ALIGN"], pipe, num_sms)
     if fam == "pipe":

@@ -898,6 +898,7 @@ def test_pipe_backward(forced_family, torch_device, monkeypatch, dtype, log, M, 
     forced_family("coop")
     force_pipe(dispatch, monkeypatch.setattr)
     monkeypatch.setattr(dispatch, "PIPE_PLANS", {(s, lg): (64, 4, 1) for s in (2, 4) for lg in (False, True)})
+    monkeypatch.setattr(dispatch, "GPU_CONSTANTS", {})  # on a GPU with its own PIPE_PLANS the adapter too
     x = _random((M, N), dtype, torch_device, seed=M * 53 + N)
     x[0, :min(64, N - 1)] = -float("inf")
     y = torch.ops.multisoftmax.softmax_fwd(x, log)
@@ -2062,6 +2063,69 @@ def test_rows_tilings_run(torch_device, key):
         dx = _run(plan, {"y": y, "dy": dy}, dtype, torch_device, (M, N))
         expected = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=log)
         ref.assert_close(dx.double().cpu(), expected, dtype, what, scale_atol=True)
+
+
+def test_gpu_constants_rule():
+    """dispatch.GPU_CONSTANTS: a GPU with a key (tuned_gpu) takes its constants in place of the module's, and no
+    other plan changes. The H200's cooperative forwards ramp over its COOP_STAGGER_CYCLES, every other constexpr
+    as the H100's rules have it; its float32 and 16-bit softmax backwards that pipe take its PIPE_PLANS' chunks,
+    warps and grid; the float32 softmax's TAG grids of more than PIPE32_TAG_MAX_PER_SM programs an SM pipe too
+    (the H100 keeps TAG's cooperative plan there); the float32 log_softmax backward, few long rows (TAG, a grid
+    under PIPE32_MIN_PER_SM) and the rows under PIPE32_MIN_CHUNKS chunks keep the H100's plan; other keys keep
+    the module's constants."""
+    h200 = dispatch.GPU_CONSTANTS["H200"]
+    assert dispatch.tuned_gpu("NVIDIA H200") == "H200"
+    assert dispatch._tuned("COOP_STAGGER_CYCLES", "") == dispatch.COOP_STAGGER_CYCLES != h200["COOP_STAGGER_CYCLES"]
+    assert dispatch._tuned("PIPE_PLANS", "H100") is dispatch.PIPE_PLANS
+    assert dispatch._tuned("COOP_STAGGER_CYCLES", "H200") == h200["COOP_STAGGER_CYCLES"]
+
+    def plans(M, N, dtype, log, forward):
+        make = (lambda gpu: dispatch.plan_forward(M, N, N, N, dtype, log, 132, gpu=gpu)) if forward else \
+            (lambda gpu: dispatch.plan_backward(M, N, N, N, N, dtype, log, 132, gpu=gpu))
+        return make(""), make("H200")  # (interpreted: PHASE 1 and 2, alike but PHASE)
+
+    for M, N, dtype in ((128, 1048576, "bfloat16"), (64, 1048576, "float32"), (16, 1048576, "float32"),
+                        (2048, 65536, "bfloat16"), (256, 256000, "float16"), (64, 128256, "float32")):
+        for log in (False, True):
+            rules, tuned = (p[-1] for p in plans(M, N, dtype, log, True))
+            assert tuned.kernel == "softmax_fwd_coop" and rules.kwargs["STAGGER"] == dispatch.COOP_STAGGER_CYCLES
+            assert tuned.kwargs["STAGGER"] == h200["COOP_STAGGER_CYCLES"], (M, N, dtype, log)
+            assert {**tuned.kwargs, "STAGGER": 0} == {**rules.kwargs, "STAGGER": 0} and tuned.grid == rules.grid
+    rules, tuned = (p[-1] for p in plans(8, 1048576, "bfloat16", False, True))  # no ramp: none on the H200 either
+    assert rules == tuned and tuned.kwargs["STAGGER"] == 0
+    for M, N, dtype, log, was_pipe in ((64, 1048576, "float32", False, True), (16, 1048576, "float32", False, True),
+                                      (64, 128256, "float32", False, True), (256, 262144, "float32", False, False),
+                                      (512, 131072, "float32", False, False), (128, 1048576, "bfloat16", False, True),
+                                      (16, 1048576, "float16", False, True)):
+        rules, tuned = (p[-1] for p in plans(M, N, dtype, log, False))
+        assert (rules.kernel == "softmax_bwd_pipe") == was_pipe and tuned.kernel == "softmax_bwd_pipe", (M, N)
+        assert not was_pipe or rules.kwargs["CHUNK_N"] == dispatch.PIPE_PLANS[dtype == "float32" and 4 or 2, log][0]
+        chunk, warps, per_sm = h200["PIPE_PLANS"][dtype == "float32" and 4 or 2, log]
+        assert (tuned.kwargs["CHUNK_N"], tuned.kwargs["num_warps"]) == (chunk, warps), (M, N, dtype)
+        assert tuned.grid == (min(M * triton.cdiv(N, chunk), per_sm * 132),), (M, N, dtype)
+    for M, N, dtype, log in ((64, 1048576, "float32", True), (256, 262144, "float32", True), (8, 256000, "float32",
+                             False), (1, 256000, "float32", False), (1024, 65536, "float32", False),
+                             (4096, 32000, "float32", False), (512, 262144, "bfloat16", False),
+                             (128, 1048576, "bfloat16", True)):
+        rules, tuned = plans(M, N, dtype, log, False)
+        assert rules == tuned, (M, N, dtype, log)
+    forced = dispatch.plan_backward(4, 1048576, 1048576, 1048576, 1048576, "float32", False, 132, "pipe", gpu="H200")
+    assert forced[-1].kwargs["CHUNK_N"] == h200["PIPE_PLANS"][4, False][0]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_gpu_constants_pipe_run(torch_device, dtype):
+    """The H200's PIPE_PLANS (dispatch.GPU_CONSTANTS: 4096-value chunks at 4 warps) forced on 3 rows of 2.5
+    chunks (a partial last one), softmax: dx right against float64."""
+    M, N = 3, 2 * 4096 + 2048  # 16-byte rows: not peeled
+    plan = dispatch.plan_backward(M, N, N, N, N, dtype, False, 132, "pipe", gpu="H200")
+    assert plan[-1].kernel == "softmax_bwd_pipe" and plan[-1].kwargs["CHUNK_N"] == 4096
+    x = _random((M, N), dtype, torch_device, seed=N)
+    y = torch.softmax(x.double(), -1).to(DTYPES[dtype])
+    dy = _random((M, N), dtype, torch_device, seed=N + 1)
+    dx = _run(plan, {"y": y, "dy": dy}, dtype, torch_device, (M, N))
+    expected = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=False)
+    ref.assert_close(dx.double().cpu(), expected, dtype, "H200 pipe", scale_atol=True)
 
 
 def test_fill_shared_rule():
