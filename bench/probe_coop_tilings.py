@@ -40,6 +40,7 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 
 import peers  # noqa: E402
+import probe_rows  # noqa: E402
 import timing  # noqa: E402
 import tune  # noqa: E402
 from multisoftmax import dispatch, launch  # noqa: E402
@@ -88,13 +89,6 @@ def describe(plan):
                                                             and l.kwargs[k] is not None) for l in plan)
 
 
-def reference(x, y, dy, op, direction, rows):
-    if direction == "fwd":
-        return getattr(torch, op)(x[rows].double(), -1)
-    yd, dyd = y[rows].double(), dy[rows].double()
-    return dyd - yd.exp() * dyd.sum(-1, keepdim=True) if op == "log_softmax" else yd * (dyd - (yd * dyd).sum(-1, True))
-
-
 def case(dtype, M, N, op, direction, specs, sms, l2, rounds, others, gpu):
     T = getattr(torch, dtype)
     log = op == "log_softmax"
@@ -102,7 +96,7 @@ def case(dtype, M, N, op, direction, specs, sms, l2, rounds, others, gpu):
     x, y, dy, out, bufs, nbytes = tune.make_inputs(M, N, T, direction, log)
     names = ("x",) if fwd else ("y", "dy")
     rows = slice(0, M, max(1, M // 64))
-    ref = reference(x, y, dy, op, direction, rows)
+    ref = probe_rows.reference(x, y, dy, op, direction, rows)
     base = _plan(M, N, dtype, direction, log, sms, gpu)
     lines = [f"{dtype:8s} {M}x{N} {op:11s} {direction} dispatch: {describe(base)}"]
     fns, info = {}, {}
@@ -125,15 +119,7 @@ def case(dtype, M, N, op, direction, specs, sms, l2, rounds, others, gpu):
         if spec != "dispatch":
             info[spec] += f"  [{describe(p)}]"
         fns[spec] = lambda *a, p=p, o=out: tune.run_plan(p, dict(zip(names, a)), torch.empty_like(o))
-    for impl in others:
-        if impl.supports(dtype, N, op, direction) is None:
-            f = impl.fwd if fwd else impl.bwd
-            fns[impl.name] = lambda *a, f=f: f(*a, op)
-    args = tuple(bufs[n] for n in names)
-    res = {name: [] for name in fns}
-    for _ in range(rounds):
-        for name, f in fns.items():
-            res[name].append(timing.torch_time(f, args, nbytes, cuda=True, graphable=True, l2_bytes=l2)[0])
+    res = probe_rows.time_rounds(fns, others, (dtype, N, op, direction), tuple(bufs[n] for n in names), nbytes, l2, rounds)
     best = min(min(v) for v in res.values())
     for name, us in res.items():
         lines.append(f"    {name:28s} " + "/".join(f"{u:7.2f}" for u in us) + f" us {nbytes / min(us) / 1e3:5.0f} GB/s"
