@@ -366,7 +366,8 @@ PIPE32_TAG_MAX_PER_SM = 16
 # * COOP_STAGGER_CYCLES 7200 (a ramp of ~4 us): 12 of 14 grids of few long rows up to 5% faster (bf16
 #   16 x 1048576 softmax 26.8 -> 25.6 us, 64 x 256000 24.2 -> 23.1; float32 64 x 128256 log_softmax 23.0 ->
 #   22.3; two 64 x 256000 log_softmax 0.8% slower), the ~256 MB sweeps within -0.7 ... +0.9% (35 of 58
-#   ahead); 10800 no better at 16 x 1048576, 21600 and 28800 2-16% slower.
+#   ahead); 10800 alike at 16 x 1048576 (bf16 1.6% faster, float32 1.3% slower); 21600 and 28800 1-14% slower
+#   than 14400.
 # * PIPE_PLANS: the float32 softmax in 4096-value chunks at 4 warps (152 registers a thread: 3 programs an
 #   SM), 2-19% faster than 2048 at 5 an SM (16 x 1048576 65.7 -> 55.4 us, 64 x 1048576 214.3 -> 199.1) and
 #   than the TAG plans of 32 chunks (256 x 262144 212.1 -> 200.6), so PIPE32_TAG_MAX_PER_SM goes (the TAG
