@@ -68,7 +68,7 @@ def _dispatch():
 
 def plan(dtype: str, op: str, d: str, M: int, N: int, sms: int, gpu: str = "") -> tuple:
     """dispatch's launches for a contiguous M x N case of the benchmark (as the adapters plan it on `sms`
-    SMs of a GPU whose dispatch.ROWS_TILINGS key is `gpu`)."""
+    SMs of a GPU whose key of dispatch.ROWS_TILINGS and GPU_CONSTANTS is `gpu`)."""
     dispatch = _dispatch()
     return (dispatch.plan_forward(M, N, N, N, dtype, op == "log_softmax", sms, gpu=gpu) if d == "fwd"
             else dispatch.plan_backward(M, N, N, N, N, dtype, op == "log_softmax", sms, gpu=gpu))

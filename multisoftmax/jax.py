@@ -57,7 +57,8 @@ def _num_sms() -> int:
 
 @functools.cache
 def _gpu() -> str:
-    """The GPU's key of dispatch.ROWS_TILINGS, its tuned tilings ("": the H100's rules; the interpreter)."""
+    """The GPU's key of dispatch.ROWS_TILINGS and GPU_CONSTANTS, its tuned tilings and constants ("": the
+    H100's rules; the interpreter)."""
     return dispatch.tuned_gpu(jax.devices()[0].device_kind) if jax.default_backend() == "gpu" else ""
 
 

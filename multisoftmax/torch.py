@@ -41,7 +41,8 @@ def _num_sms(device_index: int) -> int:
 
 @functools.cache
 def _gpu(device_index: int) -> str:
-    """The GPU's key of dispatch.ROWS_TILINGS, its tuned tilings ("": the H100's rules)."""
+    """The GPU's key of dispatch.ROWS_TILINGS and GPU_CONSTANTS, its tuned tilings and constants ("": the
+    H100's rules)."""
     return dispatch.tuned_gpu(torch.cuda.get_device_name(device_index))
 
 
@@ -121,10 +122,10 @@ def _num_programs_hint(t: torch.Tensor) -> int:
 
 def _plan(plan, t: torch.Tensor, *args, tuned: bool = False):
     """`plan(*args, num_sms)` (dispatch.plan_forward or plan_backward) for tensors on t's
-    device; `tuned`: with `gpu=`, the device's tuned tilings (dispatch.ROWS_TILINGS). A plan with a
-    cooperative launch, whose programs wait for each other, is made again for the SMs the device's
-    current stream can run on where that is fewer than the device has (a green context, an MPS
-    limit: multisoftmax.sms)."""
+    device; `tuned`: with `gpu=`, the device's tuned tilings and constants (dispatch.ROWS_TILINGS,
+    GPU_CONSTANTS). A plan with a cooperative launch, whose programs wait for each other, is made
+    again for the SMs the device's current stream can run on where that is fewer than the device has
+    (a green context, an MPS limit: multisoftmax.sms)."""
     device_sms = _num_programs_hint(t)
     kw = {"gpu": _gpu(t.get_device())} if tuned and t.is_cuda else {}
     launches = plan(*args, device_sms, **kw)

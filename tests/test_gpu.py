@@ -48,8 +48,8 @@ def _sms():
 
 
 def _gpu_kw() -> dict:
-    """`gpu=` as the adapters plan with it on this GPU (its key of dispatch.ROWS_TILINGS): plans made so are
-    the adapters' own objects (dispatch caches plans by their arguments, keywords too)."""
+    """`gpu=` as the adapters plan with it on this GPU (its key of dispatch.ROWS_TILINGS and GPU_CONSTANTS):
+    plans made so are the adapters' own objects (dispatch caches plans by their arguments, keywords too)."""
     return {"gpu": dispatch.tuned_gpu(torch.cuda.get_device_name())}
 
 
@@ -226,7 +226,7 @@ def _plan_spies(monkeypatch) -> list:
 
 
 def test_adapters_plan_with_the_gpu_s_tilings(monkeypatch):
-    """Both adapters plan the rows kernels with the GPU's key of dispatch.ROWS_TILINGS (dispatch.tuned_gpu of
+    """Both adapters plan with the GPU's key of dispatch.ROWS_TILINGS and GPU_CONSTANTS (dispatch.tuned_gpu of
     its name: "H200" on an H200, "" elsewhere), forward and backward, and their results stay right."""
     import jax
     import jax.numpy as jnp

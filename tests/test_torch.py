@@ -334,8 +334,8 @@ def test_columns_opcheck(torch_device):
 
 
 def test_gpu_key_from_the_device_name(monkeypatch):
-    """The torch adapter's key of dispatch.ROWS_TILINGS comes from the device's name (H200: its tuned tilings;
-    others: the H100's rules); on the CPU no key is passed at all."""
+    """The torch adapter's key of dispatch.ROWS_TILINGS and GPU_CONSTANTS comes from the device's name (H200:
+    its tuned tilings and constants; others: the H100's rules); on the CPU no key is passed at all."""
     from multisoftmax import dispatch
 
     for name, key in (("NVIDIA H200", "H200"), ("NVIDIA H100 80GB HBM3", ""), ("NVIDIA A100-SXM4-80GB", "")):
