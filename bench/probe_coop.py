@@ -245,15 +245,6 @@ SHAPES = {"bfloat16": [(2670, 50257), (2048, 65536), (128, 1048576), (4096, 5025
 VARIANTS = [(8192, 8), (16384, 8), (8192, 4), (16384, 16), (4096, 4)]  # (CHUNK_N, num_warps)
 
 
-def reference(x, y, dy, log, direction):
-    if direction == "fwd":
-        return (torch.log_softmax if log else torch.softmax)(x.double(), -1)
-    yd, dyd = y.double(), dy.double()
-    if log:
-        return dyd - yd.exp() * dyd.sum(-1, keepdim=True)
-    return yd * (dyd - (yd * dyd).sum(-1, keepdim=True))
-
-
 WIDE_SHAPES = [(2048, 65536), (1024, 131072), (512, 262144), (128, 1048576), (1024, 128256), (512, 151936),
                (64, 256000)]
 
@@ -289,7 +280,7 @@ def pack(sms):
             for direction in ("fwd", "bwd"):
                 for log in (False, True):
                     x, y, dy, out, bufs, nbytes = tune.make_inputs(M, N, T, direction, log)
-                    ref = reference(x, y, dy, log, direction)
+                    ref = tune.reference(x, y, dy, log, direction)
                     plan, _ = _dispatch_plan(M, N, dtype, direction, sms, "coop", log)
                     if direction == "fwd":
                         variants = [(f"late={late:d}", dict(LATE_LEAVE=late)) for late in (False, True)]
@@ -429,7 +420,7 @@ def _compare(M, N, dtype, direction, log, variants, sms):
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     T = getattr(torch, dtype)
     x, y, dy, out, bufs, nbytes = tune.make_inputs(M, N, T, direction, log)
-    ref = reference(x, y, dy, log, direction)
+    ref = tune.reference(x, y, dy, log, direction)
     names = ("x",) if direction == "fwd" else ("y", "dy")
     info = {}
     for name, p in variants:
@@ -2728,7 +2719,7 @@ def rows_occupancy(sms, cases=ROWS_OCC_CASES, names=ROWS_OCC_VARIANTS):
         plan, inputs = _dispatch_plan(M, N, dtype, direction, sms, None, log)
         assert len(plan) == 1 and (plan[0].kernel.endswith("_rows") or "cg" not in names), plan
         x, y, dy, out, bufs, nbytes = tune.make_inputs(M, N, T, direction, log)
-        ref = reference(x, y, dy, log, direction)
+        ref = tune.reference(x, y, dy, log, direction)
         variants = [("dispatch", plan)] + [(name, (dataclasses.replace(
             plan[0], kernel=plan[0].kernel + ("_cg" if name == "cg" else "")),)) for name in names]
         launch._COMPILED.clear()
@@ -2822,7 +2813,7 @@ def rows_fill(sms, Ns=ROWS_FILL_N, dtypes=("bfloat16", "float32")):
                     if len(plan) != 1 or not plan[0].kernel.endswith("_rows"):
                         continue
                     x, y, dy, out, bufs, nbytes = tune.make_inputs(M, N, T, direction, log)
-                    ref = reference(x, y, dy, log, direction)
+                    ref = tune.reference(x, y, dy, log, direction)
                     variants = [("plain", (dataclasses.replace(plan[0]),)), ("fill", (dataclasses.replace(plan[0]),))]
                     launch._COMPILED.clear()
                     errs, shared = {}, {}
@@ -2913,7 +2904,7 @@ def exact(sms, shapes=EXACT_SHAPES, dtypes=("bfloat16", "float16"), big=1000.0):
                                                                             [("dispatch", plan), ("F", f)], sms)
                 x, y, dy, out, bufs, nbytes = tune.make_inputs(M, N, getattr(torch, dtype), "fwd", log)
                 x += big
-                ref = reference(x, y, dy, log, "fwd")
+                ref = tune.reference(x, y, dy, log, "fwd")
                 err = ((tune.run_plan(plan, bufs, out).double() - ref).abs() / ref.abs().clamp(min=1)).max().item()
                 us = _bench_clock(plan, bufs, ("x",), out, nbytes, l2)
                 print(line + f" | x+{big:g} {us:.2f} us {nbytes / us / 1e3:.0f} GB/s err {err:.0e}", flush=True)
@@ -3316,7 +3307,7 @@ def main():
                     continue
                 for direction in ("fwd", "bwd"):
                     x, y, dy, out, bufs, nbytes = tune.make_inputs(M, N, tune.DTYPES[dtype], direction, log)
-                    ref = reference(x, y, dy, log, direction)
+                    ref = tune.reference(x, y, dy, log, direction)
                     for chunk, warps in VARIANTS:
                         try:
                             plan = tune.coop_plan(M, N, dtype, direction, sms, chunk, warps, log)

@@ -40,7 +40,6 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 
 import peers  # noqa: E402
-import probe_rows  # noqa: E402
 import timing  # noqa: E402
 import tune  # noqa: E402
 from multisoftmax import dispatch, launch  # noqa: E402
@@ -96,7 +95,7 @@ def case(dtype, M, N, op, direction, specs, sms, l2, rounds, others, gpu):
     x, y, dy, out, bufs, nbytes = tune.make_inputs(M, N, T, direction, log)
     names = ("x",) if fwd else ("y", "dy")
     rows = slice(0, M, max(1, M // 64))
-    ref = probe_rows.reference(x, y, dy, op, direction, rows)
+    ref = tune.reference(x[rows], y[rows], dy[rows], log, direction)
     base = _plan(M, N, dtype, direction, log, sms, gpu)
     lines = [f"{dtype:8s} {M}x{N} {op:11s} {direction} dispatch: {describe(base)}"]
     fns, info = {}, {}
@@ -119,7 +118,7 @@ def case(dtype, M, N, op, direction, specs, sms, l2, rounds, others, gpu):
         if spec != "dispatch":
             info[spec] += f"  [{describe(p)}]"
         fns[spec] = lambda *a, p=p, o=out: tune.run_plan(p, dict(zip(names, a)), torch.empty_like(o))
-    res = probe_rows.time_rounds(fns, others, (dtype, N, op, direction), tuple(bufs[n] for n in names), nbytes, l2, rounds)
+    res = tune.time_rounds(fns, tuple(bufs[n] for n in names), nbytes, l2, rounds, others, (dtype, N, op, direction))
     best = min(min(v) for v in res.values())
     for name, us in res.items():
         lines.append(f"    {name:28s} " + "/".join(f"{u:7.2f}" for u in us) + f" us {nbytes / min(us) / 1e3:5.0f} GB/s"

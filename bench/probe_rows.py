@@ -63,30 +63,6 @@ def tilings(lanes: int, M: int, spec: str):
     return out
 
 
-def reference(x, y, dy, op, direction, rows):
-    """float64 y of x (forward) or dx of y and dy (backward) over the rows `rows` (a slice)."""
-    if direction == "fwd":
-        return getattr(torch, op)(x[rows].double(), -1)
-    yd, dyd = y[rows].double(), dy[rows].double()
-    return dyd - yd.exp() * dyd.sum(-1, keepdim=True) if op == "log_softmax" else yd * (dyd - (yd * dyd).sum(-1, True))
-
-
-def time_rounds(fns, others, case, args, nbytes, l2, rounds):
-    """{name: [us a round]}: each of `fns` ({name: f(*args)}) and each peer of `others` that supports `case`
-    (dtype, N, op, direction), in turn, `rounds` times, by the benchmark's clock (bench/timing.py)."""
-    dtype, N, op, direction = case
-    fns = dict(fns)
-    for impl in others:
-        if impl.supports(dtype, N, op, direction) is None:
-            f = impl.fwd if direction == "fwd" else impl.bwd
-            fns[impl.name] = lambda *a, f=f: f(*a, op)
-    res = {name: [] for name in fns}
-    for _ in range(rounds):
-        for name, f in fns.items():
-            res[name].append(timing.torch_time(f, args, nbytes, cuda=True, graphable=True, l2_bytes=l2)[0])
-    return res
-
-
 def case(dtype, N, op, direction, spec, sms, l2, rounds, others, gpu=""):
     T = getattr(torch, dtype)
     M = min(M_CAP, SWEEP_BYTES // (N * T.itemsize))
@@ -110,7 +86,7 @@ def case(dtype, N, op, direction, spec, sms, l2, rounds, others, gpu=""):
     names = ("x",) if fwd else ("y", "dy")
     fns, regs = {}, {}
     sel = slice(0, M, max(1, M // 4096))
-    ref = reference(x, y, dy, op, direction, sel)
+    ref = tune.reference(x[sel], y[sel], dy[sel], log, direction)
     errs = {}
     for name, p in variants:
         launch._COMPILED.clear()
@@ -118,7 +94,7 @@ def case(dtype, N, op, direction, spec, sms, l2, rounds, others, gpu=""):
         got = tune.run_plan(p, bufs, out)
         errs[name] = ((got[sel].double() - ref).abs() / ref.abs().clamp(min=1)).max().item()
         regs[name] = max(c[1].n_regs for c in launch._COMPILED.values())
-    res = time_rounds(fns, others, (dtype, N, op, direction), tuple(bufs[n] for n in names), nbytes, l2, rounds)
+    res = tune.time_rounds(fns, tuple(bufs[n] for n in names), nbytes, l2, rounds, others, (dtype, N, op, direction))
     head = (f"{dtype:8s} {M}x{N} {op:11s} {direction} dispatch m{kw['BLOCK_M']}w{kw['num_warps']}"
             f"{'p' if kw.get('PEEL') else ''}{'s' if dispatch.fills_shared(l) else ''} | ")
     return head + " | ".join(

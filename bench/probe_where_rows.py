@@ -175,11 +175,7 @@ def case(dtype, N, mask_kind, log, direction, spec, sms, l2, coop=False, coop_sp
         err = float("nan") if name == "unmasked" else \
             ((got[sel].double() - ref).abs() / ref.abs().clamp(min=1)).nan_to_num(nan=1.0, posinf=0.0).max().item()
         info[name] = (max(c[1].n_regs for c in launch._COMPILED.values()), err)
-    args = tuple(bufs[n] for n in names)
-    res = {name: [] for name in fns}
-    for _ in range(2):
-        for name, f in fns.items():
-            res[name].append(timing.torch_time(f, args, nbytes, cuda=True, graphable=True, l2_bytes=l2)[0])
+    res = tune.time_rounds(fns, tuple(bufs[n] for n in names), nbytes, l2, 2)
     head = (f"{dtype:8s} {M}x{N} {mask_kind:7s} {'log' if log else 'sm '} {direction} "
             f"dispatch {'m%d' % kw['BLOCK_M'] if 'BLOCK_M' in kw else 'coop%d' % kw['CHUNK_N']}w{kw['num_warps']}"
             f"{'' if kw['SKIP'] else 'n'}{'p' if kw.get('PEEL') else ''}{'w' if kw.get('W_PEEL') else ''}"

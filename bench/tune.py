@@ -105,6 +105,34 @@ def make_inputs(M, N, tdt, direction, log=False):
     return x, y, dy, torch.empty_like(x), bufs, x.numel() * tdt.itemsize * (2 if direction == "fwd" else 3)
 
 
+def reference(x, y, dy, log, direction):
+    """float64 y = softmax(x) (log_softmax if `log`) for "fwd", else dx of y and dy: the probes' reference."""
+    if direction == "fwd":
+        return (torch.log_softmax if log else torch.softmax)(x.double(), -1)
+    yd, dyd = y.double(), dy.double()
+    if log:
+        return dyd - yd.exp() * dyd.sum(-1, keepdim=True)
+    return yd * (dyd - (yd * dyd).sum(-1, keepdim=True))
+
+
+def time_rounds(fns, args, nbytes, l2, rounds, others=(), case=None):
+    """{name: [us a round]}: each of `fns` ({name: f(*args)}) and each peer of `others` (bench/peers.py) that
+    supports `case` (dtype, N, op, direction), in turn, `rounds` times, by the benchmark's clock (bench/timing.py:
+    CUDA graph or back-to-back calls, kernel time)."""
+    import timing  # bench/timing.py (bench/ is on the path of every script that imports this module)
+    fns = dict(fns)
+    for impl in others:
+        dtype, N, op, direction = case
+        if impl.supports(dtype, N, op, direction) is None:
+            f = impl.fwd if direction == "fwd" else impl.bwd
+            fns[impl.name] = lambda *a, f=f, op=op: f(*a, op)
+    res = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, f in fns.items():
+            res[name].append(timing.torch_time(f, args, nbytes, cuda=True, graphable=True, l2_bytes=l2)[0])
+    return res
+
+
 COOP_VARIANTS = [(4096, 4), (4096, 8), (8192, 8), (8192, 16), (16384, 16)]  # (CHUNK_N, num_warps)
 
 
