@@ -13,7 +13,7 @@ kernel time, fresh outputs), --rounds times each:
                       (bench/tune.py's coop_plan: dispatch's rules for every other constexpr);
       pCHUNKwWARPSxK  the pipelined backward (softmax_bwd_pipe) at CHUNK values, WARPS warps, K programs
                       an SM (dispatch.PIPE_PLANS's entry for this dtype and op replaced);
-      coop / pipe     dispatch's plan of that family, its own constants;
+      coop / pipe / rows  dispatch's plan of that family (force=), its own constants;
       KEY=VALUE       a constexpr, num_warps or maxnreg (0: no cap) of the (one-launch) plan replaced;
     (a variant dispatch refuses, e.g. more chunks a row than SMs, prints as "refused"; one that does not
     compile or run, e.g. a constexpr the kernel's static asserts refuse, as "failed");
@@ -42,7 +42,7 @@ import triton  # noqa: E402
 import peers  # noqa: E402
 import timing  # noqa: E402
 import tune  # noqa: E402
-from multisoftmax import dispatch, launch  # noqa: E402
+from multisoftmax import dispatch, kernels, launch  # noqa: E402
 
 FLAGS = ("CHUNK_N", "num_warps", "maxnreg", "PACK", "TAG", "SPLIT_SUM", "SENT", "CVT_X2", "POLY", "LATE_LEAVE",
          "STAGGER", "FIRST", "DEFER_Y", "RELOAD", "PEEL")
@@ -52,6 +52,11 @@ def _plan(M, N, dtype, direction, log, sms, gpu, force=None):
     if direction == "fwd":
         return dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, sms, force, gpu=gpu)
     return dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, log, sms, force, gpu=gpu)
+
+
+def _constexprs(kernel: str) -> set:
+    """The constexpr parameters of `kernel` (those with defaults too, which a plan may leave out)."""
+    return {p.name for p in kernels.get(kernel).params if p.is_constexpr}
 
 
 def variant(spec, M, N, dtype, direction, log, sms, gpu):
@@ -67,19 +72,19 @@ def variant(spec, M, N, dtype, direction, log, sms, gpu):
             pipes[(itemsize, log)] = (int(m[1]), int(m[2]), int(m[3]))
             with mock.patch.object(dispatch, "PIPE_PLANS", pipes):
                 plan = _plan(M, N, dtype, direction, log, sms, "", "pipe")  # PIPE_PLANS, not a GPU's own
-        elif tok in ("coop", "pipe"):
+        elif tok in ("coop", "pipe", "rows"):
             plan = _plan(M, N, dtype, direction, log, sms, gpu, tok)
         elif m := re.fullmatch(r"(\w+)=(\d+)", tok):
             key, value = m[1], int(m[2])
             (l,) = plan
             meta = {k: v for k, v in l.meta if k != key}
-            if key not in l.kwargs and key not in ("num_warps", "maxnreg"):
+            if key not in l.kwargs and key not in ("num_warps", "maxnreg") and key not in _constexprs(l.kernel):
                 raise ValueError(f"{key} is not a constexpr of {l.kernel}")
             if not (key == "maxnreg" and value == 0):
                 meta[key] = value
             plan = (dataclasses.replace(l, meta=tuple(meta.items())),)
         else:
-            raise SystemExit(f"--variants: {tok!r} is not cCHUNKwWARPS, pCHUNKwWARPSxK, coop, pipe or KEY=VALUE")
+            raise SystemExit(f"--variants: {tok!r} is not cCHUNKwWARPS, pCHUNKwWARPSxK, coop, pipe, rows or KEY=VALUE")
     return plan
 
 

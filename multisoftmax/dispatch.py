@@ -146,10 +146,16 @@ _H200_ROWS = {  # (forward, itemsize, lanes, filled): (BLOCK_M, num_warps), soft
     (False, 4, 128, True): (4, 2), (False, 4, 256, True): (4, 4), (False, 4, 512, True): (8, 8),
     (False, 4, 1024, True): (4, 16), (False, 4, 2048, True): (2, 16), (False, 4, 2048, False): (2, 16),
 }
+# A third value, True, has the backward reload y and dy after the row sum (softmax_bwd_rows' RELOAD) instead of
+# holding them across it: the H200's 16-bit softmax backward of 16384 values (8192 rows) 193.1 -> 185.1 us at 32
+# warps (82 -> 32 registers a thread), Liger-Kernel's 185.6; at 1024 and 264 rows 6% and 12% faster; at 16 warps
+# it was 8% slower, and 8192-value rows and the float32 backward were slower reloading (bench/DISPATCH.md,
+# ROWS_PEELED16_BWD_RELOAD; results/h200/probe_rows_reload*.log).
 ROWS_TILINGS = {"H200": {**{(forward, itemsize, log, lanes, filled): tiling
                             for (forward, itemsize, lanes, filled), tiling in _H200_ROWS.items()
                             for log in (False, True)},
-                         (True, 4, True, 16384, True): (2, 32)}}  # the float32 log_softmax forward alone: 12%
+                         (True, 4, True, 16384, True): (2, 32),  # the float32 log_softmax forward alone: 12%
+                         (False, 2, False, 16384, True): (1, 32, True)}}  # the 16-bit softmax backward: RELOAD
 
 
 def tuned_gpu(name: str) -> str:
@@ -359,6 +365,12 @@ PIPE16_ANY_GRID_CHUNKS = 128
 PIPE32_MIN_PER_SM = 3
 PIPE32_MIN_CHUNKS = 16
 PIPE32_TAG_MAX_PER_SM = 16
+# Peeled 16-bit rows (PEEL: rows that do not start 16-byte aligned) by the rows kernels, as the H100 ran them:
+# ROWS_PEELED16_BWD_RELOAD[log]: the backward of rows in these lanes (BLOCK_N) reloads y and dy (RELOAD; H100:
+# none, not measured). ROWS_PEELED16_FWD_MAX_LANES: the forward of rows in more lanes runs cooperative (H100:
+# never; peeled chunks lost there, MAX_ROWS_ALIGNED_BLOCK_N). Measured: bench/DISPATCH.md, ROWS_PEELED16_BWD_RELOAD.
+ROWS_PEELED16_BWD_RELOAD = {False: (), True: ()}
+ROWS_PEELED16_FWD_MAX_LANES = MAX_ROWS_BLOCK_N[2]
 # The constants above are the H100's; a GPU named here takes these in place of some (`_tuned`), measured
 # there by bench/probe_coop_tilings.py against the H100's value (bench/DISPATCH.md, GPU_CONSTANTS). The
 # H200 (bench/results/h200/probe_coop_*.log), whose memory moves a wave of the cooperative forward in ~0.7 of
@@ -373,9 +385,18 @@ PIPE32_TAG_MAX_PER_SM = 16
 #   than the TAG plans of 32 chunks (256 x 262144 212.1 -> 200.6), so PIPE32_TAG_MAX_PER_SM goes (the TAG
 #   grids of 16-19 chunks within 0.4%); the 16-bit softmax at 5 programs an SM, not 4 (128 x 1048576
 #   234.7 -> 219.7 us). The float32 log_softmax's plan stayed the fastest.
+# * ROWS_PEELED16_BWD_RELOAD: the softmax's in 16384 and 32768 lanes (at the rules' 8 warps), the log_softmax's in
+#   16384 (16 warps): bf16 softmax 14913 x 9001 303.1 -> 222.1 us, 11184 x 12001 258.5 -> 218.4, 5592 x 24001
+#   244.6 -> 199.6 (float16 5%), log_softmax 14913 x 9001 325.9 -> 260.6, 8191 x 16385 226.0 -> 210.7; the
+#   softmax's 8191 x 16385 0.9% slower (bf16; float16 0.4% faster), the log_softmax's 24001 10% slower (stays).
+# * ROWS_PEELED16_FWD_MAX_LANES 16384: the forward of peeled rows past 16391 values runs cooperative, 1.6-1.9x
+#   (bf16 6710 x 20001 softmax 264.7 -> 155.7 us, log_softmax 266.5 -> 137.8; 5592 x 24001 float16 alike); at
+#   16385 (16384 lanes) the cooperative forward was 1.6% slower at 8191 rows (log_softmax 19% faster), 14-30%
+#   slower at 1024 and 264 rows.
 GPU_CONSTANTS = {
     "H200": dict(COOP_STAGGER_CYCLES=7200, PIPE32_TAG_MAX_PER_SM=float("inf"),
-                 PIPE_PLANS={**PIPE_PLANS, (2, False): (4096, 4, 5), (4, False): (4096, 4, 3)}),
+                 PIPE_PLANS={**PIPE_PLANS, (2, False): (4096, 4, 5), (4, False): (4096, 4, 3)},
+                 ROWS_PEELED16_BWD_RELOAD={False: (16384, 32768), True: (16384,)}, ROWS_PEELED16_FWD_MAX_LANES=16384),
 }
 
 
@@ -541,10 +562,19 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool =
     # A peeled row: half the warps, the same rows (measured; see PEEL_MIN_N).
     if (vec >= 8 or (vec == 4 and num_warps >= 16)) and not (log and not forward and BLOCK_N > 8192):
         num_warps //= 2
-    tuned = None if where else ROWS_TILINGS.get(gpu, {}).get((forward, itemsize, log, lanes, full))
+    tuned = None if where else _rows_tuned(N, BLOCK_N, TAIL_N, vec, aligned, forward, itemsize, log, gpu)
     if tuned:  # this GPU's tiling of these rows (ROWS_TILINGS)
         BLOCK_M, num_warps = min(tuned[0], triton.next_power_of_2(M)), tuned[1]
     return BLOCK_M, BLOCK_N, TAIL_N, num_warps, (triton.cdiv(M, BLOCK_M),)
+
+
+def _rows_tuned(N: int, BLOCK_N: int, TAIL_N: int, vec: int, aligned: bool, forward: bool, itemsize: int, log: bool,
+                gpu: str):
+    """ROWS_TILINGS' entry for the unmasked rows kernels' rows of N values in BLOCK_N (+ TAIL_N) lanes (`vec` > 0:
+    peeled, edges not counted) on the GPU of key `gpu`: (BLOCK_M, num_warps[, RELOAD]), or None."""
+    lanes = BLOCK_N + (TAIL_N if not vec else 0)
+    full = N == lanes and aligned and not vec and itemsize <= 4
+    return ROWS_TILINGS.get(gpu, {}).get((forward, itemsize, log, lanes, full))
 
 
 def _rows_m(M: int, BLOCK_M: int, itemsize: int, log: bool, forward: bool) -> dict:
@@ -938,10 +968,14 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
     itemsize = ITEMSIZE[dtype]
     acc = dict(LOG=log, ALIGN=alignment(N, stride_xm, stride_ym), ACC_FP64=dtype == "float64")
     fam = force or family(M, N, itemsize, num_sms, acc["ALIGN"] * itemsize >= 16)
+    vec = 16 // itemsize
+    if (fam == "rows" and not force and itemsize == 2 and _coop_chunks(N, itemsize)[1] <= num_sms
+            and triton.next_power_of_2(N // vec * vec) > _tuned("ROWS_PEELED16_FWD_MAX_LANES", gpu)
+            and peel(N, itemsize, acc["ALIGN"], stride_xm == stride_ym, force_peel)):
+        fam = "coop"  # peeled 16-bit rows in more lanes than this GPU runs well (ROWS_PEELED16_FWD_MAX_LANES)
     fresh = _split_fresh(M, N, itemsize, num_sms, True, True) if counters_per_call and fam == "coop" and not force \
         else None  # the split plan for the JAX adapter
     fam = "split" if fresh else fam
-    vec = 16 // itemsize
     if fam in ("rows", "coop"):
         peeled = peel(N, itemsize, acc["ALIGN"], stride_xm == stride_ym, force_peel)
         acc = dict(PEEL=peeled, VEC=vec, **acc)
@@ -1065,8 +1099,13 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
         BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, forward=False, vec=vec if peeled else 0,
                                                               log=log, itemsize=itemsize, aligned=acc["ALIGN"] >= vec,
                                                               gpu=gpu)
+        # RELOAD where this GPU's tiling has it (ROWS_TILINGS) or its peeled 16-bit rows take it
+        # (ROWS_PEELED16_BWD_RELOAD); left out of the launch where off, as on the H100.
+        tuned = _rows_tuned(N, BLOCK_N, TAIL_N, vec if peeled else 0, acc["ALIGN"] >= vec, False, itemsize, log, gpu)
+        reload = (tuned is not None and len(tuned) > 2 and tuned[2]) or (
+            peeled and itemsize == 2 and BLOCK_N in _tuned("ROWS_PEELED16_BWD_RELOAD", gpu)[log])
         meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, **_rows_m(M, BLOCK_M, itemsize, log, False),
-                    num_warps=num_warps, num_stages=1)
+                    **({"RELOAD": True} if reload else {}), num_warps=num_warps, num_stages=1)
         return (Launch("softmax_bwd_rows", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm),
                        (("dx", (M, N), "io"),), grid, tuple(meta.items())),)
     if fam == "coop":

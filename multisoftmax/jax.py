@@ -284,7 +284,7 @@ def _gpu_execute(launches, buffers: dict, io_dtype):
             aliases = {len(inputs) + i: names.index(name) for i, (name, _) in enumerate(inits)}
         out_shape = [jax.ShapeDtypeStruct(shape, dtypes[kind]) for _, shape, kind in outs]
         zeroed = tuple(i for i, (name, _, kind) in enumerate(outs) if kind in ("zeros", "sync") and name not in scratch)
-        meta = dict(l.kwargs)
+        meta = launch.kernel_meta(l)
         maxnreg, fill = meta.pop("maxnreg", None), dispatch.fills_shared(l)
         kernel = _kernel_copy(l.kernel, maxnreg, fill) if maxnreg or fill else kernels.get(l.kernel)
         written = jt.triton_call(*inputs, *l.scalars, *init_args,

@@ -50,6 +50,15 @@ def execute(launches, buffers: dict, call):
     return outs[-1]
 
 
+def kernel_meta(launch) -> dict:
+    """`launch.kwargs` (its constexprs, num_warps, num_stages, maxnreg) with the kernel's default for each
+    constexpr with one that the plan leaves out (softmax_bwd_rows' RELOAD, left out where off): a compiled
+    kernel's launcher, jax_triton.triton_call and Triton's compiler take every constexpr. Raises nothing."""
+    fn = kernels.get(launch.kernel)  # a JITFunction, or the interpreter's InterpretedFunction: both keep `fn`
+    params = inspect.signature(fn.fn).parameters.values()
+    return {**{p.name: p.default for p in params if p.default is not p.empty}, **launch.kwargs}
+
+
 def _counters(size: int, device, pools: dict = _COUNTERS):
     """Zeroed int32 counters for the current stream of `device`, at least `size` of them,
     reused across calls (the kernels leave them zero; `pools=_SYNCS`: TAG's words, which they
@@ -145,7 +154,8 @@ def launch_compiled(launch, inputs, outs, io_dtype, device_index):
         _get_stream, _runtime_knobs = driver.active.get_current_stream, triton.knobs.runtime
         grid = launch.grid + (1,) * (3 - len(launch.grid))
         n_args = len(inputs) + len(launch.scalars) + len(outs)
-        constexprs = tuple(launch.kwargs[name] for name in fn.arg_names[n_args:])
+        kw = kernel_meta(launch)
+        constexprs = tuple(kw[name] for name in fn.arg_names[n_args:])
         packed = compiled.packed_metadata
         if dispatch.fills_shared(launch) and len(packed) == 3:  # (num_warps, num_ctas, shared): occupancy.py
             shared = occupancy.fill_shared(compiled.n_regs, packed[0], packed[2], occupancy.limits(device_index))

@@ -40,10 +40,11 @@ def _num_sms(device_index: int) -> int:
 
 
 @functools.cache
-def _gpu(device_index: int) -> str:
-    """The GPU's key of dispatch.ROWS_TILINGS and GPU_CONSTANTS, its tuned tilings and constants ("": the
-    H100's rules)."""
-    return dispatch.tuned_gpu(torch.cuda.get_device_name(device_index))
+def _tuned_kw(device_index: int) -> dict:
+    """`{"gpu": key}`, the GPU's key of dispatch.ROWS_TILINGS and GPU_CONSTANTS, its tuned tilings and
+    constants ("": the H100's rules), as the planners' keyword: one dict a device, not one a call (the
+    planners unpack it, never change it)."""
+    return {"gpu": dispatch.tuned_gpu(torch.cuda.get_device_name(device_index))}
 
 
 def _launch(launches, buffers: dict, out: torch.Tensor) -> torch.Tensor:
@@ -127,7 +128,7 @@ def _plan(plan, t: torch.Tensor, *args, tuned: bool = False):
     again for the SMs the device's current stream can run on where that is fewer than the device has
     (a green context, an MPS limit: multisoftmax.sms)."""
     device_sms = _num_programs_hint(t)
-    kw = {"gpu": _gpu(t.get_device())} if tuned and t.is_cuda else {}
+    kw = _tuned_kw(t.get_device()) if tuned and t.is_cuda else {}
     launches = plan(*args, device_sms, **kw)
     if t.is_cuda and dispatch.cooperative(launches):
         share = sms.share(device_sms, _current_stream(t.get_device()))

@@ -9,6 +9,7 @@ from triton.compiler import ASTSource
 
 from multisoftmax import dispatch
 from multisoftmax import kernels
+from multisoftmax.launch import kernel_meta
 
 TRITON_TY = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64"}
 
@@ -24,7 +25,7 @@ def compile_launches(launches, dtype: str, target=GPUTarget("cuda", 90, 32), spe
     acc = "fp64" if dtype == "float64" else "fp32"
     for launch in launches:
         fn = kernels.get(launch.kernel)
-        kw = launch.kwargs
+        kw = kernel_meta(launch)  # with the defaults of constexprs the plan leaves out
         opts = {"num_warps": kw.pop("num_warps"), "num_stages": kw.pop("num_stages")}
         if "maxnreg" in kw:  # a register cap (dispatch.COOP_CAP32_REGS, probes)
             opts["maxnreg"] = kw.pop("maxnreg")

@@ -91,3 +91,74 @@ def test_pipe_case(case):
         assert us[variant] <= us["dispatch"] * (1 + SPREAD), (case, us)
     else:
         assert us[variant] > us["dispatch"] / 1.02, (case, "ran 2% ahead, not taken", us)
+
+
+# The rows kernels' reload and the peeled 16-bit forward's cooperative plan (GPU_CONSTANTS["H200"]'s
+# ROWS_PEELED16_BWD_RELOAD and ROWS_PEELED16_FWD_MAX_LANES, ROWS_TILINGS["H200"]'s third value), held to
+# probe_rows_reload2.log and probe_rows_reload3.log: each case's launch as dispatch planned it at 302389a and
+# variants of it, each described in [brackets] as bench/probe_coop_tilings.py's `describe` prints a plan (compiled:
+# one launch; interpreted, the cooperative plans' PHASE 1 and 2, the last described alike).
+RELOAD_LOGS = ("probe_rows_reload2.log", "probe_rows_reload3.log")
+# Cases whose H200 plan now runs slower than dispatch's plan there beyond the spread, as dispatch.py's
+# GPU_CONSTANTS comment says: the bf16 softmax backward of 16385 values reloads at 8 warps as the other peeled
+# rows of 16384 lanes do (at 16 warps those ran 15-40% slower).
+RELOAD_SLOWER = {("bfloat16", 1024, 16385, "softmax", "bwd"): 0.03}
+
+
+@functools.cache
+def _described(name: str) -> dict:
+    """{case: {description of the plan: variant}} of a probe_coop_tilings log ("dispatch" from the case's line)."""
+    out, case = {}, None
+    with open(os.path.join(RESULTS, name)) as f:
+        for line in f:
+            m = re.match(r"(\w+)\s+(\d+)x(\d+) (\w+)\s+(fwd|bwd) dispatch: (.*)$", line)
+            if m:
+                case = (m[1], int(m[2]), int(m[3]), m[4], m[5])
+                out[case] = {m[6].strip(): "dispatch"}
+                continue
+            m = re.match(r"\s+(\S+)\s+[\d.]+/\s*[\d.]+ us .*?\[(.*)\]$", line)
+            if m and case:
+                out[case].setdefault(m[2], m[1])
+    return out
+
+
+def _reload_cases():
+    return sorted({(name, case) for name in RELOAD_LOGS for case in _cases(name)})
+
+
+def test_reload_logs_have_the_cases():
+    cases = [case for _, case in _reload_cases()]
+    assert len(cases) == 56 and {c[0] for c in cases} == set(ITEMSIZE), len(cases)
+
+
+@pytest.mark.parametrize("name,case", _reload_cases(), ids=lambda v: "-".join(map(str, v)) if isinstance(v, tuple)
+                         else v.split("_")[-1][:-4])
+def test_reload_case(name, case):
+    """The H200's plan for each case is dispatch's plan of the log or one of its variants, and where a variant,
+    one that ran no slower than dispatch's beyond the spread (but RELOAD_SLOWER's cases, by their margin)."""
+    from probe_coop_tilings import describe
+
+    us, described = _cases(name)[case], _described(name)[case]
+    dtype, M, N, op, direction = case
+    variant = described.get(describe(targets.plan(dtype, op, direction, M, N, 132, "H200")[-1:]))
+    assert variant in us, (case, "the H200's plan is none the log ran", described)
+    assert us[variant] <= us["dispatch"] * (1 + RELOAD_SLOWER.get(case, SPREAD)), (case, variant, us)
+
+
+def test_reload_rules_gain():
+    """Each of the new rules ran ahead where taken: RELOAD on full 16384-value rows and on peeled rows of both
+    ops, the peeled forward cooperative; >= 15% on the peeled rows off the suite (9001, 12001, 20001, 24001)."""
+    from probe_coop_tilings import describe
+
+    gains = {}
+    for name, case in _reload_cases():
+        us = _cases(name)[case]
+        dtype, M, N, op, direction = case
+        variant = _described(name)[case][describe(targets.plan(dtype, op, direction, M, N, 132, "H200")[-1:])]
+        if variant != "dispatch":
+            rule = ("coop" if variant == "coop" else "reload", N % 8 != 0, op)
+            gains.setdefault(rule, []).append(us["dispatch"] / us[variant])
+    assert set(gains) == {("reload", False, "softmax"), ("reload", True, "softmax"), ("reload", True, "log_softmax"),
+                          ("coop", True, "softmax"), ("coop", True, "log_softmax")}, gains
+    assert all(statistics.geometric_mean(g) > 1.03 for g in gains.values()), gains
+    assert all(max(g) > 1.15 for rule, g in gains.items() if rule[1]), gains

@@ -4,7 +4,8 @@ The log's blocks 1-3 time, on the H200, each case's launch by the H100's rules (
 same kernel at other tilings (mBwW: B rows a program at W warps). For every case measured there, a tiling
 dispatch now plans for the H200 in place of the rules' must be one that ran: not slower than the rules' beyond
 the rounds' spread and within 1% of the fastest tiling measured; a case it leaves to the rules must have had no
-tiling 2% ahead of theirs; and each entry must have run ahead of the rules in a case it covers.
+tiling 2% ahead of theirs; and each entry must have run ahead of the rules in a case it covers. An entry that
+reloads (RELOAD) is held to its own log by tests/test_bench_gpu_constants.py.
 """
 
 import functools
@@ -51,13 +52,26 @@ def _plans(dtype, M, N, op, direction):
     return [targets.plan(dtype, op, direction, M, N, 132, gpu) for gpu in ("", "H200")]
 
 
+def _reloads(case) -> bool:
+    """Whether the H200's plan of `case` reloads (RELOAD, ROWS_TILINGS' third value): its tiling was taken with
+    RELOAD, whose measurements are probe_rows_reload*.log's (tests/test_bench_gpu_constants.py holds it there)."""
+    return bool(_plans(*case)[1][0].kwargs.get("RELOAD"))
+
+
 def test_log_has_the_cases():
     cases = _cases()
     assert len(cases) == 63, len(cases)
     assert {c[4] for c in cases} == {"fwd", "bwd"} and {c[0] for c in cases} == set(ITEMSIZE)
 
 
-@pytest.mark.parametrize("case", sorted(_cases()), ids=lambda c: f"{c[0]}-{c[2]}-{c[3]}-{c[4]}")
+def test_reloading_cases():
+    """The cases whose H200 plan reloads, left to tests/test_bench_gpu_constants.py: the 16-bit softmax
+    backward of 16384 values alone (bf16 in this log)."""
+    assert [c for c in _cases() if _reloads(c)] == [("bfloat16", 8192, 16384, "softmax", "bwd")]
+
+
+@pytest.mark.parametrize("case", sorted(c for c in _cases() if not _reloads(c)),
+                         ids=lambda c: f"{c[0]}-{c[2]}-{c[3]}-{c[4]}")
 def test_tuned_tiling_is_one_that_ran_fast(case):
     gbps = _cases()[case]
     rules_plan, tuned_plan = _plans(*case)
@@ -77,7 +91,7 @@ def test_each_entry_gains_where_measured():
     for case, gbps in cases.items():
         dtype, M, N, op, direction = case
         rules_plan, tuned_plan = _plans(*case)
-        if tuned_plan != rules_plan:
+        if tuned_plan != rules_plan and not _reloads(case):
             kw = tuned_plan[0].kwargs
             lanes = kw["BLOCK_N"] + (0 if kw["PEEL"] else kw["TAIL_N"])
             key = (direction == "fwd", ITEMSIZE[dtype], op == "log_softmax", lanes)

@@ -1104,13 +1104,16 @@ def _all_plans():
 
 
 def test_launches_match_kernel_signatures():
-    """Inputs + scalars + outputs + constexprs of each launch fill the kernel's parameters."""
+    """Inputs + scalars + outputs + constexprs of each launch (with the defaults of those it leaves out) fill the
+    kernel's parameters."""
     for plan in _all_plans():
         for one in plan:
             fn = dispatch.kernels.get(one.kernel)
-            meta = {k for k in one.kwargs if k not in ("num_warps", "num_stages", "maxnreg")}
+            meta = {k for k in launch.kernel_meta(one) if k not in ("num_warps", "num_stages", "maxnreg")}
             runtime = len(one.inputs) + len(one.scalars) + len(one.outputs)
             assert fn.arg_names[:runtime] + sorted(meta) == fn.arg_names[:runtime] + sorted(fn.arg_names[runtime:])
+            # a constexpr left out has a default (launch.kernel_meta): softmax_bwd_rows' RELOAD alone
+            assert set(launch.kernel_meta(one)) - set(one.kwargs) <= {"RELOAD"}, one.kernel
             assert all(g >= 1 for g in one.grid)
 
 
@@ -1189,7 +1192,8 @@ def test_coop_refuses_more_than_one_chunk_per_sm():
 
 def test_kernels_compile_for_sm90_subprocess():
     """Compile one plan of each family for sm_90 in a fresh interpreter-free process, plans
-    under a register cap (their PTX carries the .maxnreg directive) and the pipelined backward's."""
+    under a register cap (their PTX carries the .maxnreg directive), the pipelined backward's, and the rows
+    backward's that reload (RELOAD; and those that leave the constexpr out: its default)."""
     out = run_uninterpreted(
         "import sys; sys.path.insert(0, 'tests'); import compile_check as c; from multisoftmax import dispatch\n"
         "for M, N in [(4096, 128), (4096, 65536), (4, 262144), (4096, 4194304)]:\n"
@@ -1225,7 +1229,13 @@ def test_kernels_compile_for_sm90_subprocess():
         "    for M, N in [(4096, 65536), (16, 2**20), (128, 2**20)]:  # TAG's, counters', POLY's (capped)\n"
         "        (k,) = c.compile_launches(dispatch.plan_forward(M, N, N, N, dt, False, 132), dt)\n"
         "        print('x2', dt, M, N, k.asm['ptx'].count(cvt), k.asm['ptx'].count(cvt[:-6] + '.f32'),\n"
-        "              k.asm['ptx'].count('.maxnreg %d' % dispatch.COOP_X2_CAP_REGS))\n",
+        "              k.asm['ptx'].count('.maxnreg %d' % dispatch.COOP_X2_CAP_REGS))\n"
+        "import dataclasses\n"
+        "for M, N, log in [(8192, 16384, False), (8191, 16385, True)]:  # RELOAD (the H200's), and left out\n"
+        "    (l,) = dispatch.plan_backward(M, N, N, N, N, 'bfloat16', log, 132, gpu='H200')\n"
+        "    l0 = dataclasses.replace(l, meta=tuple((k, v) for k, v in l.meta if k != 'RELOAD'))\n"
+        "    (k,), (k0,) = (c.compile_launches((p,), 'bfloat16') for p in (l, l0))\n"
+        "    print('reload', N, k.asm['ptx'].count('ld.global'), k0.asm['ptx'].count('ld.global'))\n",
         timeout=600)
     assert out.returncode == 0 and "compiled" in out.stdout, out.stderr[-3000:]
     assert f"'.maxnreg {dispatch.COOP_CAP32_REGS}'" in out.stdout, out.stdout
@@ -1238,6 +1248,11 @@ def test_kernels_compile_for_sm90_subprocess():
     # under COOP_X2_CAP_REGS, the others uncapped
     assert len(x2) == 6 and all(int(r[4]) > 0 and r[5] == "0" for r in x2), out.stdout
     assert all(r[6] == ("1" if r[3] == str(2**20) and r[2] == "128" else "0") for r in x2), out.stdout
+    # RELOAD's second loads stay (their cache modifier keeps the compiler from merging them with the first):
+    # the softmax loads y and dy twice, the log_softmax y once (after the sum) and dy twice
+    reload = [line.split() for line in out.stdout.splitlines() if line.startswith("reload ")]
+    assert [r[1] for r in reload] == ["16384", "16385"], out.stdout
+    assert int(reload[0][2]) == 2 * int(reload[0][3]) and int(reload[1][2]) > int(reload[1][3]), out.stdout
 
 
 def test_keyed_partials_leave_after_every_warp_subprocess():
@@ -2020,12 +2035,12 @@ def _tuned_plan(key, M, gpu="H200"):
 
 def test_rows_tilings_rule():
     """dispatch.ROWS_TILINGS: on a GPU whose name holds a key as a word (tuned_gpu), each entry's rows take its
-    tiling (BLOCK_M at most M, rounded to a power of two) where the H100's rules tile them otherwise, every
-    other constexpr as the rules have it but EVEN_M / ALIGN_M (of BLOCK_M); other names keep the rules, and
-    so do the where kernels' rows."""
+    tiling (BLOCK_M at most M, rounded to a power of two) where the H100's rules tile them otherwise, and RELOAD
+    where the entry has a third value, True (the rules' plans leave it out), every other constexpr as the rules
+    have it but EVEN_M / ALIGN_M (of BLOCK_M); other names keep the rules, and so do the where kernels' rows."""
     assert dispatch.tuned_gpu("NVIDIA H200") == dispatch.tuned_gpu("NVIDIA H200 NVL") == "H200"
     assert dispatch.tuned_gpu("NVIDIA H100 80GB HBM3") == dispatch.tuned_gpu("NVIDIA GH200 480GB") == ""
-    for key, (block_m, warps) in dispatch.ROWS_TILINGS["H200"].items():
+    for key, (block_m, warps, *reload) in dispatch.ROWS_TILINGS["H200"].items():
         forward, itemsize, log, lanes, filled = key
         N, dtype, (tuned,) = _tuned_plan(key, 65536)
         kw = tuned.kwargs
@@ -2035,7 +2050,8 @@ def test_rows_tilings_rule():
         assert (kw["BLOCK_M"], kw["num_warps"], tuned.grid) == (block_m, warps, (65536 // block_m,)), key
         (rules,) = _tuned_plan(key, 65536, gpu="")[2]
         assert (rules.kwargs["BLOCK_M"], rules.kwargs["num_warps"]) != (block_m, warps), key
-        same = ("BLOCK_M", "num_warps", "EVEN_M", "ALIGN_M")
+        assert kw.get("RELOAD", False) == bool(reload and reload[0]) and "RELOAD" not in rules.kwargs, key
+        same = ("BLOCK_M", "num_warps", "EVEN_M", "ALIGN_M", "RELOAD")
         assert ({k: v for k, v in kw.items() if k not in same}
                 == {k: v for k, v in rules.kwargs.items() if k not in same}), key
         assert _tuned_plan(key, 65536, gpu="H100")[2] == (rules,)  # a key of no entry: the rules
@@ -2171,3 +2187,73 @@ def test_launcher_passes_what_triton_s_launcher_would(run, direct):
     call(*args[:4], *head, *args[4:])
     run(*args[:4], compiled.function, compiled.packed_metadata, None, None, None, *args[4:])
     assert len(run.calls) == 2 and run.calls[0] == run.calls[1]
+
+
+def test_rows_reload_rule():
+    """The H200's rows backward that reloads y and dy after the row sum (softmax_bwd_rows' RELOAD): its 16-bit
+    softmax backward of 16384-value rows (ROWS_TILINGS' third value: 32 warps) and peeled 16-bit rows in
+    ROWS_PEELED16_BWD_RELOAD's lanes; its peeled 16-bit forward rows past ROWS_PEELED16_FWD_MAX_LANES run
+    cooperative. The H100's plans (gpu "") take none of it and leave RELOAD out of the launch; nothing else of the
+    plan changes."""
+    def bwd(M, N, dtype, log, gpu):
+        return dispatch.plan_backward(M, N, N, N, N, dtype, log, 132, gpu=gpu)
+
+    def fwd(M, N, dtype, log, gpu):
+        return dispatch.plan_forward(M, N, N, N, dtype, log, 132, gpu=gpu)
+
+    for M, N, dtype, log, warps in ((8192, 16384, "bfloat16", False, 32), (264, 16384, "float16", False, 32),
+                                    (8191, 16385, "bfloat16", False, 8), (8191, 16385, "float16", True, 16),
+                                    (14913, 9001, "bfloat16", False, 8), (11184, 12001, "float16", True, 16),
+                                    (5592, 24001, "bfloat16", False, 8)):
+        (rules,), (tuned,) = bwd(M, N, dtype, log, ""), bwd(M, N, dtype, log, "H200")
+        assert "RELOAD" not in rules.kwargs and tuned.kwargs["RELOAD"] is True, (M, N, dtype, log)
+        assert tuned.kwargs["num_warps"] == warps, (M, N, dtype, log)
+        assert {**tuned.kwargs, "RELOAD": 0, "num_warps": 0} == {**rules.kwargs, "RELOAD": 0, "num_warps": 0}
+        assert tuned.kwargs["PEEL"] == (N % 8 != 0) and tuned.grid == rules.grid
+    for M, N, dtype, log in ((8192, 16384, "bfloat16", True), (4096, 16384, "float32", False),
+                             (16384, 8192, "bfloat16", False), (5592, 24001, "bfloat16", True),
+                             (4095, 16385, "float32", False), (8192, 16000, "bfloat16", False),
+                             (65536, 781, "bfloat16", False)):
+        assert bwd(M, N, dtype, log, "") == bwd(M, N, dtype, log, "H200"), (M, N, dtype, log)
+    for N in (16393, 20001, 24001, 32767):
+        for log in (False, True):
+            (rules,), tuned = fwd(2048, N, "bfloat16", log, ""), fwd(2048, N, "bfloat16", log, "H200")
+            assert rules.kernel == "softmax_fwd_rows" and tuned[-1].kernel == "softmax_fwd_coop", (N, log)
+            assert tuned[-1].kwargs["PEEL"] and tuned == dispatch.plan_forward(2048, N, N, N, "bfloat16", log, 132,
+                                                                             "coop", gpu="H200")
+    for M, N, dtype in ((8191, 16385, "bfloat16"), (8191, 16391, "float16"), (2048, 16000, "bfloat16"),
+                        (2048, 20001, "float32"), (4, 101, "float16")):
+        for log in (False, True):
+            assert fwd(M, N, dtype, log, "") == fwd(M, N, dtype, log, "H200"), (M, N, dtype, log)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+@pytest.mark.parametrize("N", [16384, 9001, 16385])
+def test_rows_reload_run(torch_device, dtype, log, N):
+    """softmax_bwd_rows with RELOAD (the H200's plans: full 16384-value rows at 32 warps for the softmax; peeled
+    rows, whose edges reload too) on 2 rows: dx right against float64, and equal to the plan without RELOAD."""
+    M = 2
+    (l,) = dispatch.plan_backward(M, N, N, N, N, dtype, log, 132, gpu="H200")
+    if not l.kwargs.get("RELOAD"):  # the log_softmax of full rows keeps the H100's plan there: force it on
+        l = dataclasses.replace(l, meta=l.meta + (("RELOAD", True),))
+    x = _random((M, N), dtype, torch_device, seed=N + log)
+    y = (torch.log_softmax if log else torch.softmax)(x.double(), -1).to(DTYPES[dtype])
+    dy = _random((M, N), dtype, torch_device, seed=N + 7)
+    dx = _run((l,), {"y": y, "dy": dy}, dtype, torch_device, (M, N))
+    expected = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=log)
+    ref.assert_close(dx.double().cpu(), expected, dtype, "rows RELOAD", scale_atol=True)
+    plain = dataclasses.replace(l, meta=tuple((k, v) for k, v in l.meta if k != "RELOAD"))
+    assert torch.equal(dx, _run((plain,), {"y": y, "dy": dy}, dtype, torch_device, (M, N)))
+
+
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_rows_peeled16_forward_coop_run(torch_device, log):
+    """The H200's forward of peeled 16-bit rows past ROWS_PEELED16_FWD_MAX_LANES (cooperative, in 3 chunks) on 3
+    rows of 16393 values: y right against float64."""
+    M, N, dtype = 3, 16393, "bfloat16"
+    plan = dispatch.plan_forward(M, N, N, N, dtype, log, 132, gpu="H200")
+    assert plan[-1].kernel == "softmax_fwd_coop" and plan[-1].kwargs["PEEL"]
+    x = _random((M, N), dtype, torch_device, seed=N + log)
+    y = _run(plan, {"x": x}, dtype, torch_device, (M, N))
+    ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), log=log), dtype, "peeled coop forward")

@@ -340,7 +340,7 @@ def test_gpu_key_from_the_device_name(monkeypatch):
 
     for name, key in (("NVIDIA H200", "H200"), ("NVIDIA H100 80GB HBM3", ""), ("NVIDIA A100-SXM4-80GB", "")):
         monkeypatch.setattr(torch.cuda, "get_device_name", lambda index, name=name: name)
-        assert mt._gpu.__wrapped__(0) == key
+        assert mt._tuned_kw.__wrapped__(0) == {"gpu": key}
     seen, real = [], dispatch.plan_forward
     monkeypatch.setattr(dispatch, "plan_forward", lambda *a, **k: seen.append(k) or real(*a, **k))
     if not torch.cuda.is_available():

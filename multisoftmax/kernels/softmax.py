@@ -925,9 +925,12 @@ def softmax_bwd_rows(
     y_ptr, dy_ptr, M, N, stride_ym, stride_dym, stride_dxm, dx_ptr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, TAIL_N: tl.constexpr, PEEL: tl.constexpr,
     VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr, EVEN_M: tl.constexpr,
-    ALIGN_M: tl.constexpr,
+    ALIGN_M: tl.constexpr, RELOAD: tl.constexpr = False,
 ):
-    """As softmax_fwd_rows (segments, EVEN_M, ALIGN_M; PEEL: then the three strides are equal)."""
+    """As softmax_fwd_rows (segments, EVEN_M, ALIGN_M; PEEL: then the three strides are equal).
+    RELOAD: y and dy are loaded again for dx after the row sum (from L1 or L2, most of the time)
+    instead of held in registers across it, as softmax_bwd_coop's RELOAD (there the row's wait
+    keeps the compiler from merging the two loads; here the second load's cache modifier does)."""
     N, stride_ym, stride_dym, stride_dxm = (
         _aligned(N, ALIGN), _aligned(stride_ym, ALIGN), _aligned(stride_dym, ALIGN), _aligned(stride_dxm, ALIGN))
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
@@ -953,9 +956,15 @@ def softmax_bwd_rows(
         yt = tl.load(y_ptr + yt_offs, mask=t_mask, other=other_y).to(acc_ty)
         dyt = tl.load(dy_ptr + dyt_offs, mask=t_mask, other=0.0).to(acc_ty)
         dot += tl.sum(_bwd_terms(yt, dyt, LOG), axis=1)
+    if RELOAD:  # ".ca" (L1 and L2, as a plain load): a load that differs, which the compiler does not merge
+        y = tl.load(y_ptr + y_offs, mask=mask, other=other_y, cache_modifier=".ca").to(acc_ty)
+        dy = tl.load(dy_ptr + dy_offs, mask=mask, other=0.0, cache_modifier=".ca").to(acc_ty)
     dx = _bwd_apply(y, dy, dot[:, None], LOG)
     tl.store(dx_ptr + dx_offs, dx.to(dx_ptr.dtype.element_ty), mask=mask)
     if TAIL_N > 0:
+        if RELOAD:
+            yt = tl.load(y_ptr + yt_offs, mask=t_mask, other=other_y, cache_modifier=".ca").to(acc_ty)
+            dyt = tl.load(dy_ptr + dyt_offs, mask=t_mask, other=0.0, cache_modifier=".ca").to(acc_ty)
         dxt = _bwd_apply(yt, dyt, dot[:, None], LOG)
         tl.store(dx_ptr + dxt_offs, dxt.to(dx_ptr.dtype.element_ty), mask=t_mask)
 
