@@ -1,4 +1,5 @@
-"""Probe: the long rows' launches (the cooperative and pipelined kernels) re-tiled and re-flagged (GPU).
+"""Probe: the long rows' launches (the cooperative and pipelined kernels) re-tiled and re-flagged, any plan forced to
+another family (GPU).
 
     python bench/probe_coop_tilings.py --dtypes float32 --shapes 64x1048576 --dirs fwd \
         --variants 'STAGGER=0;STAGGER=7200;c16384w16;maxnreg=48' > bench/results/h200/probe_coop_tilings.log
