@@ -371,6 +371,12 @@ PIPE32_TAG_MAX_PER_SM = 16
 # never; peeled chunks lost there, MAX_ROWS_ALIGNED_BLOCK_N). Measured: bench/DISPATCH.md, ROWS_PEELED16_BWD_RELOAD.
 ROWS_PEELED16_BWD_RELOAD = {False: (), True: ()}
 ROWS_PEELED16_FWD_MAX_LANES = MAX_ROWS_BLOCK_N[2]
+# ROWS_FWD32_WIDE_*: the float32 forward of aligned rows of at least ROWS_FWD32_WIDE_MIN_N values (and at most
+# MAX_ROWS_BLOCK_N, one row a program) runs as rows (32 warps), not cooperative, where there are at least
+# ROWS_FWD32_WIDE_MIN_PER_SM rows an SM. H100: never (MAX_ROWS_ALIGNED_BLOCK_N's chunks measured ahead there).
+# Measured: bench/DISPATCH.md, ROWS_PEELED16_BWD_RELOAD (ROWS_FWD32_WIDE_*).
+ROWS_FWD32_WIDE_MIN_N = float("inf")
+ROWS_FWD32_WIDE_MIN_PER_SM = 12
 # The constants above are the H100's; a GPU named here takes these in place of some (`_tuned`), measured
 # there by bench/probe_coop_tilings.py against the H100's value (bench/DISPATCH.md, GPU_CONSTANTS). The
 # H200 (bench/results/h200/probe_coop_*.log), whose memory moves a wave of the cooperative forward in ~0.7 of
@@ -393,10 +399,15 @@ ROWS_PEELED16_FWD_MAX_LANES = MAX_ROWS_BLOCK_N[2]
 #   (bf16 6710 x 20001 softmax 264.7 -> 155.7 us, log_softmax 266.5 -> 137.8; 5592 x 24001 float16 alike); at
 #   16385 (16384 lanes) the cooperative forward was 1.6% slower at 8191 rows (log_softmax 19% faster), 14-30%
 #   slower at 1024 and 264 rows.
+# * ROWS_FWD32_WIDE_MIN_N 24577 (rows that fill more than 3/4 of 32768 lanes): at 12 rows an SM and more the rows
+#   kernel ran 0.8-5.4% ahead of the cooperative chunks (2279 x 29440 138.0 -> 133.9 us, 2621 x 25600 144.2 ->
+#   136.7, 8192 x 29440 482.2 -> 459.2, 2048 x 32768 135.1 -> 134.1, both ops), 0.4-4.9% behind at 4-8 rows an SM
+#   (1024 and 512 x 29440), 2.7% and 6% behind at 24000 and 20000 values (0.73 and 0.61 of the lanes).
 GPU_CONSTANTS = {
     "H200": dict(COOP_STAGGER_CYCLES=7200, PIPE32_TAG_MAX_PER_SM=float("inf"),
                  PIPE_PLANS={**PIPE_PLANS, (2, False): (4096, 4, 5), (4, False): (4096, 4, 3)},
-                 ROWS_PEELED16_BWD_RELOAD={False: (16384, 32768), True: (16384,)}, ROWS_PEELED16_FWD_MAX_LANES=16384),
+                 ROWS_PEELED16_BWD_RELOAD={False: (16384, 32768), True: (16384,)}, ROWS_PEELED16_FWD_MAX_LANES=16384,
+                 ROWS_FWD32_WIDE_MIN_N=24577),
 }
 
 
@@ -973,6 +984,10 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
             and triton.next_power_of_2(N // vec * vec) > _tuned("ROWS_PEELED16_FWD_MAX_LANES", gpu)
             and peel(N, itemsize, acc["ALIGN"], stride_xm == stride_ym, force_peel)):
         fam = "coop"  # peeled 16-bit rows in more lanes than this GPU runs well (ROWS_PEELED16_FWD_MAX_LANES)
+    if (fam == "coop" and not force and itemsize == 4 and N >= _tuned("ROWS_FWD32_WIDE_MIN_N", gpu)
+            and sum(row_segments(N)) <= MAX_ROWS_BLOCK_N[itemsize]
+            and M >= _tuned("ROWS_FWD32_WIDE_MIN_PER_SM", gpu) * num_sms):
+        fam = "rows"  # aligned float32 rows that fill most of 32768 lanes, many of them (ROWS_FWD32_WIDE_*)
     fresh = _split_fresh(M, N, itemsize, num_sms, True, True) if counters_per_call and fam == "coop" and not force \
         else None  # the split plan for the JAX adapter
     fam = "split" if fresh else fam

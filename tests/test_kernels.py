@@ -2257,3 +2257,37 @@ def test_rows_peeled16_forward_coop_run(torch_device, log):
     x = _random((M, N), dtype, torch_device, seed=N + log)
     y = _run(plan, {"x": x}, dtype, torch_device, (M, N))
     ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), log=log), dtype, "peeled coop forward")
+
+
+def test_rows_fwd32_wide_rule():
+    """The H200's float32 forward of aligned rows of ROWS_FWD32_WIDE_MIN_N ... 32768 values runs the rows kernel
+    (one row a program, 32 warps: the plan force="rows" makes) where there are ROWS_FWD32_WIDE_MIN_PER_SM rows an
+    SM, both ops; fewer rows, shorter or peeled rows, 16-bit rows, the backward and the H100 keep their plans."""
+    wide = dispatch.GPU_CONSTANTS["H200"]["ROWS_FWD32_WIDE_MIN_N"]
+    assert dispatch.ROWS_FWD32_WIDE_MIN_N == float("inf") and 24576 < wide <= 32768
+
+    def fwd(M, N, dtype="float32", log=False, gpu="H200", force=None):
+        return dispatch.plan_forward(M, N, N, N, dtype, log, 132, force, gpu=gpu)
+
+    for M, N in ((2279, 29440), (4096, 32000), (2048, 32768), (12 * 132, wide + 3)):
+        for log in (False, True):
+            (l,) = fwd(M, N, log=log)
+            assert l == fwd(M, N, log=log, force="rows")[0] and l.kwargs["num_warps"] == 32, (M, N, log)
+            assert fwd(M, N, log=log, gpu="")[-1].kernel == "softmax_fwd_coop", (M, N, log)
+    for M, N, dtype in ((12 * 132 - 1, 29440, "float32"), (2796, 24000, "float32"), (4559, 29440, "bfloat16")):
+        assert fwd(M, N, dtype)[-1].kernel == "softmax_fwd_coop", (M, N, dtype)
+    assert fwd(2279, 29441)[-1].kernel == fwd(2279, 29441, gpu="")[-1].kernel == "softmax_fwd_rows"  # peeled
+    assert dispatch.plan_backward(2279, 29440, 29440, 29440, 29440, "float32", False, 132,
+                                  gpu="H200")[-1].kernel in ("softmax_bwd_coop", "softmax_bwd_pipe")
+
+
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_rows_fwd32_wide_run(torch_device, log):
+    """The H200's wide float32 rows (ROWS_FWD32_WIDE_*: 48 rows of 24580 values in 32768 lanes, planned for four
+    SMs) right against float64."""
+    M, N = 48, 24580
+    plan = dispatch.plan_forward(M, N, N, N, "float32", log, 4, gpu="H200")
+    assert [l.kernel for l in plan] == ["softmax_fwd_rows"] and plan[0].kwargs["BLOCK_N"] == 32768
+    x = _random((M, N), "float32", torch_device, seed=N + log)
+    y = _run(plan, {"x": x}, "float32", torch_device, (M, N))
+    ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), log=log), "float32", "wide rows")
