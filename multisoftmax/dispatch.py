@@ -5,8 +5,8 @@ softmax over a middle axis, a (B, N, T) view: plan_columns_forward / plan_column
 the end); this module picks the kernel family (`multisoftmax/kernels/softmax.py` explains the three) and
 its launch parameters, and returns a list of `Launch` records that both the torch and the
 JAX launchers execute in order. Every number below is a heuristic with its reason and the
-H100 figure that chose it (but ROWS_TILINGS: the rows kernels' tilings tuned on another GPU, keyed by
-its name); `bench/DISPATCH.md` keeps each rule's fuller measurements, and the H100 benchmark
+H100 figure that chose it (but ROWS_TILINGS and GPU_CONSTANTS: tilings and constants tuned on
+another GPU, keyed by its name); `bench/DISPATCH.md` keeps each rule's fuller measurements, and the H100 benchmark
 (`bench/results/h100/results.md`) is the measurement that checks them all.
 """
 
