@@ -27,20 +27,27 @@ SPREAD = 0.01  # the two rounds of a variant ran up to ~1% apart on the shortest
 
 
 @functools.cache
-def _cases(name: str) -> dict:
-    """{(dtype, M, N, op, direction): {variant: us}} of a probe_coop_tilings log (the faster round)."""
-    cases, case = {}, None
+def _parsed(name: str) -> tuple:
+    """A probe_coop_tilings log: ({(dtype, M, N, op, direction): {variant: us}} (the faster round), {case:
+    {description of the plan: variant}}, "dispatch"'s from the case's line, the variants' from their [brackets])."""
+    cases, described, case = {}, {}, None
     with open(os.path.join(RESULTS, name)) as f:
         for line in f:
-            m = re.match(r"(\w+)\s+(\d+)x(\d+) (\w+)\s+(fwd|bwd) dispatch:", line)
+            m = re.match(r"(\w+)\s+(\d+)x(\d+) (\w+)\s+(fwd|bwd) dispatch: (.*)$", line)
             if m:
                 case = (m[1], int(m[2]), int(m[3]), m[4], m[5])
-                cases[case] = {}
+                cases[case], described[case] = {}, {m[6].strip(): "dispatch"}
                 continue
-            m = re.match(r"\s+(\S+)\s+([\d.]+)/\s*([\d.]+) us", line)
+            m = re.match(r"\s+(\S+)\s+([\d.]+)/\s*([\d.]+) us(?: .*?\[(.*)\]$)?", line)
             if m and case:
                 cases[case][m[1]] = min(float(m[2]), float(m[3]))
-    return cases
+                if m[4]:
+                    described[case].setdefault(m[4], m[1])
+    return cases, described
+
+
+def _cases(name: str) -> dict:
+    return _parsed(name)[0]
 
 
 def _h200(case):
@@ -111,21 +118,8 @@ RELOAD_LOGS = ("probe_rows_reload2.log", "probe_rows_reload3.log", "probe_rows_f
 RELOAD_SLOWER = {("bfloat16", 1024, 16385, "softmax", "bwd"): 0.03}
 
 
-@functools.cache
 def _described(name: str) -> dict:
-    """{case: {description of the plan: variant}} of a probe_coop_tilings log ("dispatch" from the case's line)."""
-    out, case = {}, None
-    with open(os.path.join(RESULTS, name)) as f:
-        for line in f:
-            m = re.match(r"(\w+)\s+(\d+)x(\d+) (\w+)\s+(fwd|bwd) dispatch: (.*)$", line)
-            if m:
-                case = (m[1], int(m[2]), int(m[3]), m[4], m[5])
-                out[case] = {m[6].strip(): "dispatch"}
-                continue
-            m = re.match(r"\s+(\S+)\s+[\d.]+/\s*[\d.]+ us .*?\[(.*)\]$", line)
-            if m and case:
-                out[case].setdefault(m[2], m[1])
-    return out
+    return _parsed(name)[1]
 
 
 def _reload_cases():
