@@ -980,9 +980,9 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
     acc = dict(LOG=log, ALIGN=alignment(N, stride_xm, stride_ym), ACC_FP64=dtype == "float64")
     fam = force or family(M, N, itemsize, num_sms, acc["ALIGN"] * itemsize >= 16)
     vec = 16 // itemsize
-    if (fam == "rows" and not force and itemsize == 2 and _coop_chunks(N, itemsize)[1] <= num_sms
-            and triton.next_power_of_2(N // vec * vec) > _tuned("ROWS_PEELED16_FWD_MAX_LANES", gpu)
-            and peel(N, itemsize, acc["ALIGN"], stride_xm == stride_ym, force_peel)):
+    peeled = peel(N, itemsize, acc["ALIGN"], stride_xm == stride_ym, force_peel)  # the rows and coop families'
+    if (fam == "rows" and not force and itemsize == 2 and peeled and _coop_chunks(N, itemsize)[1] <= num_sms
+            and triton.next_power_of_2(N // vec * vec) > _tuned("ROWS_PEELED16_FWD_MAX_LANES", gpu)):
         fam = "coop"  # peeled 16-bit rows in more lanes than this GPU runs well (ROWS_PEELED16_FWD_MAX_LANES)
     if (fam == "coop" and not force and itemsize == 4 and N >= _tuned("ROWS_FWD32_WIDE_MIN_N", gpu)
             and sum(row_segments(N)) <= MAX_ROWS_BLOCK_N[itemsize]
@@ -992,7 +992,6 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         else None  # the split plan for the JAX adapter
     fam = "split" if fresh else fam
     if fam in ("rows", "coop"):
-        peeled = peel(N, itemsize, acc["ALIGN"], stride_xm == stride_ym, force_peel)
         acc = dict(PEEL=peeled, VEC=vec, **acc)
     if fam == "rows":
         BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, vec=vec if peeled else 0, log=log,
