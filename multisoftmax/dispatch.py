@@ -371,6 +371,21 @@ PIPE32_TAG_MAX_PER_SM = 16
 # never; peeled chunks lost there, MAX_ROWS_ALIGNED_BLOCK_N). Measured: bench/DISPATCH.md, ROWS_PEELED16_BWD_RELOAD.
 ROWS_PEELED16_BWD_RELOAD = {False: (), True: ()}
 ROWS_PEELED16_FWD_MAX_LANES = MAX_ROWS_BLOCK_N[2]
+# ROWS_PEELED16_FWD_WARPS[lanes]: the forward of peeled 16-bit rows in these lanes at this many warps, not the
+# halved rule's (H100: none). ROWS_PEELED16_FWD_COOP[(lanes, log)] = (rows an SM, fill): the forward of peeled
+# 16-bit rows in these lanes runs cooperative where there are at least that many rows an SM and N is below `fill`
+# of the lanes (H100: never). ROWS_TAIL16_BWD_RELOAD[log][BLOCK_N] = TAIL_N: the backward of aligned 16-bit rows
+# in BLOCK_N lanes and a tail of at least TAIL_N lanes reloads y and dy (RELOAD; H100: none). ROWS_BWD16_RELOAD_*:
+# the 16-bit softmax backward of aligned rows of at most ROWS_BWD16_RELOAD_MAX_N values that the rules give the
+# cooperative kernel runs as rows (one a program, 32 warps under a cap of ROWS_BWD16_RELOAD_REGS registers,
+# RELOAD) where there are at least ROWS_BWD16_RELOAD_MIN_PER_SM rows an SM and the launcher can cap registers
+# (H100: never). Measured: bench/DISPATCH.md, ROWS_PEELED16_FWD_WARPS ... ROWS_BWD16_RELOAD_*.
+ROWS_PEELED16_FWD_WARPS: dict = {}
+ROWS_PEELED16_FWD_COOP: dict = {}
+ROWS_TAIL16_BWD_RELOAD: dict = {False: {}, True: {}}
+ROWS_BWD16_RELOAD_MAX_N = 0
+ROWS_BWD16_RELOAD_MIN_PER_SM = 12
+ROWS_BWD16_RELOAD_REGS = 64
 # ROWS_FWD32_WIDE_*: the float32 forward of aligned rows of at least ROWS_FWD32_WIDE_MIN_N values (and at most
 # MAX_ROWS_BLOCK_N, one row a program) runs as rows (32 warps), not cooperative, where there are at least
 # ROWS_FWD32_WIDE_MIN_PER_SM rows an SM. H100: never (MAX_ROWS_ALIGNED_BLOCK_N's chunks measured ahead there).
@@ -403,11 +418,30 @@ ROWS_FWD32_WIDE_MIN_PER_SM = 12
 #   kernel ran 0.8-5.4% ahead of the cooperative chunks (2279 x 29440 138.0 -> 133.9 us, 2621 x 25600 144.2 ->
 #   136.7, 8192 x 29440 482.2 -> 459.2, 2048 x 32768 135.1 -> 134.1, both ops), 0.4-4.9% behind at 4-8 rows an SM
 #   (1024 and 512 x 29440), 2.7% and 6% behind at 24000 and 20000 values (0.73 and 0.61 of the lanes).
+# * ROWS_PEELED16_FWD_WARPS {16384: 16}: with kernels/softmax.py's interleaved edges (61 registers a thread, not 86,
+#   at 16 warps) the peeled 16-bit forward in 16384 lanes ran 2-9% faster at 16 warps than at 8 (bf16 8191 x 16385
+#   softmax 173.9 -> 159.7 us, 2048 x 12289 42.9 -> 39.7; float16 alike), 2-4% slower at 264 rows (8 us).
+# * ROWS_PEELED16_FWD_COOP: the cooperative forward of those rows, from 10 rows an SM (log_softmax, 16384 lanes),
+#   24 (softmax of rows under 15/16 of 16384 lanes) and 32 (8192 lanes): 1.1-1.5x (bf16 14913 x 9001 log_softmax
+#   244.5 -> 164.2 us, softmax 248.8 -> 198.6; 4096 x 12289 softmax 75.4 -> 64.7; 8191 x 16385 log_softmax 168.9
+#   -> 147.2); 5-20% slower at 1024-2048 rows, and the softmax of 16385 values 7% slower at 8191 rows (those stay;
+#   the log_softmax of 2048 x 12289, 1-3% slower, goes with the rule).
+# * ROWS_TAIL16_BWD_RELOAD {False: {16384: 512}}: the 16-bit softmax backward of rows of 16384 + a 512-1024-lane
+#   tail reloads at 16 warps, 18-24% faster (bf16 7944 x 16896 267.1 -> 215.9 us, 7710 x 17408 265.8 -> 224.0;
+#   Liger-Kernel's 195.9, 194.8); with an 8-lane tail (16392) it was 4% slower (stays).
+# * ROWS_BWD16_RELOAD_MAX_N 31744: the 16-bit softmax backward of 17409-31744 aligned values (cooperative by the
+#   rules) as rows at 32 warps under maxnreg 64, reloading: 1-8% faster from 12 rows an SM (bf16 5120 x 25600
+#   201.3 -> 186.4 us, 4559 x 29440 193.7 -> 187.4, 6710 x 20000 221.0 -> 212.4; Liger-Kernel's 181.6, 186.3,
+#   187.3), within 0.3% at 32000, 1-2% slower at 32768 and 1-6% slower at 512-1024 rows (those stay); the
+#   log_softmax's 9% slower at 20000 (stays).
 GPU_CONSTANTS = {
     "H200": dict(COOP_STAGGER_CYCLES=7200, PIPE32_TAG_MAX_PER_SM=float("inf"),
                  PIPE_PLANS={**PIPE_PLANS, (2, False): (4096, 4, 5), (4, False): (4096, 4, 3)},
                  ROWS_PEELED16_BWD_RELOAD={False: (16384, 32768), True: (16384,)}, ROWS_PEELED16_FWD_MAX_LANES=16384,
-                 ROWS_FWD32_WIDE_MIN_N=24577),
+                 ROWS_FWD32_WIDE_MIN_N=24577, ROWS_PEELED16_FWD_WARPS={16384: 16},
+                 ROWS_PEELED16_FWD_COOP={(16384, False): (24, 15 / 16), (8192, False): (32, 15 / 16),
+                                         (16384, True): (10, float("inf")), (8192, True): (32, float("inf"))},
+                 ROWS_TAIL16_BWD_RELOAD={False: {16384: 512}, True: {}}, ROWS_BWD16_RELOAD_MAX_N=31744),
 }
 
 
@@ -570,9 +604,11 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool =
     if (bwd_rows and itemsize == 2 and aligned and BLOCK_N == ROWS_BWD16_WIDE_LANES
             and N >= ROWS_BWD_ONE_ROW_FILL * BLOCK_N and BLOCK_M == 1):
         num_warps = ROWS_BWD16_WIDE_WARPS  # the one row a program on 8 values a thread (ROWS_BWD16_WIDE_LANES)
-    # A peeled row: half the warps, the same rows (measured; see PEEL_MIN_N).
+    # A peeled row: half the warps, the same rows (measured; see PEEL_MIN_N), or this GPU's (ROWS_PEELED16_FWD_WARPS).
     if (vec >= 8 or (vec == 4 and num_warps >= 16)) and not (log and not forward and BLOCK_N > 8192):
         num_warps //= 2
+    if forward and vec and itemsize == 2 and not where:
+        num_warps = _tuned("ROWS_PEELED16_FWD_WARPS", gpu).get(BLOCK_N, num_warps)
     tuned = None if where else _rows_tuned(N, BLOCK_N, TAIL_N, vec, aligned, forward, itemsize, log, gpu)
     if tuned:  # this GPU's tiling of these rows (ROWS_TILINGS)
         BLOCK_M, num_warps = min(tuned[0], triton.next_power_of_2(M)), tuned[1]
@@ -962,6 +998,16 @@ def family(M: int, N: int, itemsize: int, num_sms: int, aligned: bool) -> str:
     return "split"
 
 
+def _peeled16_fwd_coop(M: int, N: int, lanes: int, log: bool, num_sms: int, gpu: str) -> bool:
+    """Whether the forward of M peeled 16-bit rows of N values, bodies in `lanes` lanes, runs cooperative on the GPU
+    of key `gpu`: past ROWS_PEELED16_FWD_MAX_LANES lanes, or in lanes ROWS_PEELED16_FWD_COOP names, as it has it
+    (at least its rows an SM, N below its fill of the lanes)."""
+    if lanes > _tuned("ROWS_PEELED16_FWD_MAX_LANES", gpu):
+        return True
+    per_sm, fill = _tuned("ROWS_PEELED16_FWD_COOP", gpu).get((lanes, log), (float("inf"), 0.0))
+    return M >= per_sm * num_sms and N < fill * lanes
+
+
 @functools.lru_cache(maxsize=4096)
 def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log: bool,
                  num_sms: int, force: str | None = None, force_peel: bool | None = None,
@@ -982,8 +1028,8 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
     vec = 16 // itemsize
     peeled = peel(N, itemsize, acc["ALIGN"], stride_xm == stride_ym, force_peel)  # the rows and coop families'
     if (fam == "rows" and not force and itemsize == 2 and peeled and _coop_chunks(N, itemsize)[1] <= num_sms
-            and triton.next_power_of_2(N // vec * vec) > _tuned("ROWS_PEELED16_FWD_MAX_LANES", gpu)):
-        fam = "coop"  # peeled 16-bit rows in more lanes than this GPU runs well (ROWS_PEELED16_FWD_MAX_LANES)
+            and _peeled16_fwd_coop(M, N, triton.next_power_of_2(N // vec * vec), log, num_sms, gpu)):
+        fam = "coop"  # peeled 16-bit rows this GPU runs faster cooperative (ROWS_PEELED16_FWD_MAX_LANES, _COOP)
     if (fam == "coop" and not force and itemsize == 4 and N >= _tuned("ROWS_FWD32_WIDE_MIN_N", gpu)
             and sum(row_segments(N)) <= MAX_ROWS_BLOCK_N[itemsize]
             and M >= _tuned("ROWS_FWD32_WIDE_MIN_PER_SM", gpu) * num_sms):
@@ -1085,6 +1131,12 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
     itemsize = ITEMSIZE[dtype]
     acc = dict(LOG=log, ALIGN=alignment(N, stride_ym, stride_dym, stride_dxm), ACC_FP64=dtype == "float64")
     fam = force or family(M, N, itemsize, num_sms, acc["ALIGN"] * itemsize >= 16)
+    vec = 16 // itemsize
+    # Aligned 16-bit softmax rows this GPU runs faster one a program, reloading, under a register cap
+    # (ROWS_BWD16_RELOAD_*) than cooperative.
+    wide16 = (fam == "coop" and not force and itemsize == 2 and not log and register_cap and acc["ALIGN"] >= vec
+              and N <= _tuned("ROWS_BWD16_RELOAD_MAX_N", gpu) and M >= ROWS_BWD16_RELOAD_MIN_PER_SM * num_sms)
+    fam = "rows" if wide16 else fam
     if fam == "coop":  # the cooperative kernel's grid, chunks and whether it waits through TAG
         n_chunks = _coop_chunks(N, itemsize)[1]
         programs = M * n_chunks
@@ -1094,7 +1146,6 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
     fresh = (_split_fresh(M, N, itemsize, num_sms, False, log or not tag)
              if counters_per_call and fam == "coop" and not force else None)
     fam = "split" if fresh else fam
-    vec = 16 // itemsize
     if fam in ("rows", "coop", "pipe"):
         peeled = peel(N, itemsize, acc["ALIGN"], stride_ym == stride_dym == stride_dxm, force_peel)
         acc = dict(PEEL=peeled, VEC=vec, **acc)
@@ -1113,13 +1164,19 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
         BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, forward=False, vec=vec if peeled else 0,
                                                               log=log, itemsize=itemsize, aligned=acc["ALIGN"] >= vec,
                                                               gpu=gpu)
-        # RELOAD where this GPU's tiling has it (ROWS_TILINGS) or its peeled 16-bit rows take it
-        # (ROWS_PEELED16_BWD_RELOAD); left out of the launch where off, as on the H100.
+        # RELOAD where this GPU's tiling has it (ROWS_TILINGS), its peeled 16-bit rows (ROWS_PEELED16_BWD_RELOAD),
+        # its aligned ones with a tail (ROWS_TAIL16_BWD_RELOAD) or its wide ones (ROWS_BWD16_RELOAD_*) take it; left
+        # out of the launch where off, as on the H100.
         tuned = _rows_tuned(N, BLOCK_N, TAIL_N, vec if peeled else 0, acc["ALIGN"] >= vec, False, itemsize, log, gpu)
-        reload = (tuned is not None and len(tuned) > 2 and tuned[2]) or (
-            peeled and itemsize == 2 and BLOCK_N in _tuned("ROWS_PEELED16_BWD_RELOAD", gpu)[log])
+        tail = _tuned("ROWS_TAIL16_BWD_RELOAD", gpu)[log].get(BLOCK_N, float("inf"))
+        edged = (BLOCK_N in _tuned("ROWS_PEELED16_BWD_RELOAD", gpu)[log] if peeled
+                 else acc["ALIGN"] >= vec and TAIL_N >= tail)
+        reload = (tuned is not None and len(tuned) > 2 and tuned[2]) or wide16 or (itemsize == 2 and edged)
+        if wide16:
+            BLOCK_M, num_warps, grid = 1, 32, (M,)
         meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, **_rows_m(M, BLOCK_M, itemsize, log, False),
-                    **({"RELOAD": True} if reload else {}), num_warps=num_warps, num_stages=1)
+                    **({"RELOAD": True} if reload else {}), num_warps=num_warps, num_stages=1,
+                    **({"maxnreg": ROWS_BWD16_RELOAD_REGS} if wide16 else {}))
         return (Launch("softmax_bwd_rows", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm),
                        (("dx", (M, N), "io"),), grid, tuple(meta.items())),)
     if fam == "coop":

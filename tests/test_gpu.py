@@ -225,6 +225,51 @@ def _plan_spies(monkeypatch) -> list:
     return seen
 
 
+@pytest.mark.parametrize("dtype,per_sm,N,kernels", [
+    ("bfloat16", 12, 29440, ("coop", "coop", "rows")),  # ROWS_BWD16_RELOAD_*
+    ("float16", 4, 16896, ("rows", "rows", "rows")),  # ROWS_TAIL16_BWD_RELOAD
+    ("bfloat16", 10, 16385, ("rows", "coop", "rows")),  # ROWS_PEELED16_FWD_WARPS, _COOP (log_softmax)
+    ("float16", 24, 12289, ("coop", "coop", "rows"))])  # ROWS_PEELED16_FWD_COOP (softmax)
+def test_h200_rows_rules_through_both_adapters(dtype, per_sm, N, kernels):
+    """The H200's rules for 16-bit rows (GPU_CONSTANTS: the wide softmax backward as rows under a register cap,
+    the backward of rows with a tail reloading, the peeled forward at 16 warps or cooperative) at the rows an SM
+    that take them, through the torch adapter and the JAX adapter (jax.vjp), both ops: right against float64.
+    On another GPU the same shapes run its own plans, checked alike."""
+    import jax
+    import jax.numpy as jnp
+
+    import multisoftmax.jax as mj
+
+    M, gpu = per_sm * _sms() + 1, dispatch.tuned_gpu(torch.cuda.get_device_name())
+    if gpu == "H200":
+        fwd = dispatch.plan_forward(M, N, N, N, dtype, False, _sms(), gpu=gpu)[-1]
+        fwd_log = dispatch.plan_forward(M, N, N, N, dtype, True, _sms(), gpu=gpu)[-1]
+        bwd = dispatch.plan_backward(M, N, N, N, N, dtype, False, _sms(), gpu=gpu)[-1]
+        assert (fwd.kernel, fwd_log.kernel, bwd.kernel) == tuple(f"softmax_{d}_{k}" for d, k in zip(
+            ("fwd", "fwd", "bwd"), kernels))
+        assert N % 8 or bwd.kwargs["RELOAD"] and bwd.kwargs.get("maxnreg") == (64 if N == 29440 else None)
+        assert N % 8 == 0 or kernels[0] == "coop" or fwd.kwargs["num_warps"] == 16
+    g = torch.Generator(device="cuda").manual_seed(N)
+    tdt = getattr(torch, dtype)
+    x = (torch.randn(M, N, device="cuda", generator=g) * 4).to(tdt)
+    dy = torch.randn(M, N, device="cuda", generator=g).to(tdt)
+    for log, jf in ((False, mj.softmax), (True, mj.log_softmax)):
+        y = torch.ops.multisoftmax.softmax_fwd(x, log)
+        expected = (torch.log_softmax if log else torch.softmax)(x.double(), -1).to(tdt).double()
+        ref.assert_close(y.double().cpu(), expected.cpu(), dtype, f"torch fwd log={log}")
+        dx = torch.ops.multisoftmax.softmax_bwd(y, dy, log)
+        y64, dy64 = y.double().cpu().numpy(), dy.double().cpu().numpy()
+        ref.assert_close(dx.double().cpu(), ref.softmax_backward(y64, dy64, log=log), dtype,
+                         f"torch bwd log={log}", scale_atol=True)
+        xj = jnp.asarray(x.float().cpu().numpy()).astype(jnp.dtype(dtype))
+        yj, pull = jax.vjp(lambda a: jf(a, -1), xj)
+        ref.assert_close(np.asarray(yj, np.float64), expected.cpu().numpy(), dtype, f"jax fwd log={log}")
+        (dxj,) = pull(jnp.asarray(dy.float().cpu().numpy()).astype(jnp.dtype(dtype)))
+        yj64 = np.asarray(yj, np.float64)
+        ref.assert_close(np.asarray(dxj, np.float64), ref.softmax_backward(yj64, dy64, log=log), dtype,
+                         f"jax bwd log={log}", scale_atol=True)
+
+
 def test_adapters_plan_with_the_gpu_s_tilings(monkeypatch):
     """Both adapters plan with the GPU's key of dispatch.ROWS_TILINGS and GPU_CONSTANTS (dispatch.tuned_gpu of
     its name: "H200" on an H200, "" elsewhere), forward and backward, and their results stay right."""

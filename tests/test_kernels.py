@@ -2221,10 +2221,103 @@ def test_rows_reload_rule():
             assert rules.kernel == "softmax_fwd_rows" and tuned[-1].kernel == "softmax_fwd_coop", (N, log)
             assert tuned[-1].kwargs["PEEL"] and tuned == dispatch.plan_forward(2048, N, N, N, "bfloat16", log, 132,
                                                                              "coop", gpu="H200")
-    for M, N, dtype in ((8191, 16385, "bfloat16"), (8191, 16391, "float16"), (2048, 16000, "bfloat16"),
-                        (2048, 20001, "float32"), (4, 101, "float16")):
+    for M, N, dtype in ((2048, 16000, "bfloat16"), (2048, 20001, "float32"), (4, 101, "float16"),
+                        (8192, 4001, "bfloat16")):
         for log in (False, True):
             assert fwd(M, N, dtype, log, "") == fwd(M, N, dtype, log, "H200"), (M, N, dtype, log)
+
+
+def test_rows_peeled16_forward_rules():
+    """The H200's forward of peeled 16-bit rows in 8192 and 16384 lanes: in 16384 lanes at 16 warps
+    (ROWS_PEELED16_FWD_WARPS), not the halved rule's 8; cooperative (ROWS_PEELED16_FWD_COOP) from 10 rows an SM
+    (log_softmax) and 24 (softmax of rows below 15/16 of their lanes) in 16384 lanes, 32 in 8192. The H100's
+    plans (gpu "") are the rows kernel at 8 warps throughout."""
+    def fwd(M, N, log, gpu, dtype="bfloat16", force=None):
+        return dispatch.plan_forward(M, N, N, N, dtype, log, 132, force, gpu=gpu)
+
+    assert dispatch.ROWS_PEELED16_FWD_WARPS == dispatch.ROWS_PEELED16_FWD_COOP == {}
+    for M, N, log, dtype in ((8191, 16385, False, "bfloat16"), (1024, 16385, True, "float16"),
+                             (3167, 12289, False, "bfloat16"), (1319, 9001, True, "bfloat16"),
+                             (264, 16391, False, "float16")):
+        (rules,), (tuned,) = fwd(M, N, log, "", dtype), fwd(M, N, log, "H200", dtype)
+        assert rules.kernel == tuned.kernel == "softmax_fwd_rows" and tuned.kwargs["PEEL"], (M, N, log)
+        assert (rules.kwargs["num_warps"], tuned.kwargs["num_warps"]) == (8, 16), (M, N, log)
+        assert {**tuned.kwargs, "num_warps": 0} == {**rules.kwargs, "num_warps": 0} and tuned.grid == rules.grid
+    for M, N, log in ((8191, 16385, True), (1320, 16385, True), (1584, 9001, True), (4224, 8191, True),
+                      (16384, 5001, True), (3168, 12289, False), (14913, 9001, False), (16384, 5001, False),
+                      (4224, 7679, False)):
+        (rules,), tuned = fwd(M, N, log, ""), fwd(M, N, log, "H200")
+        assert rules.kernel == "softmax_fwd_rows" and rules.kwargs["num_warps"] == 8, (M, N, log)
+        assert tuned == fwd(M, N, log, "H200", force="coop") and tuned[-1].kwargs["PEEL"], (M, N, log)
+    for M, N, log in ((8191, 8191, False), (16384, 7681, False), (4223, 7679, False), (65536, 4001, True),
+                      (4223, 5001, True)):
+        (rules,), (tuned,) = fwd(M, N, log, ""), fwd(M, N, log, "H200")
+        assert tuned == rules and tuned.kwargs["PEEL"], (M, N, log)
+
+
+@pytest.mark.parametrize("M,N,log,kernel", [(24, 12289, False, "rows"), (64, 12289, False, "coop"),
+                                            (24, 12289, True, "coop"), (64, 5001, False, "coop")])
+def test_rows_peeled16_forward_rules_run(torch_device, M, N, log, kernel):
+    """The H200's peeled 16-bit forward plans (ROWS_PEELED16_FWD_*: rows at 16 warps in 16384 lanes, the
+    cooperative plan where there are many rows, here planned for two SMs) on rows that start at every offset of
+    a 16-byte vector: y right against float64."""
+    dtype = "float16"
+    plan = dispatch.plan_forward(M, N, N, N, dtype, log, 2, gpu="H200")
+    assert plan[-1].kernel == f"softmax_fwd_{kernel}" and plan[-1].kwargs["PEEL"]
+    assert kernel == "coop" or plan[-1].kwargs["num_warps"] == 16
+    x = _random((M, N), dtype, torch_device, seed=N + log)
+    y = _run(plan, {"x": x}, dtype, torch_device, (M, N))
+    ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), log=log), dtype, "peeled forward")
+
+
+def test_rows_bwd16_reload_rules():
+    """The H200's 16-bit softmax backward of aligned rows: of ROWS_BWD16_RELOAD_MAX_N values or fewer that the
+    rules give the cooperative kernel, one row a program at 32 warps, reloading, under a cap of
+    ROWS_BWD16_RELOAD_REGS registers (ROWS_BWD16_RELOAD_*), at ROWS_BWD16_RELOAD_MIN_PER_SM rows an SM and more
+    and where the launcher can cap registers; with a tail of 512 or 1024 lanes past 16384, reloading
+    (ROWS_TAIL16_BWD_RELOAD). The log_softmax's, fewer rows, longer, peeled or float32 rows and the H100 keep their
+    plans."""
+    wide = dispatch.GPU_CONSTANTS["H200"]["ROWS_BWD16_RELOAD_MAX_N"]
+    assert dispatch.ROWS_BWD16_RELOAD_MAX_N == 0 and 29440 < wide < 32000
+    per_sm = dispatch.ROWS_BWD16_RELOAD_MIN_PER_SM
+
+    def bwd(M, N, gpu, dtype="bfloat16", log=False, register_cap=True):
+        return dispatch.plan_backward(M, N, N, N, N, dtype, log, 132, gpu=gpu, register_cap=register_cap)
+
+    for M, N, dtype in ((4559, 29440, "bfloat16"), (per_sm * 132, wide, "float16"), (6710, 20000, "bfloat16"),
+                        (7710, 17416, "float16")):
+        (l,) = bwd(M, N, "H200", dtype)
+        assert bwd(M, N, "", dtype)[-1].kernel in ("softmax_bwd_coop", "softmax_bwd_pipe"), (M, N)
+        assert l.kernel == "softmax_bwd_rows" and l.grid == (M,) and not l.kwargs["PEEL"], (M, N)
+        assert {k: l.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "TAIL_N", "num_warps", "maxnreg", "RELOAD")} == dict(
+            BLOCK_M=1, BLOCK_N=32768, TAIL_N=0, num_warps=32, maxnreg=dispatch.ROWS_BWD16_RELOAD_REGS, RELOAD=True)
+    for M, N, kw in ((4096, 32000, {}), (per_sm * 132 - 1, 29440, {}), (4559, 29440, dict(log=True)),
+                     (4559, 29440, dict(register_cap=False)), (2279, 29440, dict(dtype="float32"))):
+        assert bwd(M, N, "H200", **kw) == bwd(M, N, "", **kw), (M, N, kw)
+    (peeled,) = bwd(4559, 29441, "H200")  # ROWS_PEELED16_BWD_RELOAD's, at the rules' 8 warps, uncapped
+    assert peeled.kwargs["PEEL"] and peeled.kwargs["num_warps"] == 8 and "maxnreg" not in peeled.kwargs
+    assert bwd(8183, 16392, "H200") == bwd(8183, 16392, "") and bwd(8000, 16640, "H200") == bwd(8000, 16640, "")
+    for M, N, dtype in ((7944, 16896, "bfloat16"), (7800, 17152, "float16"), (7710, 17408, "bfloat16")):
+        (rules,), (tuned,) = bwd(M, N, "", dtype), bwd(M, N, "H200", dtype)
+        assert "RELOAD" not in rules.kwargs and tuned.kwargs["RELOAD"] is True and rules.kwargs["TAIL_N"], (M, N)
+        assert {**tuned.kwargs, "RELOAD": 0} == {**rules.kwargs, "RELOAD": 0} and tuned.grid == rules.grid
+        assert bwd(M, N, "H200", dtype, log=True) == bwd(M, N, "", dtype, log=True)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("N", [20000, 16896])
+def test_rows_bwd16_reload_rules_run(torch_device, dtype, N):
+    """The H200's 16-bit softmax backward of wide aligned rows (ROWS_BWD16_RELOAD_*: 48 rows of 20000 values,
+    planned for four SMs) and of rows with a tail (ROWS_TAIL16_BWD_RELOAD: 16384 + 512): dx right against float64."""
+    M = 48
+    (l,) = dispatch.plan_backward(M, N, N, N, N, dtype, False, 4, gpu="H200")
+    assert l.kernel == "softmax_bwd_rows" and l.kwargs["RELOAD"] and l.kwargs["TAIL_N"] == (512 if N == 16896 else 0)
+    x = _random((M, N), dtype, torch_device, seed=N)
+    y = torch.softmax(x.double(), -1).to(DTYPES[dtype])
+    dy = _random((M, N), dtype, torch_device, seed=N + 7)
+    dx = _run((l,), {"y": y, "dy": dy}, dtype, torch_device, (M, N))
+    expected = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=False)
+    ref.assert_close(dx.double().cpu(), expected, dtype, "rows RELOAD", scale_atol=True)
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
