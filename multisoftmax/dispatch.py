@@ -379,8 +379,11 @@ ROWS_PEELED16_FWD_MAX_LANES = MAX_ROWS_BLOCK_N[2]
 # the 16-bit softmax backward of aligned rows of at most ROWS_BWD16_RELOAD_MAX_N values that the rules give the
 # cooperative kernel runs as rows (one a program, 32 warps under a cap of ROWS_BWD16_RELOAD_REGS registers,
 # RELOAD) where there are at least ROWS_BWD16_RELOAD_MIN_PER_SM rows an SM and the launcher can cap registers
-# (H100: never). Measured: bench/DISPATCH.md, ROWS_PEELED16_FWD_WARPS ... ROWS_BWD16_RELOAD_*.
+# (H100: never). ROWS_PEELED16_BWD_WARPS[(lanes, log)] = (num_warps, fill): the backward of peeled 16-bit rows
+# in these lanes of at least `fill` of them at this many warps (H100: none). Measured: bench/DISPATCH.md,
+# ROWS_PEELED16_FWD_WARPS ... ROWS_BWD16_RELOAD_*.
 ROWS_PEELED16_FWD_WARPS: dict = {}
+ROWS_PEELED16_BWD_WARPS: dict = {}
 ROWS_PEELED16_FWD_COOP: dict = {}
 ROWS_TAIL16_BWD_RELOAD: dict = {False: {}, True: {}}
 ROWS_BWD16_RELOAD_MAX_N = 0
@@ -434,6 +437,10 @@ ROWS_FWD32_WIDE_MIN_PER_SM = 12
 #   201.3 -> 186.4 us, 4559 x 29440 193.7 -> 187.4, 6710 x 20000 221.0 -> 212.4; Liger-Kernel's 181.6, 186.3,
 #   187.3), within 0.3% at 32000, 1-2% slower at 32768 and 1-6% slower at 512-1024 rows (those stay); the
 #   log_softmax's 9% slower at 20000 (stays).
+# * ROWS_PEELED16_BWD_WARPS {(16384, True): (32, 0.7)}: with the interleaved edges the peeled 16-bit log_softmax
+#   backward in 16384 lanes (RELOAD) ran 5-14% faster at 32 warps than at 16 from 0.7 of the lanes (bf16 8191 x 16385
+#   217.6 -> 191.2 us, 11184 x 12001 231.2 -> 221.0, 1024 and 264 rows 10-11%), 3.5% slower at 9001 (stays); the
+#   softmax's stays at 8 warps (32: 1.4-1.9x slower).
 GPU_CONSTANTS = {
     "H200": dict(COOP_STAGGER_CYCLES=7200, PIPE32_TAG_MAX_PER_SM=float("inf"),
                  PIPE_PLANS={**PIPE_PLANS, (2, False): (4096, 4, 5), (4, False): (4096, 4, 3)},
@@ -441,7 +448,8 @@ GPU_CONSTANTS = {
                  ROWS_FWD32_WIDE_MIN_N=24577, ROWS_PEELED16_FWD_WARPS={16384: 16},
                  ROWS_PEELED16_FWD_COOP={(16384, False): (24, 15 / 16), (8192, False): (32, 15 / 16),
                                          (16384, True): (10, float("inf")), (8192, True): (32, float("inf"))},
-                 ROWS_TAIL16_BWD_RELOAD={False: {16384: 512}, True: {}}, ROWS_BWD16_RELOAD_MAX_N=31744),
+                 ROWS_TAIL16_BWD_RELOAD={False: {16384: 512}, True: {}}, ROWS_BWD16_RELOAD_MAX_N=31744,
+                 ROWS_PEELED16_BWD_WARPS={(16384, True): (32, 0.7)}),
 }
 
 
@@ -1174,6 +1182,9 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
         reload = (tuned is not None and len(tuned) > 2 and tuned[2]) or wide16 or (itemsize == 2 and edged)
         if wide16:
             BLOCK_M, num_warps, grid = 1, 32, (M,)
+        if peeled and itemsize == 2:  # this GPU's warps for these peeled rows (ROWS_PEELED16_BWD_WARPS)
+            warps, fill = _tuned("ROWS_PEELED16_BWD_WARPS", gpu).get((BLOCK_N, log), (num_warps, 0.0))
+            num_warps = warps if N >= fill * BLOCK_N else num_warps
         meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, **_rows_m(M, BLOCK_M, itemsize, log, False),
                     **({"RELOAD": True} if reload else {}), num_warps=num_warps, num_stages=1,
                     **({"maxnreg": ROWS_BWD16_RELOAD_REGS} if wide16 else {}))
