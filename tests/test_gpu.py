@@ -130,12 +130,6 @@ def test_rows_bwd_one_row_through_both_adapters(dtype, N):
     that start unaligned; 1024: filled), right against float64 through the torch adapter and the JAX
     adapter (jax.vjp), both ops, at an odd row count; and the 16-bit one in 2048 lanes at 8 warps
     (ROWS_BWD16_WIDE_LANES: 2000, 1536)."""
-    import jax
-    import jax.numpy as jnp
-    import numpy as np
-
-    import multisoftmax.jax as mj
-
     M, name = 777, str(dtype).split(".")[-1]
     itemsize = torch.empty((), dtype=dtype).element_size()
     (one,) = dispatch.plan_backward(M, N, N, N, N, name, False, _sms())
@@ -146,18 +140,32 @@ def test_rows_bwd_one_row_through_both_adapters(dtype, N):
     g = torch.Generator(device="cuda").manual_seed(N)
     x = (torch.randn(M, N, device="cuda", generator=g) * 4).to(dtype)
     dy = torch.randn(M, N, device="cuda", generator=g).to(dtype)
+    _check_both_adapters(x, dy, name, f"N={N}")
+
+
+def _check_both_adapters(x, dy, dtype: str, what: str):
+    """x's softmax and log_softmax, forward and backward (dy), through the torch adapter and the JAX adapter
+    (jax.vjp): each right against float64 (`dtype`: x's, by name; `what`: the case, for messages)."""
+    import jax
+    import jax.numpy as jnp
+
+    import multisoftmax.jax as mj
+
     for log, jf in ((False, mj.softmax), (True, mj.log_softmax)):
         y = torch.ops.multisoftmax.softmax_fwd(x, log)
+        expected = (torch.log_softmax if log else torch.softmax)(x.double(), -1).to(x.dtype).double().cpu()
+        ref.assert_close(y.double().cpu(), expected, dtype, f"torch fwd {what} log={log}")
         dx = torch.ops.multisoftmax.softmax_bwd(y, dy, log)
         y64, dy64 = y.double().cpu().numpy(), dy.double().cpu().numpy()
-        ref.assert_close(dx.double().cpu(), ref.softmax_backward(y64, dy64, log=log), name,
-                         f"torch bwd N={N} log={log}", scale_atol=True)
-        xj = jnp.asarray(x.float().cpu().numpy()).astype(jnp.dtype(name))
+        ref.assert_close(dx.double().cpu(), ref.softmax_backward(y64, dy64, log=log), dtype,
+                         f"torch bwd {what} log={log}", scale_atol=True)
+        xj = jnp.asarray(x.float().cpu().numpy()).astype(jnp.dtype(dtype))
         yj, pull = jax.vjp(lambda a: jf(a, -1), xj)
-        (dxj,) = pull(jnp.asarray(dy.float().cpu().numpy()).astype(jnp.dtype(name)))
+        ref.assert_close(np.asarray(yj, np.float64), expected.numpy(), dtype, f"jax fwd {what} log={log}")
+        (dxj,) = pull(jnp.asarray(dy.float().cpu().numpy()).astype(jnp.dtype(dtype)))
         yj64 = np.asarray(yj, np.float64)
-        ref.assert_close(np.asarray(dxj, np.float64), ref.softmax_backward(yj64, dy64, log=log), name,
-                         f"jax bwd N={N} log={log}", scale_atol=True)
+        ref.assert_close(np.asarray(dxj, np.float64), ref.softmax_backward(yj64, dy64, log=log), dtype,
+                         f"jax bwd {what} log={log}", scale_atol=True)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -235,11 +243,6 @@ def test_h200_rows_rules_through_both_adapters(dtype, per_sm, N, kernels):
     the backward of rows with a tail reloading, the peeled forward at 16 warps or cooperative) at the rows an SM
     that take them, through the torch adapter and the JAX adapter (jax.vjp), both ops: right against float64.
     On another GPU the same shapes run its own plans, checked alike."""
-    import jax
-    import jax.numpy as jnp
-
-    import multisoftmax.jax as mj
-
     M, gpu = per_sm * _sms() + 1, dispatch.tuned_gpu(torch.cuda.get_device_name())
     if gpu == "H200":
         fwd = dispatch.plan_forward(M, N, N, N, dtype, False, _sms(), gpu=gpu)[-1]
@@ -253,21 +256,7 @@ def test_h200_rows_rules_through_both_adapters(dtype, per_sm, N, kernels):
     tdt = getattr(torch, dtype)
     x = (torch.randn(M, N, device="cuda", generator=g) * 4).to(tdt)
     dy = torch.randn(M, N, device="cuda", generator=g).to(tdt)
-    for log, jf in ((False, mj.softmax), (True, mj.log_softmax)):
-        y = torch.ops.multisoftmax.softmax_fwd(x, log)
-        expected = (torch.log_softmax if log else torch.softmax)(x.double(), -1).to(tdt).double()
-        ref.assert_close(y.double().cpu(), expected.cpu(), dtype, f"torch fwd log={log}")
-        dx = torch.ops.multisoftmax.softmax_bwd(y, dy, log)
-        y64, dy64 = y.double().cpu().numpy(), dy.double().cpu().numpy()
-        ref.assert_close(dx.double().cpu(), ref.softmax_backward(y64, dy64, log=log), dtype,
-                         f"torch bwd log={log}", scale_atol=True)
-        xj = jnp.asarray(x.float().cpu().numpy()).astype(jnp.dtype(dtype))
-        yj, pull = jax.vjp(lambda a: jf(a, -1), xj)
-        ref.assert_close(np.asarray(yj, np.float64), expected.cpu().numpy(), dtype, f"jax fwd log={log}")
-        (dxj,) = pull(jnp.asarray(dy.float().cpu().numpy()).astype(jnp.dtype(dtype)))
-        yj64 = np.asarray(yj, np.float64)
-        ref.assert_close(np.asarray(dxj, np.float64), ref.softmax_backward(yj64, dy64, log=log), dtype,
-                         f"jax bwd log={log}", scale_atol=True)
+    _check_both_adapters(x, dy, dtype, f"{M}x{N}")
 
 
 def test_adapters_plan_with_the_gpu_s_tilings(monkeypatch):

@@ -148,11 +148,11 @@ def _edges(row_start, N, VEC: tl.constexpr):
     """Offsets and mask of a PEEL row's edges, 2 * VEC lanes: the head (values before the first
     16-byte boundary, even lanes) and the tail (after the last one, odd lanes).
 
-    Interleaved, not head then tail: offsets that run VEC in a row let Triton 3.6 lay the edges
-    out VEC values a thread, every thread holding a copy (8 loads and 8 values a thread for 16
-    values). Alternate lanes give them one a thread: the H200's 16-bit forward of peeled 16385-value
-    rows at 16 warps then took 61 registers a thread, not 86, and ran 1.7x faster (bench/DISPATCH.md,
-    ROWS_PEELED16_FWD_WARPS)."""
+    Interleaved, not head then tail. Either way Triton 3.6 (the GPU's) loads the edges in the body's
+    layout, VEC values a thread and every thread a copy; with head then tail (offsets that run VEC
+    in a row) it stored them laid out across the warps' rows, interleaved it stores them along a
+    warp's lanes, and the H200's 16-bit forward of peeled 16385-value rows at 16 warps took 61
+    registers a thread, not 86, and ran 1.7x faster (bench/DISPATCH.md, ROWS_PEELED16_FWD_WARPS)."""
     k = tl.arange(0, 2 * VEC)
     start = _base(row_start, True, VEC)
     end = row_start + N
