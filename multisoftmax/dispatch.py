@@ -612,11 +612,14 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool =
     if (bwd_rows and itemsize == 2 and aligned and BLOCK_N == ROWS_BWD16_WIDE_LANES
             and N >= ROWS_BWD_ONE_ROW_FILL * BLOCK_N and BLOCK_M == 1):
         num_warps = ROWS_BWD16_WIDE_WARPS  # the one row a program on 8 values a thread (ROWS_BWD16_WIDE_LANES)
-    # A peeled row: half the warps, the same rows (measured; see PEEL_MIN_N), or this GPU's (ROWS_PEELED16_FWD_WARPS).
+    # A peeled row: half the warps, the same rows (measured; see PEEL_MIN_N), or this GPU's for peeled 16-bit rows
+    # (ROWS_PEELED16_FWD_WARPS, ROWS_PEELED16_BWD_WARPS: the backward's where N fills enough of the lanes).
     if (vec >= 8 or (vec == 4 and num_warps >= 16)) and not (log and not forward and BLOCK_N > 8192):
         num_warps //= 2
-    if forward and vec and itemsize == 2 and not where:
-        num_warps = _tuned("ROWS_PEELED16_FWD_WARPS", gpu).get(BLOCK_N, num_warps)
+    if vec and itemsize == 2 and not where:
+        warps, fill = ((_tuned("ROWS_PEELED16_FWD_WARPS", gpu).get(BLOCK_N, num_warps), 0.0) if forward else
+                       _tuned("ROWS_PEELED16_BWD_WARPS", gpu).get((BLOCK_N, log), (num_warps, 0.0)))
+        num_warps = warps if N >= fill * BLOCK_N else num_warps
     tuned = None if where else _rows_tuned(N, BLOCK_N, TAIL_N, vec, aligned, forward, itemsize, log, gpu)
     if tuned:  # this GPU's tiling of these rows (ROWS_TILINGS)
         BLOCK_M, num_warps = min(tuned[0], triton.next_power_of_2(M)), tuned[1]
@@ -1182,9 +1185,6 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
         reload = (tuned is not None and len(tuned) > 2 and tuned[2]) or wide16 or (itemsize == 2 and edged)
         if wide16:
             BLOCK_M, num_warps, grid = 1, 32, (M,)
-        if peeled and itemsize == 2:  # this GPU's warps for these peeled rows (ROWS_PEELED16_BWD_WARPS)
-            warps, fill = _tuned("ROWS_PEELED16_BWD_WARPS", gpu).get((BLOCK_N, log), (num_warps, 0.0))
-            num_warps = warps if N >= fill * BLOCK_N else num_warps
         meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, **_rows_m(M, BLOCK_M, itemsize, log, False),
                     **({"RELOAD": True} if reload else {}), num_warps=num_warps, num_stages=1,
                     **({"maxnreg": ROWS_BWD16_RELOAD_REGS} if wide16 else {}))
