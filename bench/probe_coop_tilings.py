@@ -12,8 +12,9 @@ kernel time, fresh outputs), --rounds times each:
     dispatch plan in order:
       cCHUNKwWARPS    the cooperative kernel in chunks of exactly CHUNK values at WARPS warps
                       (bench/tune.py's coop_plan: dispatch's rules for every other constexpr);
-      pCHUNKwWARPSxK  the pipelined backward (softmax_bwd_pipe) at CHUNK values, WARPS warps, K programs
-                      an SM (dispatch.PIPE_PLANS's entry for this dtype and op replaced);
+      pCHUNKwWARPSxK  the pipelined kernel (softmax_bwd_pipe, softmax_fwd_pipe) at CHUNK values, WARPS warps,
+                      K programs an SM (dispatch.PIPE_PLANS's or PIPE_FWD_PLANS's entry for this dtype and op
+                      replaced);
       coop / pipe / rows  dispatch's plan of that family (force=), its own constants;
       KEY=VALUE       a constexpr, num_warps or maxnreg (0: no cap) of the (one-launch) plan replaced;
     (a variant dispatch refuses, e.g. more chunks a row than SMs, prints as "refused"; one that does not
@@ -69,10 +70,11 @@ def variant(spec, M, N, dtype, direction, log, sms, gpu):
         if m := re.fullmatch(r"c(\d+)w(\d+)", tok):
             plan = tune.coop_plan(M, N, dtype, direction, sms, int(m[1]), int(m[2]), log)
         elif m := re.fullmatch(r"p(\d+)w(\d+)x(\d+)", tok):
-            pipes = dict(dispatch.PIPE_PLANS)
+            table = "PIPE_FWD_PLANS" if direction == "fwd" else "PIPE_PLANS"
+            pipes = dict(getattr(dispatch, table))
             pipes[(itemsize, log)] = (int(m[1]), int(m[2]), int(m[3]))
-            with mock.patch.object(dispatch, "PIPE_PLANS", pipes):
-                plan = _plan(M, N, dtype, direction, log, sms, "", "pipe")  # PIPE_PLANS, not a GPU's own
+            with mock.patch.object(dispatch, table, pipes):
+                plan = _plan(M, N, dtype, direction, log, sms, "", "pipe")  # the module's table, not a GPU's own
         elif tok in ("coop", "pipe", "rows"):
             plan = _plan(M, N, dtype, direction, log, sms, gpu, tok)
         elif m := re.fullmatch(r"(\w+)=(\d+)", tok):

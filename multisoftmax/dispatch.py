@@ -365,6 +365,15 @@ PIPE16_ANY_GRID_CHUNKS = 128
 PIPE32_MIN_PER_SM = 3
 PIPE32_MIN_CHUNKS = 16
 PIPE32_TAG_MAX_PER_SM = 16
+# PIPE_FWD_*: the pipelined forward (softmax_fwd_pipe: as softmax_bwd_pipe, a persistent program loads and
+# publishes its next chunk's max and sum before it waits for the row of the one it holds) in place of
+# softmax_fwd_coop. PIPE_FWD_PLANS: (itemsize, log) -> (CHUNK_N, num_warps, programs an SM), where it is forced
+# ("pipe") or taken; none for 16-bit types (the kernel holds float32 values, not packed words) or float64. It is
+# taken for rows of at least PIPE_FWD_MIN_CHUNKS chunks of COOP_CHUNK_N in grids of at least PIPE_FWD_MIN_PER_SM[log]
+# of those chunks an SM (H100: never, not measured there). Measured: bench/DISPATCH.md, PIPE_FWD_*.
+PIPE_FWD_PLANS = {(4, False): (4096, 4, 5), (4, True): (4096, 4, 5)}
+PIPE_FWD_MIN_CHUNKS = float("inf")
+PIPE_FWD_MIN_PER_SM = {False: float("inf"), True: float("inf")}
 # Peeled 16-bit rows (PEEL: rows that do not start 16-byte aligned) by the rows kernels, as the H100 ran them:
 # ROWS_PEELED16_BWD_RELOAD[log]: the backward of rows in these lanes (BLOCK_N) reloads y and dy (RELOAD; H100:
 # none, not measured). ROWS_PEELED16_FWD_MAX_LANES: the forward of rows in more lanes runs cooperative (H100:
@@ -441,6 +450,13 @@ ROWS_FWD32_WIDE_MIN_PER_SM = 12
 #   backward in 16384 lanes (RELOAD) ran 5-14% faster at 32 warps than at 16 from 0.7 of the lanes (bf16 8191 x 16385
 #   217.6 -> 191.2 us, 11184 x 12001 231.2 -> 221.0, 1024 and 264 rows 10-11%), 3.5% slower at 9001 (stays); the
 #   softmax's stays at 8 warps (32: 1.4-1.9x slower).
+# * PIPE_FWD_MIN_CHUNKS 64, PIPE_FWD_MIN_PER_SM {softmax: 12, log_softmax: 6}: the float32 forward of rows of 64 or
+#   more chunks pipelined (4096 values at 4 warps, 5 programs an SM: 95-96 registers a thread): 64 x 1048576
+#   softmax 156.7 -> 150.5 us, log_softmax 160.1 -> 148.6; 16 x 1048576 43.7 -> 42.2 and 44.3 -> 41.6; 8 x 1048576
+#   log_softmax 26.2 -> 24.1; within 0.5% at 128 x 524288. Slower, left cooperative: the softmax at 8 x 1048576
+#   (3.8%), both at 4 x 1048576 (4-10%), rows of 48 chunks (160 x 393216: 0-1.5%) and of 32, whose TAG plans ran 7%
+#   ahead (256 x 262144). The 16-bit forward pipelined (packed words, a draft) ran 2-20% behind its cooperative
+#   plans (bf16 128 x 1048576, 512 x 262144, 16 x 1048576, 64 x 256000): not kept.
 GPU_CONSTANTS = {
     "H200": dict(COOP_STAGGER_CYCLES=7200, PIPE32_TAG_MAX_PER_SM=float("inf"),
                  PIPE_PLANS={**PIPE_PLANS, (2, False): (4096, 4, 5), (4, False): (4096, 4, 3)},
@@ -449,7 +465,8 @@ GPU_CONSTANTS = {
                  ROWS_PEELED16_FWD_COOP={(16384, False): (24, 15 / 16), (8192, False): (32, 15 / 16),
                                          (16384, True): (10, float("inf")), (8192, True): (32, float("inf"))},
                  ROWS_TAIL16_BWD_RELOAD={False: {16384: 512}, True: {}}, ROWS_BWD16_RELOAD_MAX_N=31744,
-                 ROWS_PEELED16_BWD_WARPS={(16384, True): (32, 0.7)}),
+                 ROWS_PEELED16_BWD_WARPS={(16384, True): (32, 0.7)}, PIPE_FWD_MIN_CHUNKS=64,
+                 PIPE_FWD_MIN_PER_SM={False: 12, True: 6}),
 }
 
 
@@ -875,9 +892,21 @@ def _pipe(M: int, itemsize: int, log: bool, n_chunks: int, tag: bool, peeled: bo
     return plan if pays else None
 
 
+def _pipe_fwd(M: int, N: int, itemsize: int, log: bool, peeled: bool, align: int, num_sms: int,
+              gpu: str = "") -> tuple | None:
+    """PIPE_FWD_PLANS's (CHUNK_N, num_warps, programs an SM) where the pipelined forward takes the place of
+    the cooperative plan (PIPE_FWD_*; the GPU's, `gpu`), else None: rows `_pipe_rows` takes."""
+    plan = _tuned("PIPE_FWD_PLANS", gpu).get((itemsize, log))
+    n_chunks = _coop_chunks(N, itemsize)[1]
+    if plan is None or not _pipe_rows(itemsize, peeled, align) or n_chunks < _tuned("PIPE_FWD_MIN_CHUNKS", gpu):
+        return None
+    return plan if M * n_chunks >= _tuned("PIPE_FWD_MIN_PER_SM", gpu)[log] * num_sms else None
+
+
 def _pipe_launches(M: int, N: int, strides: tuple, itemsize: int, log: bool, align: int, plan: tuple,
-                   num_sms: int) -> tuple[Launch, ...]:
-    """The pipelined backward (softmax_bwd_pipe) with `plan` (CHUNK_N, num_warps, programs an SM):
+                   num_sms: int, forward: bool = False) -> tuple[Launch, ...]:
+    """The pipelined backward (softmax_bwd_pipe; `forward`: the forward, softmax_fwd_pipe, strides those of
+    x and y) with `plan` (CHUNK_N, num_warps, programs an SM):
     one launch (PHASE 3) or, interpreted, two (PHASE 1 and 2), as `_coop_launches`. Raises
     ValueError where a row has more chunks than its wait allows (2 * min(grid, num_sms * max(1, 8
     // num_warps)): kernels/softmax.py's argument above softmax_bwd_pipe)."""
@@ -887,10 +916,15 @@ def _pipe_launches(M: int, N: int, strides: tuple, itemsize: int, log: bool, ali
     if n_chunks > 2 * min(grid[0], num_sms * max(1, 8 // warps)):
         raise ValueError(f"N={N} needs {n_chunks} chunks of {CHUNK_N}, more than the pipelined kernel's wait allows "
                          f"on {num_sms} SMs at {warps} warps: use the 'coop' family")
-    meta = dict(CHUNK_N=CHUNK_N, BLOCK_C=triton.next_power_of_2(n_chunks), VEC=16 // itemsize, LOG=log, ALIGN=align,
-                PACK=itemsize == 2, BITS=itemsize == 2, DEFER_Y=log, num_warps=warps, num_stages=1)
-    outputs = coop_outputs((M, n_chunks), (M + 2,), "zeros", "dx", (M, N))
+    meta = dict(CHUNK_N=CHUNK_N, BLOCK_C=triton.next_power_of_2(n_chunks), VEC=16 // itemsize, LOG=log, ALIGN=align)
     phases = (1, 2) if kernels.INTERPRETED else (3,)
+    if forward:
+        meta.update(num_warps=warps, num_stages=1)
+        outputs = coop_outputs((M, 2, n_chunks), (M + 2,), "zeros", "y", (M, N))
+        return tuple(Launch("softmax_fwd_pipe", ("x",), (M, N, *strides, n_chunks), outputs, grid,
+                            tuple({**meta, "PHASE": p}.items())) for p in phases)
+    meta.update(PACK=itemsize == 2, BITS=itemsize == 2, DEFER_Y=log, num_warps=warps, num_stages=1)
+    outputs = coop_outputs((M, n_chunks), (M + 2,), "zeros", "dx", (M, N))
     return tuple(Launch("softmax_bwd_pipe", ("y", "dy"), (M, N, *strides, n_chunks), outputs, grid,
                         tuple({**meta, "PHASE": p}.items())) for p in phases)
 
@@ -1025,9 +1059,10 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
                  counters_per_call: bool = False, register_cap: bool = True, gpu: str = "") -> tuple[Launch, ...]:
     """Launches computing y = softmax(x) (log_softmax if `log`) over rows of an M x N view.
 
-    `force` picks a family ("rows", "coop", "online", "split") and `force_peel` the PEEL
-    choice of the rows and coop families regardless of the heuristics: for tests and the
-    benchmark. `counters_per_call`: the launcher zeroes "zeros" and "sync" outputs on every
+    `force` picks a family ("rows", "coop", "online", "split", or "pipe": PIPE_FWD_PLANS's pipelined
+    plan whatever the grid) and `force_peel` the PEEL choice of the rows and coop families
+    regardless of the heuristics: for tests and the benchmark. `counters_per_call`: the launcher
+    zeroes "zeros" and "sync" outputs on every
     call (the JAX adapter without its kept scratch), not once (torch; the JAX adapter's kept
     scratch): see SPLIT_FRESH_FWD_MAX_PER_SM. `register_cap`: the
     launcher can pass Triton's maxnreg option (COOP_X2_CAP_REGS; see plan_backward). `gpu`: the GPU's
@@ -1048,6 +1083,17 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
     fresh = _split_fresh(M, N, itemsize, num_sms, True, True) if counters_per_call and fam == "coop" and not force \
         else None  # the split plan for the JAX adapter
     fam = "split" if fresh else fam
+    # The pipelined kernel where it pays over the cooperative one (PIPE_FWD_*), or where forced ("pipe":
+    # PIPE_FWD_PLANS's plan for the dtype and op, whatever the grid).
+    whole = fam == "pipe" and _pipe_rows(itemsize, peeled, acc["ALIGN"])
+    pipe = (_pipe_fwd(M, N, itemsize, log, peeled, acc["ALIGN"], num_sms, gpu) if fam == "coop" and not force
+            else _tuned("PIPE_FWD_PLANS", gpu).get((itemsize, log)) if whole else None)
+    if pipe:
+        return _pipe_launches(M, N, (stride_xm, stride_ym), itemsize, log, acc["ALIGN"], pipe, num_sms, forward=True)
+    if fam == "pipe":
+        why = "" if whole else " on peeled rows"
+        raise ValueError(f"force='pipe': no pipelined plan for {dtype} {'log_softmax' if log else 'softmax'}{why} "
+                         "(dispatch.PIPE_FWD_PLANS)")
     if fam in ("rows", "coop"):
         acc = dict(PEEL=peeled, VEC=vec, **acc)
     if fam == "rows":

@@ -10,9 +10,13 @@ FORCE_SENT = (("_coop_tag_fwd", lambda *a: None), ("COOP_SENT32_MIN_PER_SM", 0),
 
 def _force(dispatch, names_values, set_attr):
     """Set each (name, value) of `names_values` on `dispatch` (the module) through `set_attr`
-    (pytest's monkeypatch.setattr to have it undone) and clear the plans' caches."""
+    (pytest's monkeypatch.setattr to have it undone), drop a GPU's own values of those names
+    (dispatch.GPU_CONSTANTS) so that the forcing holds on every GPU, and clear the plans' caches."""
     for name, value in names_values:
         set_attr(dispatch, name, value)
+    names = {name for name, _ in names_values}
+    set_attr(dispatch, "GPU_CONSTANTS", {gpu: {k: v for k, v in constants.items() if k not in names}
+                                         for gpu, constants in dispatch.GPU_CONSTANTS.items()})
     dispatch.plan_forward.cache_clear()
     dispatch.plan_backward.cache_clear()
 
@@ -23,9 +27,11 @@ def force_sent(dispatch, set_attr=setattr):
 
 
 # The pipelined backward (softmax_bwd_pipe) wherever PIPE_PLANS has a plan for the dtype and op: any
-# grid, any number of chunks a row, and rows that would wait through TAG on counters instead.
+# grid, any number of chunks a row, and rows that would wait through TAG on counters instead; the
+# pipelined forward (softmax_fwd_pipe) wherever PIPE_FWD_PLANS has one, in place of any cooperative plan.
 FORCE_PIPE = (("PIPE16_MIN_PER_SM", 0), ("PIPE16_MAX_PER_SM", float("inf")), ("PIPE32_MIN_PER_SM", 0),
-              ("PIPE32_MIN_CHUNKS", 0), ("PIPE32_TAG_MAX_PER_SM", float("inf")), ("COOP_TAG_MAX_CHUNKS", 0))
+              ("PIPE32_MIN_CHUNKS", 0), ("PIPE32_TAG_MAX_PER_SM", float("inf")), ("COOP_TAG_MAX_CHUNKS", 0),
+              ("PIPE_FWD_MIN_CHUNKS", 0), ("PIPE_FWD_MIN_PER_SM", {False: 0, True: 0}))
 
 
 def force_pipe(dispatch, set_attr=setattr):

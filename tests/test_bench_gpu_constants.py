@@ -1,6 +1,6 @@
 """dispatch.GPU_CONSTANTS["H200"] against the measurements it was read from (no GPU):
-bench/results/h200/probe_coop_stagger.log and probe_coop_pipe_rule.log (bench/probe_coop_tilings.py), and the
-rows kernels' rules below (RELOAD_LOGS).
+bench/results/h200/probe_coop_stagger.log and probe_coop_pipe_rule.log (bench/probe_coop_tilings.py), the
+rows kernels' rules below (RELOAD_LOGS) and the pipelined forward's (probe_fpipe_rule.log).
 
 Each case there times, on the H200, the launch that dispatch planned before these constants ("dispatch": the
 H100's constants) beside a variant: the cooperative forward's ramp of COOP_STAGGER_CYCLES=7200 cycles, the
@@ -29,7 +29,7 @@ SPREAD = 0.01  # the two rounds of a variant ran up to ~1% apart on the shortest
 
 @functools.cache
 def _parsed(name: str) -> tuple:
-    """A probe_coop_tilings log: ({(dtype, M, N, op, direction): {variant: us}} (the faster round), {case:
+    """A probe_coop_tilings log: ({(dtype, M, N, op, direction): {variant: us}} (the fastest round), {case:
     {description of the plan: variant}}, "dispatch"'s from the case's line, the variants' from their [brackets])."""
     cases, described, case = {}, {}, None
     with open(os.path.join(RESULTS, name)) as f:
@@ -39,11 +39,11 @@ def _parsed(name: str) -> tuple:
                 case = (m[1], int(m[2]), int(m[3]), m[4], m[5])
                 cases[case], described[case] = {}, {m[6].strip(): "dispatch"}
                 continue
-            m = re.match(r"\s+(\S+)\s+([\d.]+)/\s*([\d.]+) us(?: .*?\[(.*)\]$)?", line)
+            m = re.match(r"\s+(\S+)\s+((?:[\d.]+/\s*)+[\d.]+) us(?: .*?\[(.*)\]$)?", line)
             if m and case:
-                cases[case][m[1]] = min(float(m[2]), float(m[3]))
-                if m[4]:
-                    described[case].setdefault(m[4], m[1])
+                cases[case][m[1]] = min(float(v) for v in m[2].split("/"))
+                if m[3]:
+                    described[case].setdefault(m[3], m[1])
     return cases, described
 
 
@@ -66,11 +66,15 @@ def test_logs_have_the_cases():
 def test_stagger_case(case):
     """Every case of the log ramps on the H200 by its COOP_STAGGER_CYCLES, and none ran slower for it
     beyond the rounds' spread; but the float32 forwards of 29440-32768 values, rows there now (ROWS_FWD32_WIDE_*,
-    held below to probe_rows_fwd32_wide.log)."""
+    held below to probe_rows_fwd32_wide.log), and of 1048576 values in larger grids, pipelined there now
+    (PIPE_FWD_*, held below to probe_fpipe_rule.log)."""
     us = _cases("probe_coop_stagger.log")[case]
+    dtype, M, N, op, direction = case
     if _h200(case).kernel == "softmax_fwd_rows":  # the float32 forward's wide rows: no longer cooperative there
-        dtype, M, N, op, direction = case
         assert dtype == "float32" and N >= dispatch.GPU_CONSTANTS["H200"]["ROWS_FWD32_WIDE_MIN_N"], case
+        return
+    if _h200(case).kernel == "softmax_fwd_pipe":  # the float32 forward's long rows: no longer cooperative there
+        assert dtype == "float32" and N >= 64 * 8192 and direction == "fwd", case
         return
     kw = _h200(case).kwargs
     assert kw["STAGGER"] == dispatch.GPU_CONSTANTS["H200"]["COOP_STAGGER_CYCLES"] == 7200, case
@@ -194,3 +198,36 @@ def test_reload_rules_gain():
     assert all(statistics.geometric_mean(g) > (1.02 if rule[0] in ("rows", "wide16", "warps") else 1.03)
                for rule, g in gains.items()), gains
     assert all(max(g) > 1.15 for rule, g in gains.items() if rule[0] == "coop"), gains
+
+
+# The pipelined forward (GPU_CONSTANTS["H200"]'s PIPE_FWD_MIN_CHUNKS and PIPE_FWD_MIN_PER_SM), held to
+# probe_fpipe_rule.log: each case's cooperative plan ("dispatch", the H200's plan before the rule) beside
+# PIPE_FWD_PLANS' pipelined plan ("pipe") and one of fewer programs an SM, three rounds each.
+def test_pipe_fwd_log_has_the_cases():
+    cases = _cases("probe_fpipe_rule.log")
+    assert len(cases) == 16 and all(set(us) == {"dispatch", "pipe", "p4096w4x4"} for us in cases.values())
+
+
+@pytest.mark.parametrize("case", sorted(_cases("probe_fpipe_rule.log")), ids=lambda c: "-".join(map(str, c)))
+def test_pipe_fwd_case(case):
+    """The H200's plan for each case is the log's "pipe" (PIPE_FWD_PLANS' pipelined forward, at its grid) where that
+    ran no slower than the cooperative plan beyond the spread, else the cooperative plan ("dispatch"), where the
+    pipelined one was not 2% ahead."""
+    us, variant = _cases("probe_fpipe_rule.log")[case], _h200_variant("probe_fpipe_rule.log", case)
+    if variant == "pipe":
+        assert us["pipe"] <= us["dispatch"] * (1 + SPREAD), (case, us)
+    else:
+        assert variant == "dispatch", (case, "the H200's plan is none the log ran")
+        assert us["pipe"] > us["dispatch"] / 1.02, (case, "ran 2% ahead, not taken", us)
+
+
+def test_pipe_fwd_gains():
+    """Where the H200 takes the pipelined forward it ran ahead of the cooperative plan by >= 2% (geomean), each
+    op, and >= 6% somewhere (the log_softmax of 8 to 64 rows of 1048576 values)."""
+    gains = {}
+    for case, us in _cases("probe_fpipe_rule.log").items():
+        if _h200_variant("probe_fpipe_rule.log", case) == "pipe":
+            gains.setdefault(case[3], []).append(us["dispatch"] / us["pipe"])
+    assert set(gains) == {"softmax", "log_softmax"} and len(gains["softmax"]) == 4 and len(gains["log_softmax"]) == 5
+    assert all(statistics.geometric_mean(g) > 1.02 for g in gains.values()), gains
+    assert max(gains["log_softmax"]) > 1.06, gains

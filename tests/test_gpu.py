@@ -376,25 +376,33 @@ from multisoftmax import dispatch, launch
 
 force_pipe(dispatch)
 sms = torch.cuda.get_device_properties(0).multi_processor_count
+gpu = dispatch.tuned_gpu(torch.cuda.get_device_name())
 M, N = 3 * sms, 20000  # 5 or 10 chunks a row: rows complete fast, many of them a launch
 g = torch.Generator(device="cuda").manual_seed(11)
 cases = []
 for dtype, name in ((torch.float32, "float32"), (torch.bfloat16, "bfloat16")):
     for log in ((False, True) if name == "float32" else (False,)):
         assert dispatch.plan_backward(M, N, N, N, N, name, log, sms)[-1].kernel == "softmax_bwd_pipe", (name, log)
+        fwd = dispatch.plan_forward(M, N, N, N, name, log, sms, gpu=gpu)[-1].kernel
+        assert (fwd == "softmax_fwd_pipe") == (name == "float32"), (name, log, fwd)
         x = (torch.randn(M, N, device="cuda", generator=g) * 3).to(dtype)
         y = torch.ops.multisoftmax.softmax_fwd(x, log)
-        cases.append((name, log, y, torch.randn(M, N, device="cuda", generator=g).to(dtype)))
+        cases.append((name, log, x, y, torch.randn(M, N, device="cuda", generator=g).to(dtype)))
 launches, t0 = 0, time.time()
 while time.time() - t0 < SECONDS:
-    for name, log, y, dy in cases:
+    for name, log, x, y, dy in cases:
         torch.ops.multisoftmax.softmax_bwd(y, dy, log)
         launches += 1
+        if name == "float32":  # the pipelined forward
+            torch.ops.multisoftmax.softmax_fwd(x, log)
+            launches += 1
     torch.cuda.synchronize()
-for name, log, y, dy in cases:
+for name, log, x, y, dy in cases:
     dx = torch.ops.multisoftmax.softmax_bwd(y, dy, log)
     want = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=log)
     ref.assert_close(dx.double().cpu(), want, name, f"{name} log={log}", scale_atol=True)
+    ref.assert_close(torch.ops.multisoftmax.softmax_fwd(x, log).double().cpu(),
+                     ref.softmax(x.double().cpu().numpy(), log=log), name, f"{name} log={log} forward")
 torch.cuda.synchronize()
 assert all(int(t.abs().sum()) == 0 for ts in launch._COUNTERS.values() for t in ts), "counters left set"
 print(launches)
@@ -402,11 +410,35 @@ print(launches)
 
 
 def test_pipelined_backward_many_launches_subprocess():
-    """The pipelined backward (softmax_bwd_pipe), forced on a grid of many short rows, launched back
-    to back for 20 s (float32 softmax and log_softmax, bfloat16 softmax; in the GPU suite, beside
-    the other workers' kernels), in a child process with a time limit: it must never hang, stays
-    right, and leaves its counters (rows, ticket, exit) at zero."""
-    assert _launches_back_to_back(_PIPE_STRESS, "pipelined backward") > 1000
+    """The pipelined backward (softmax_bwd_pipe) and forward (softmax_fwd_pipe, float32), forced on a grid of
+    many short rows, launched back to back for 20 s (float32 softmax and log_softmax, bfloat16 softmax; in the GPU
+    suite, beside the other workers' kernels), in a child process with a time limit: they must never hang, stay
+    right, and leave their counters (rows, ticket, exit) at zero."""
+    assert _launches_back_to_back(_PIPE_STRESS, "pipelined backward and forward") > 1000
+
+
+def test_pipelined_forward_through_both_adapters(monkeypatch):
+    """The pipelined forward (softmax_fwd_pipe: dispatch.PIPE_FWD_*), right against float64 through the torch
+    adapter and the JAX adapter, both ops, forward and backward: float32 rows of 1048576 values (16 rows: the
+    H200's rule takes both ops; 8: the log_softmax's only) and rows of 524288 values 524352 apart (a slice of a
+    wider tensor) with a NaN, a +inf, an all -inf row but one value and values of 1e30 in magnitude. On the H200
+    the plans are its own (GPU_CONSTANTS); elsewhere the forward is forced (tests/forced_plans.py)."""
+    gpu = dispatch.tuned_gpu(torch.cuda.get_device_name())
+    if gpu != "H200":
+        from forced_plans import force_pipe
+
+        force_pipe(dispatch, monkeypatch.setattr)
+    g = torch.Generator(device="cuda").manual_seed(23)
+    for M, N, stride in ((16, 1048576, 1048576), (8, 1048576, 1048576), (24, 524288, 524352)):
+        x = (torch.randn(M, stride, device="cuda", generator=g) * 3)[:, :N]
+        if stride != N:
+            x[1, 5], x[2, 7], x[3] = float("nan"), float("inf"), -float("inf")
+            x[3, N - 3], x[4] = 2.0, x[4] * 1e29
+        for log in (False, True):
+            kernel = dispatch.plan_forward(M, N, stride, N, "float32", log, _sms(), gpu=gpu)[-1].kernel
+            assert kernel == ("softmax_fwd_coop" if gpu == "H200" and (M, log) == (8, False) else "softmax_fwd_pipe")
+        dy = torch.randn(M, N, device="cuda", generator=g)
+        _check_both_adapters(x, dy, "float32", f"{M}x{N} stride {stride}")
 
 
 def test_cooperative_plans_in_a_green_context():

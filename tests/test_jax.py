@@ -742,10 +742,10 @@ def test_keyed_partials_forward(monkeypatch, dtype):
 
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
 def test_pipelined_backward(monkeypatch, dtype):
-    """The pipelined backward (softmax_bwd_pipe; dispatch.PIPE_*), forced on a small grid, through the
-    JAX adapter (its counters kept on a GPU, zeroed for each call in the interpreter): the forward and
-    its vjp match float64, twice over, where PIPE_PLANS has a plan (the bfloat16 log_softmax keeps the
-    cooperative kernel)."""
+    """The pipelined backward (softmax_bwd_pipe; dispatch.PIPE_*) and forward (softmax_fwd_pipe, float32;
+    PIPE_FWD_*), forced on a small grid, through the JAX adapter (its counters kept on a GPU, zeroed for each
+    call in the interpreter): the forward and its vjp match float64, twice over, where PIPE_PLANS has a plan
+    (the bfloat16 log_softmax keeps the cooperative kernel; the bfloat16 forward too)."""
     from forced_plans import force_pipe
     from multisoftmax import dispatch
 
@@ -759,9 +759,12 @@ def test_pipelined_backward(monkeypatch, dtype):
         for ours, _, log in OPS:
             plan = dispatch.plan_backward(M, N, N, N, N, name, log, sms, counters_per_call=True)
             assert (plan[-1].kernel == "softmax_bwd_pipe") == (dtype == jnp.float32 or not log), plan[-1].kernel
+            fwd = dispatch.plan_forward(M, N, N, N, name, log, sms, counters_per_call=True, gpu=mj._gpu())[-1]
+            assert (fwd.kernel == "softmax_fwd_pipe") == (dtype == jnp.float32), fwd.kernel
             _vjp_matches_twice(ours, log, x, dy, name, "pipelined")
     finally:
         monkeypatch.undo()
+        dispatch.plan_forward.cache_clear()
         dispatch.plan_backward.cache_clear()
         jax.clear_caches()
 

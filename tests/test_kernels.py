@@ -884,6 +884,80 @@ def test_pipe_rule():
         bwd(4, 1048576, "bfloat16", True, force="pipe")
 
 
+def test_pipe_fwd_rule():
+    """PIPE_FWD_*: the pipelined forward takes the cooperative plan's place on the H200 (GPU_CONSTANTS) for the
+    float32 forward of rows of 64 chunks of COOP_CHUNK_N and more, from 12 chunks an SM (softmax) or 6
+    (log_softmax), in both adapters' planning; never on the H100 (the module's constants), for 16-bit types,
+    float64, peeled rows, TAG's rows of fewer chunks or forced families. Forced ("pipe"), it runs PIPE_FWD_PLANS'
+    plan whatever the grid, and refuses what it has no plan for."""
+    def fwd(M, N, dtype="float32", log=False, gpu="H200", stride=None, **k):
+        s = stride or N
+        return dispatch.plan_forward.__wrapped__(M, N, s, s, dtype, log, 132, gpu=gpu, **k)
+
+    def pipe(plan):
+        return plan[-1].kernel == "softmax_fwd_pipe"
+
+    for log in (False, True):
+        for M, N in ((16, 1048576), (64, 1048576), (32, 524288), (128, 524288), (1024, 1048576)):
+            assert pipe(fwd(M, N, log=log)) and pipe(fwd(M, N, log=log, counters_per_call=True)), (M, N, log)
+            assert not pipe(fwd(M, N, log=log, gpu="")), (M, N, log)
+            for dtype in ("bfloat16", "float16", "float64"):
+                assert not pipe(fwd(M, N, dtype, log)), (M, N, dtype, log)
+            assert not pipe(fwd(M, N, log=log, force="coop")), (M, N, log)
+        for M, N in ((4, 1048576), (2, 1048576), (160, 393216), (256, 262144), (64, 256000), (16, 1048573)):
+            assert not pipe(fwd(M, N, log=log)), (M, N, log)  # few chunks an SM, rows of < 64 chunks, peeled
+        assert not pipe(fwd(16, 1048572, log=log, stride=1048574))  # rows 8 bytes apart: peeled
+    assert pipe(fwd(8, 1048576, log=True)) and not pipe(fwd(8, 1048576))  # 7.8 chunks an SM
+    launch = fwd(16, 1048576)[-1]
+    assert launch.grid == (5 * 132,) and (launch.kwargs["CHUNK_N"], launch.kwargs["num_warps"]) == (4096, 4)
+    assert launch.kwargs["BLOCK_C"] == 256 and launch.kwargs["ALIGN"] == 16
+    assert [o[2] for o in launch.outputs] == ["init", "acc", "zeros", "io"] and launch.outputs[1][1] == (16, 2, 256)
+    assert launch.outputs[2][1] == (18,) and dispatch.cooperative((launch,))
+    forced = fwd(3, 20000, gpu="", force="pipe")[-1]  # any grid; 5 chunks of 4096, the last partial
+    assert forced.kernel == "softmax_fwd_pipe" and forced.grid == (15,) and forced.kwargs["BLOCK_C"] == 8
+    for dtype in ("bfloat16", "float64"):
+        with pytest.raises(ValueError, match="no pipelined plan for .*PIPE_FWD_PLANS"):
+            fwd(4, 1048576, dtype, force="pipe")
+    with pytest.raises(ValueError, match="on peeled rows"):
+        fwd(4, 1048573, force="pipe")
+    with pytest.raises(ValueError, match="wait allows"):  # rows of more chunks than the wait allows
+        fwd(4, 3 * 2**20, force="pipe")
+
+
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+@pytest.mark.parametrize("M,N,pad", [(3, 200, 0), (2, 132, 4), (5, 64, 0), (1, 8, 0)])
+def test_pipe_forward(forced_family, torch_device, monkeypatch, log, M, N, pad):
+    """The pipelined forward (softmax_fwd_pipe) forced on small grids through the torch adapter: 4 programs
+    taking items in turn, chunks of 64 values (a partial last one), x a slice of rows padded to a wider stride;
+    a row whose first chunk is all -inf (all but its last value where the row is one chunk), a row all -inf
+    but one value, a NaN and a +inf (those rows NaN), values of 1e30 in magnitude; against float64; x not
+    modified."""
+    from forced_plans import force_pipe
+
+    forced_family("coop")
+    force_pipe(dispatch, monkeypatch.setattr)
+    monkeypatch.setattr(dispatch, "PIPE_FWD_PLANS", {(4, lg): (64, 4, 1) for lg in (False, True)})
+    monkeypatch.setattr(dispatch, "GPU_CONSTANTS", {})  # on a GPU with its own PIPE_FWD_* the adapter too
+    x = _random((M, N + pad), "float32", torch_device, seed=M * 59 + N + log)[:, :N] * 3
+    x[0, :min(64, N - 1)] = -float("inf")
+    if M > 2:
+        x[1] = -float("inf")
+        x[1, N // 2] = -3.0
+        x[2, N - 1] = float("nan")
+    if M > 4:
+        x[3, 1] = float("inf")
+        x[4] *= 1e29
+    sms = multisoftmax.torch._num_programs_hint(x)
+    plan = dispatch.plan_forward(M, N, x.stride(0), N, "float32", log, sms)
+    assert plan[-1].kernel == "softmax_fwd_pipe" and plan[-1].grid == (min(M * triton.cdiv(N, 64), sms),)
+    before = x.clone()
+    y = torch.ops.multisoftmax.softmax_fwd(x, log)
+    assert torch.equal(x.nan_to_num(), before.nan_to_num()) and y.is_contiguous()
+    ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), log=log), "float32", "pipelined fwd")
+    if M > 4:
+        assert torch.isnan(y[2]).all() and torch.isnan(y[3]).all() and not torch.isnan(y[[0, 1, 4]]).any()
+
+
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
 @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
 @pytest.mark.parametrize("M,N,pad", [(3, 200, 0), (2, 130, 6), (5, 64, 0)])
@@ -1192,7 +1266,7 @@ def test_coop_refuses_more_than_one_chunk_per_sm():
 
 def test_kernels_compile_for_sm90_subprocess():
     """Compile one plan of each family for sm_90 in a fresh interpreter-free process, plans
-    under a register cap (their PTX carries the .maxnreg directive), the pipelined backward's, and the rows
+    under a register cap (their PTX carries the .maxnreg directive), the pipelined backward's and forward's, and the rows
     backward's that reload (RELOAD; and those that leave the constexpr out: its default)."""
     out = run_uninterpreted(
         "import sys; sys.path.insert(0, 'tests'); import compile_check as c; from multisoftmax import dispatch\n"
@@ -1211,6 +1285,10 @@ def test_kernels_compile_for_sm90_subprocess():
         "for M, N, dt, log in [(16, 2**20, 'bfloat16', False), (64, 2**20, 'float32', False),\n"
         "                      (64, 2**20, 'float32', True)]:\n"
         "    (p,) = c.compile_launches(dispatch.plan_backward(M, N, N, N, N, dt, log, 132), dt)  # PIPE_*\n"
+        "    print('pipe', p.name)\n"
+        "for log in (False, True):  # PIPE_FWD_* (the H200's rule; the H100's plans never take it)\n"
+        "    (p,) = c.compile_launches(dispatch.plan_forward(64, 2**20, 2**20, 2**20, 'float32', log, 132, gpu='H200'),\n"
+        "                              'float32')\n"
         "    print('pipe', p.name)\n"
         "for M, N, dt, table, cols in [(32768, 2048, 'bfloat16', False, True), (4096, 781, 'float64', True, False),\n"
         "                              (64, 128256, 'bfloat16', False, True), (8, 300000, 'float32', True, False),\n"
@@ -1240,6 +1318,7 @@ def test_kernels_compile_for_sm90_subprocess():
     assert out.returncode == 0 and "compiled" in out.stdout, out.stderr[-3000:]
     assert f"'.maxnreg {dispatch.COOP_CAP32_REGS}'" in out.stdout, out.stdout
     assert out.stdout.count("pipe softmax_bwd_pipe") == 3, out.stdout
+    assert out.stdout.count("pipe softmax_fwd_pipe") == 2, out.stdout
     # the packed cooperative where forward's mask words by byte permutes (kernels/where.py `_keep_words`)
     pack = [line.split() for line in out.stdout.splitlines() if line.startswith("pack ")]
     assert [r[1] for r in pack] == ["128256", "50257", "40", "45"] and all(int(r[2]) > 0 for r in pack), out.stdout
@@ -2100,9 +2179,9 @@ def test_gpu_constants_rule():
             (lambda gpu: dispatch.plan_backward(M, N, N, N, N, dtype, log, 132, gpu=gpu))
         return make(""), make("H200")  # (interpreted: PHASE 1 and 2, alike but PHASE)
 
-    for M, N, dtype in ((128, 1048576, "bfloat16"), (64, 1048576, "float32"), (16, 1048576, "float32"),
+    for M, N, dtype in ((128, 1048576, "bfloat16"), (64, 393216, "float32"), (160, 393216, "float32"),
                         (2048, 65536, "bfloat16"), (256, 256000, "float16"), (64, 128256, "float32")):
-        for log in (False, True):
+        for log in (False, True):  # (float32 rows of 64 chunks and more in larger grids pipe: test_pipe_fwd_rule)
             rules, tuned = (p[-1] for p in plans(M, N, dtype, log, True))
             assert tuned.kernel == "softmax_fwd_coop" and rules.kwargs["STAGGER"] == dispatch.COOP_STAGGER_CYCLES
             assert tuned.kwargs["STAGGER"] == h200["COOP_STAGGER_CYCLES"], (M, N, dtype, log)

@@ -1381,3 +1381,92 @@ def softmax_bwd_pipe(
             else:
                 _pipe_finish(y_ptr, dx_ptr, part_ptr, count_ptr, t, total, n_chunks, N, stride_ym, stride_dxm, y, dy,
                              io_ty, CHUNK_N, BLOCK_C, VEC, ALIGN, PACK, LOG, BITS, DEFER_Y, PHASE)
+
+
+@triton.jit
+def _fpipe_publish(part_ptr, count_ptr, t, n_chunks, x, PHASE: tl.constexpr):
+    """Item t's partials from its chunk `x` (float32, masked values -inf) into part (M, 2, n_chunks): its max
+    (-inf for an all -inf chunk, whose sum is 0, as softmax_fwd_coop publishes it) and its sum of exp(x - max);
+    then (PHASE 3) its arrival at its row's counter, released after the CTA barrier (as `_pipe_publish`)."""
+    row = (t // n_chunks).to(tl.int64)
+    m_own = tl.max(x, axis=0)
+    m_own = tl.where(m_own == -float("inf"), 0.0, m_own)
+    s_own = tl.sum(tl.exp(x - m_own), axis=0)
+    part_row = part_ptr + row * 2 * n_chunks
+    tl.store(part_row + t % n_chunks, tl.where(s_own == 0.0, -float("inf"), m_own))
+    tl.store(part_row + n_chunks + t % n_chunks, s_own)
+    if PHASE == 3:
+        tl.debug_barrier()
+        tl.atomic_add(count_ptr + row, 1, sem="release", scope="gpu")
+
+
+@triton.jit
+def _fpipe_finish(y_ptr, part_ptr, count_ptr, t, n_chunks, N, stride_ym, x, CHUNK_N: tl.constexpr,
+                  BLOCK_C: tl.constexpr, ALIGN: tl.constexpr, LOG: tl.constexpr, PHASE: tl.constexpr):
+    """Item t's y from its held chunk `x` (float32), once (PHASE 3) every chunk of its row has arrived: the
+    row's max m and sum s combined from its partials as softmax_fwd_coop combines them, then y as torch
+    computes it, (x - m) - log(s) or exp(x - m) / s."""
+    row = (t // n_chunks).to(tl.int64)
+    if PHASE == 3:
+        _pipe_wait(count_ptr, row, n_chunks)
+    c = tl.arange(0, BLOCK_C)
+    part_row = part_ptr + row * 2 * n_chunks
+    m_c = tl.load(part_row + c, mask=c < n_chunks, other=-float("inf"), volatile=True)
+    s_c = tl.load(part_row + n_chunks + c, mask=c < n_chunks, other=0.0, volatile=True)
+    m = tl.max(m_c, axis=0)
+    m_safe = tl.where(m == -float("inf"), 0.0, m)
+    s = tl.sum(s_c * tl.exp(m_c - m_safe), axis=0)
+    if LOG:
+        y = (x - m_safe) - tl.log(s)
+    else:
+        y = tl.exp(x - m_safe) * (1.0 / s)
+    cols = (t % n_chunks) * CHUNK_N + tl.arange(0, CHUNK_N)
+    tl.store(y_ptr + row * _aligned(stride_ym, ALIGN) + cols, y.to(y_ptr.dtype.element_ty),
+             mask=cols < _aligned(N, ALIGN))
+
+
+@triton.jit(do_not_specialize=["M", "n_chunks"])
+def softmax_fwd_pipe(
+    x_ptr, M, N, stride_xm, stride_ym, n_chunks, count_init_ptr, part_ptr, count_ptr, y_ptr,
+    CHUNK_N: tl.constexpr, BLOCK_C: tl.constexpr, PHASE: tl.constexpr, VEC: tl.constexpr, LOG: tl.constexpr,
+    ALIGN: tl.constexpr,
+):
+    """The forward as softmax_fwd_coop computes it (partials (M, 2, n_chunks): each chunk's max and sum of
+    exp(x - max); count (M + 2,) int32: row counters, ticket, exit counter, zero at launch and left zero),
+    pipelined on a persistent grid as softmax_bwd_pipe (the section's comment above, which says why every
+    wait ends): a program holds two items (CHUNK_N values of a row each) and loads and publishes the next
+    while it waits for the row of the one it took before. It holds x (float32) across the wait and computes
+    exp(x - m) anew after it, the softmax too: holding exp(x - max) instead ran the float32 softmax 3-6%
+    slower on the H200 (bench/DISPATCH.md, PIPE_FWD_*). Rows unpeeled; float32 arithmetic (no float64;
+    16-bit values are held as float32: no packed words); M and n_chunks are not specialized, as
+    softmax_bwd_pipe's. Interpreted (PHASE 1, then 2) each program takes items program_id, program_id +
+    grid, ... and neither waits nor touches count. dispatch.PIPE_FWD_*: where it pays and its constants."""
+    count_ptr = count_init_ptr  # the scratch is read and written through its input (module docstring)
+    tl.static_assert(x_ptr.dtype.element_ty != tl.float64, "float32 arithmetic: no float64")
+    total = M * n_chunks
+    if PHASE == 3:
+        t = _pipe_take(count_ptr, M, total)
+        x = _pipe_values(x_ptr, t, total, n_chunks, N, stride_xm, -float("inf"), CHUNK_N, VEC, ALIGN, False)
+        if t < total:
+            _fpipe_publish(part_ptr, count_ptr, t, n_chunks, x, PHASE)
+            t2 = _pipe_take(count_ptr, M, total)
+        else:
+            t2 = t
+        while t < total:
+            x2 = _pipe_values(x_ptr, t2, total, n_chunks, N, stride_xm, -float("inf"), CHUNK_N, VEC, ALIGN, False)
+            if t2 < total:
+                _fpipe_publish(part_ptr, count_ptr, t2, n_chunks, x2, PHASE)
+            _fpipe_finish(y_ptr, part_ptr, count_ptr, t, n_chunks, N, stride_ym, x, CHUNK_N, BLOCK_C, ALIGN, LOG,
+                          PHASE)
+            t, x = t2, x2
+            if t < total:  # taken after the stores: no wait lies between a take and its publish
+                t2 = _pipe_take(count_ptr, M, total)
+        _pipe_exit(count_ptr, M)
+    else:
+        for t in range(tl.program_id(0), total, tl.num_programs(0)):
+            x = _pipe_values(x_ptr, t, total, n_chunks, N, stride_xm, -float("inf"), CHUNK_N, VEC, ALIGN, False)
+            if PHASE == 1:
+                _fpipe_publish(part_ptr, count_ptr, t, n_chunks, x, PHASE)
+            else:
+                _fpipe_finish(y_ptr, part_ptr, count_ptr, t, n_chunks, N, stride_ym, x, CHUNK_N, BLOCK_C, ALIGN, LOG,
+                              PHASE)
