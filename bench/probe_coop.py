@@ -2218,10 +2218,11 @@ PIPE_RULE_VARIANTS = {("bfloat16", False): [(4096, 4, 4, 1)], ("float16", False)
                       ("float32", False): [(2048, 4, 5, 1)], ("float32", True): [(4096, 8, 4, 2)]}
 
 
-# PIPEF (scratch kernel softmax_fwd_pipe, registered as softmax_fwd_pipef): the forward pipelined as softmax_bwd_pipe is: each program
-# publishes its next chunk's (max, sum of exp) before it waits for the row of the chunk it holds. x held
-# as words (16-bit) or float32 values; y as exp(x - m) / s or (x - m) - log(s), tl.exp: no MUFU tricks,
-# no POLY, no exact path for large maxima (a probe of the schedule, not of the arithmetic).
+# PIPEF (scratch kernel softmax_fwd_pipe, registered as softmax_fwd_pipef): the forward pipelined as
+# softmax_bwd_pipe is: each program publishes its next chunk's (max, sum of exp) before it waits for the
+# row of the chunk it holds. x held as words (16-bit) or float32 values; y as exp(x - m) / s or
+# (x - m) - log(s), tl.exp: no MUFU tricks, no POLY, no exact path for large maxima (a probe of the
+# schedule, not of the arithmetic).
 PIPEF_SRC = """
 import triton
 import triton.language as tl

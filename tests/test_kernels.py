@@ -1266,8 +1266,8 @@ def test_coop_refuses_more_than_one_chunk_per_sm():
 
 def test_kernels_compile_for_sm90_subprocess():
     """Compile one plan of each family for sm_90 in a fresh interpreter-free process, plans
-    under a register cap (their PTX carries the .maxnreg directive), the pipelined backward's and forward's, and the rows
-    backward's that reload (RELOAD; and those that leave the constexpr out: its default)."""
+    under a register cap (their PTX carries the .maxnreg directive), the pipelined backward's and forward's, and
+    the rows backward's that reload (RELOAD; and those that leave the constexpr out: its default)."""
     out = run_uninterpreted(
         "import sys; sys.path.insert(0, 'tests'); import compile_check as c; from multisoftmax import dispatch\n"
         "for M, N in [(4096, 128), (4096, 65536), (4, 262144), (4096, 4194304)]:\n"
@@ -1287,8 +1287,8 @@ def test_kernels_compile_for_sm90_subprocess():
         "    (p,) = c.compile_launches(dispatch.plan_backward(M, N, N, N, N, dt, log, 132), dt)  # PIPE_*\n"
         "    print('pipe', p.name)\n"
         "for log in (False, True):  # PIPE_FWD_* (the H200's rule; the H100's plans never take it)\n"
-        "    (p,) = c.compile_launches(dispatch.plan_forward(64, 2**20, 2**20, 2**20, 'float32', log, 132, gpu='H200'),\n"
-        "                              'float32')\n"
+        "    plan = dispatch.plan_forward(64, 2**20, 2**20, 2**20, 'float32', log, 132, gpu='H200')\n"
+        "    (p,) = c.compile_launches(plan, 'float32')\n"
         "    print('pipe', p.name)\n"
         "for M, N, dt, table, cols in [(32768, 2048, 'bfloat16', False, True), (4096, 781, 'float64', True, False),\n"
         "                              (64, 128256, 'bfloat16', False, True), (8, 300000, 'float32', True, False),\n"
