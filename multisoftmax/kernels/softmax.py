@@ -53,7 +53,8 @@ Four families, each for softmax (LOG=False) and log_softmax (LOG=True):
   16-bit pairs by one conversion instruction a word (CVT_X2, `_pack_x2`); its first wave (the programs
   the GPU holds at once) may start over a ramp rather than all at once (STAGGER, `_stagger`). The backward of long
   rows in larger grids runs pipelined (``softmax_bwd_pipe``): a persistent grid whose programs
-  load and publish their next chunk before they wait for the row of the chunk they hold.
+  load and publish their next chunk before they wait for the row of the chunk they hold; the
+  float32 forward may run alike (``softmax_fwd_pipe``).
 
 Arithmetic: float16/bfloat16/float32 inputs are computed in float32, float64 in float64
 (ACC_FP64), and the result is stored in the output pointer's dtype.
@@ -1194,7 +1195,8 @@ def softmax_bwd_coop(
 
 
 # --------------------------------------------------------------------------------------
-# The pipelined cooperative backward (softmax_bwd_pipe): a persistent grid whose programs each
+# The pipelined cooperative backward (softmax_bwd_pipe; the forward, softmax_fwd_pipe, at the end of
+# this section, runs alike, a chunk's max and sum for its partial): a persistent grid whose programs each
 # take the next item (ticket), load it and publish its partial, and only then wait for the row
 # of the item they took before, write that item's dx and take the next ticket. So a program
 # holds two items across a wait, and its loads of the newer one are in flight while the older
