@@ -1062,8 +1062,8 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
     `force` picks a family ("rows", "coop", "online", "split", or "pipe": PIPE_FWD_PLANS's pipelined
     plan whatever the grid) and `force_peel` the PEEL choice of the rows and coop families
     regardless of the heuristics: for tests and the benchmark. `counters_per_call`: the launcher
-    zeroes "zeros" and "sync" outputs on every
-    call (the JAX adapter without its kept scratch), not once (torch; the JAX adapter's kept
+    zeroes "zeros" and "sync" outputs on every call (the JAX adapter without its kept scratch),
+    not once (torch; the JAX adapter's kept
     scratch): see SPLIT_FRESH_FWD_MAX_PER_SM. `register_cap`: the
     launcher can pass Triton's maxnreg option (COOP_X2_CAP_REGS; see plan_backward). `gpu`: the GPU's
     key of ROWS_TILINGS and GPU_CONSTANTS (`tuned_gpu`; "": the H100's rules). M and N must be >= 1.

@@ -420,9 +420,10 @@ def test_pipelined_backward_many_launches_subprocess():
 def test_pipelined_forward_through_both_adapters(monkeypatch):
     """The pipelined forward (softmax_fwd_pipe: dispatch.PIPE_FWD_*), right against float64 through the torch
     adapter and the JAX adapter, both ops, forward and backward: float32 rows of 1048576 values (16 rows: the
-    H200's rule takes both ops; 8: the log_softmax's only) and 28 rows of 524288 values 524352 apart (a slice of a
-    wider tensor: 13.6 chunks an SM) with a NaN, a +inf, an all -inf row but one value and values of 1e30 in magnitude. On the H200
-    the plans are its own (GPU_CONSTANTS); elsewhere the forward is forced (tests/forced_plans.py)."""
+    H200's rule takes both ops; 8: the log_softmax's only) and 28 rows of 524288 values 524352 apart (a slice of
+    a wider tensor: 13.6 chunks an SM) with a NaN, a +inf, an all -inf row but one value and values of 1e30 in
+    magnitude. On the H200 the plans are its own (GPU_CONSTANTS); elsewhere the forward is forced
+    (tests/forced_plans.py)."""
     gpu = dispatch.tuned_gpu(torch.cuda.get_device_name())
     if gpu != "H200":
         from forced_plans import force_pipe
