@@ -19,7 +19,8 @@ kernel time, fresh outputs), --rounds times each:
       KEY=VALUE       a constexpr, num_warps or maxnreg (0: no cap) of the (one-launch) plan replaced;
     (a variant dispatch refuses, e.g. more chunks a row than SMs, prints as "refused"; one that does not
     compile or run, e.g. a constexpr the kernel's static asserts refuse, as "failed");
-  * with --peers, torch.softmax (aten's backward) and Liger-Kernel (softmax), where installed.
+  * with --peers, torch.softmax (aten's backward) and Liger-Kernel (softmax), where installed; with --seeds,
+    the seed kernels (bench/seed_kernels.py: forward softmax).
 Each variant's registers a thread (and spills, sN) and, past 2e-2, its largest error relative to
 max(1, |ref|) against float64 over up to 64 rows are printed; GB/s count x and y (backward y, dy and dx)
 at the fastest round. The copy bandwidth of the same run heads the log.
@@ -144,6 +145,7 @@ def main():
     ap.add_argument("--variants", default="", help="';'-separated variants of ','-separated tokens (see above)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--peers", action="store_true", help="time torch.softmax and Liger-Kernel beside")
+    ap.add_argument("--seeds", action="store_true", help="time the seed kernels beside (bench/seed_kernels.py)")
     args = ap.parse_args()
     commit = os.environ.get("COMMIT") or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                                         text=True).stdout.strip()
@@ -161,6 +163,8 @@ def main():
             others.append(peers.liger())
         except ImportError:
             pass
+    if args.seeds:
+        others += [peers.seed001(props.multi_processor_count), peers.seed000(False)]
     specs = [s for s in args.variants.split(";") if s]
     for dtype in args.dtypes.split(","):
         for shape in args.shapes.split(","):
