@@ -4,12 +4,16 @@
 # speed of light, memory, occupancy, launch, warp-state and scheduler sections. The question
 # (NOTES: "T1 margin"): where does the forward of 1M-value rows lose the 10% to the copy?
 #     bash bench/probe_ncu.sh > probe_ncu.log 2>&1
+# DTYPE, M, N and KERNEL (a regex of the adapter's kernel names) pick another case, e.g. the pipelined forward:
+#     DTYPE=float32 M=64 KERNEL=pipe bash bench/probe_ncu.sh > probe_ncu_fpipe.log 2>&1
 set -u
 cd "$(dirname "$0")/.."
 NCU=${NCU:-ncu}
-SCRIPT='
+DTYPE=${DTYPE:-bfloat16} M=${M:-128} N=${N:-1048576} KERNEL=${KERNEL:-coop}
+SCRIPT="
 import torch, multisoftmax.torch as mt
-x = (torch.randn(128, 1048576, device="cuda") * 2).to(torch.bfloat16)
+x = (torch.randn($M, $N, device='cuda') * 2).to(torch.$DTYPE)"
+SCRIPT+='
 y = torch.empty_like(x)
 for _ in range(3):
     mt.softmax(x)
@@ -17,7 +21,7 @@ for _ in range(3):
 torch.cuda.synchronize()
 '
 SECTIONS="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats"
-echo "### the adapter's forward (kernels named *coop*), third launch"
-$NCU -k regex:coop --launch-skip 2 --launch-count 1 $SECTIONS python3 -c "$SCRIPT"
+echo "### $DTYPE $M x $N: the adapter's forward (kernels named *$KERNEL*), third launch"
+$NCU -k regex:"$KERNEL" --launch-skip 2 --launch-count 1 $SECTIONS python3 -c "$SCRIPT"
 echo "### torch's copy_ (kernels named *copy* or *elementwise*), third launch"
 $NCU -k regex:'copy|elementwise' --launch-skip 2 --launch-count 1 $SECTIONS python3 -c "$SCRIPT"
