@@ -107,7 +107,8 @@ def _cols_max_sum(x_cols, stride_xn, lo, hi, n, t_ok, BLOCK_N: tl.constexpr, BLO
 def _cols_combine(m_c, s_c):
     """Each column's max and sum from its chunks' partials m_c, s_c ((BLOCK_C, BLOCK_T), a chunk a
     row): the max of the maxes, the same with 0 where every one is -inf, and the sums rescaled to
-    the latter (an all -inf chunk has sum 0: its term stays 0), three (BLOCK_T,) blocks."""
+    the latter (an all -inf chunk has sum 0: its term stays 0), three (BLOCK_T,) blocks (softmax.py's
+    `_combine`, for a row)."""
     m = tl.max(m_c, axis=0)
     m_safe = tl.where(m == -float("inf"), 0.0, m)
     return m, m_safe, tl.sum(s_c * tl.exp(m_c - m_safe[None, :]), axis=0)

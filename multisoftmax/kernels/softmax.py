@@ -432,6 +432,17 @@ def softmax_fwd_split_stats(
 
 
 @triton.jit
+def _combine(m_c, s_c):
+    """A row's max and sum from its chunks' partials m_c, s_c (1-D: a chunk's max, -inf for an all -inf
+    chunk, and its sum of exp(x - max)): the max of the maxes, the same with 0 where every one is -inf,
+    and the sums rescaled to the latter (an all -inf chunk's sum, 0, stays 0). As columns.py's
+    `_cols_combine`, a column at a time."""
+    m = tl.max(m_c, axis=0)
+    m_safe = tl.where(m == -float("inf"), 0.0, m)
+    return m, m_safe, tl.sum(s_c * tl.exp(m_c - m_safe), axis=0)
+
+
+@triton.jit
 def softmax_fwd_split_norm(
     x_ptr, m_part_ptr, s_part_ptr, M, N, stride_xm, stride_ym, CHUNK, n_chunks, y_ptr,
     BLOCK_N: tl.constexpr, BLOCK_C: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr,
@@ -447,9 +458,7 @@ def softmax_fwd_split_norm(
     c = tl.arange(0, BLOCK_C)
     m_c = tl.load(m_part_ptr + row * n_chunks + c, mask=c < n_chunks, other=-float("inf"))
     s_c = tl.load(s_part_ptr + row * n_chunks + c, mask=c < n_chunks, other=0.0)
-    m = tl.max(m_c, axis=0)
-    m_safe = tl.where(m == -float("inf"), 0.0, m)
-    s = tl.sum(s_c * tl.exp(m_c - m_safe), axis=0)
+    m, _, s = _combine(m_c, s_c)
     cols = tl.arange(0, BLOCK_N)
     x_row = x_ptr + row * stride_xm
     y_row = y_ptr + row * stride_ym
@@ -848,9 +857,7 @@ def softmax_fwd_coop(
             s_c = tl.load(part_row + n_chunks + c, mask=c < n_chunks, other=0.0, volatile=True)
             if PHASE == 3 and not LATE_LEAVE:
                 _leave_row(count_ptr, row, n_chunks)
-        m = tl.max(m_c, axis=0)
-        m_safe = tl.where(m == -float("inf"), 0.0, m)
-        s = tl.sum(s_c * tl.exp(m_c - m_safe), axis=0)
+        _, m_safe, s = _combine(m_c, s_c)
         if LOG:
             log_s = tl.log(s)
             shift = m_safe + log_s  # the packed (16-bit) values' one subtraction
@@ -1406,7 +1413,7 @@ def _fpipe_publish(part_ptr, count_ptr, t, n_chunks, x, PHASE: tl.constexpr):
 def _fpipe_finish(y_ptr, part_ptr, count_ptr, t, n_chunks, N, stride_ym, x, CHUNK_N: tl.constexpr,
                   BLOCK_C: tl.constexpr, ALIGN: tl.constexpr, LOG: tl.constexpr, PHASE: tl.constexpr):
     """Item t's y from its held chunk `x` (float32), once (PHASE 3) every chunk of its row has arrived: the
-    row's max m and sum s combined from its partials as softmax_fwd_coop combines them, then y as torch
+    row's max m and sum s combined from its partials (`_combine`, as softmax_fwd_coop), then y as torch
     computes it, (x - m) - log(s) or exp(x - m) / s."""
     row = (t // n_chunks).to(tl.int64)
     if PHASE == 3:
@@ -1415,9 +1422,7 @@ def _fpipe_finish(y_ptr, part_ptr, count_ptr, t, n_chunks, N, stride_ym, x, CHUN
     part_row = part_ptr + row * 2 * n_chunks
     m_c = tl.load(part_row + c, mask=c < n_chunks, other=-float("inf"), volatile=True)
     s_c = tl.load(part_row + n_chunks + c, mask=c < n_chunks, other=0.0, volatile=True)
-    m = tl.max(m_c, axis=0)
-    m_safe = tl.where(m == -float("inf"), 0.0, m)
-    s = tl.sum(s_c * tl.exp(m_c - m_safe), axis=0)
+    _, m_safe, s = _combine(m_c, s_c)
     if LOG:
         y = (x - m_safe) - tl.log(s)
     else:

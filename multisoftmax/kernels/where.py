@@ -43,7 +43,7 @@ and the strides, so that loads vectorize under jax_triton too.
 import triton
 import triton.language as tl
 
-from .softmax import (COOP_FAST_MAX, LOG2E, _aligned, _base, _bwd_apply, _bwd_terms, _coop_edges, _coop_item,
+from .softmax import (COOP_FAST_MAX, LOG2E, _aligned, _base, _bwd_apply, _bwd_terms, _combine, _coop_edges, _coop_item,
                       _exp2_ftz, _fresh, _leave_row, _pack, _pack_x2, _packed_sum, _tag_gather, _tag_of, _tag_publish,
                       _tag_take, _unpack, _wait_for_row, _words)
 
@@ -466,9 +466,7 @@ def softmax_fwd_coop_where(
                       tag, 2, PHASE, TAG)
     if PHASE >= 2:
         m_c, s_c = _coop_gather(count_ptr, part_row, row, n_chunks, tag, BLOCK_C, 2, PHASE, TAG)
-        m = tl.max(m_c, axis=0)
-        m_safe = tl.where(m == -float("inf"), 0.0, m)  # a fully masked row: every y masked out below
-        s = tl.sum(s_c * tl.exp(m_c - m_safe), axis=0)
+        m, m_safe, s = _combine(m_c, s_c)  # a fully masked row (m_safe 0): every y masked out below
         if not LOG:  # exp(x - m) / s = exp(x - m_own) * (exp(m_own - m) / s), capped at 1 for a chunk of max 0
             # and sum 0 (its e is 0: 0, not 0 * inf)
             scale = tl.minimum(tl.exp(m_own - m_safe), 1.0) / s
