@@ -903,6 +903,26 @@ def _pipe_fwd(M: int, N: int, itemsize: int, log: bool, peeled: bool, align: int
     return plan if M * n_chunks >= _tuned("PIPE_FWD_MIN_PER_SM", gpu)[log] * num_sms else None
 
 
+def _pipe_plan(fam: str, force: str | None, taken, table: str, dtype: str, log: bool, peeled: bool, align: int,
+               gpu: str) -> tuple | None:
+    """The pipelined plan (CHUNK_N, num_warps, programs an SM) of a plan_forward or plan_backward call in family
+    `fam`: `taken()` (the rule's: `_pipe_fwd`, `_pipe`) in place of an unforced cooperative plan; where "pipe" is
+    forced, `table`'s (PIPE_FWD_PLANS or PIPE_PLANS, the GPU's) for the dtype and op, whatever the grid; else
+    None. Raises ValueError where "pipe" is forced and there is no plan, or the rows are not `_pipe_rows`'."""
+    if fam == "coop" and not force:
+        return taken()
+    if fam != "pipe":
+        return None
+    itemsize = ITEMSIZE[dtype]
+    whole = _pipe_rows(itemsize, peeled, align)
+    plan = _tuned(table, gpu).get((itemsize, log)) if whole else None
+    if plan is None:
+        why = "" if whole else " on peeled rows" if peeled else " on 16-bit rows not of whole words"
+        raise ValueError(f"force='pipe': no pipelined plan for {dtype} {'log_softmax' if log else 'softmax'}{why} "
+                         f"(dispatch.{table})")
+    return plan
+
+
 def _pipe_launches(M: int, N: int, strides: tuple, itemsize: int, log: bool, align: int, plan: tuple,
                    num_sms: int, forward: bool = False) -> tuple[Launch, ...]:
     """The pipelined backward (softmax_bwd_pipe; `forward`: the forward, softmax_fwd_pipe, strides those of
@@ -1083,17 +1103,11 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
     fresh = _split_fresh(M, N, itemsize, num_sms, True, True) if counters_per_call and fam == "coop" and not force \
         else None  # the split plan for the JAX adapter
     fam = "split" if fresh else fam
-    # The pipelined kernel where it pays over the cooperative one (PIPE_FWD_*), or where forced ("pipe":
-    # PIPE_FWD_PLANS's plan for the dtype and op, whatever the grid).
-    whole = fam == "pipe" and _pipe_rows(itemsize, peeled, acc["ALIGN"])
-    pipe = (_pipe_fwd(M, N, itemsize, log, peeled, acc["ALIGN"], num_sms, gpu) if fam == "coop" and not force
-            else _tuned("PIPE_FWD_PLANS", gpu).get((itemsize, log)) if whole else None)
+    # The pipelined kernel where it pays over the cooperative one (PIPE_FWD_*), or where forced ("pipe").
+    pipe = _pipe_plan(fam, force, lambda: _pipe_fwd(M, N, itemsize, log, peeled, acc["ALIGN"], num_sms, gpu),
+                      "PIPE_FWD_PLANS", dtype, log, peeled, acc["ALIGN"], gpu)
     if pipe:
         return _pipe_launches(M, N, (stride_xm, stride_ym), itemsize, log, acc["ALIGN"], pipe, num_sms, forward=True)
-    if fam == "pipe":
-        why = "" if whole else " on peeled rows"
-        raise ValueError(f"force='pipe': no pipelined plan for {dtype} {'log_softmax' if log else 'softmax'}{why} "
-                         "(dispatch.PIPE_FWD_PLANS)")
     if fam in ("rows", "coop"):
         acc = dict(PEEL=peeled, VEC=vec, **acc)
     if fam == "rows":
@@ -1203,20 +1217,14 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
     fresh = (_split_fresh(M, N, itemsize, num_sms, False, log or not tag)
              if counters_per_call and fam == "coop" and not force else None)
     fam = "split" if fresh else fam
+    peeled = peel(N, itemsize, acc["ALIGN"], stride_ym == stride_dym == stride_dxm, force_peel)  # as plan_forward's
     if fam in ("rows", "coop", "pipe"):
-        peeled = peel(N, itemsize, acc["ALIGN"], stride_ym == stride_dym == stride_dxm, force_peel)
         acc = dict(PEEL=peeled, VEC=vec, **acc)
-    # The pipelined kernel where it pays over the cooperative one (PIPE_*), or where forced ("pipe":
-    # PIPE_PLANS's plan for the dtype and op, whatever the grid).
-    whole = fam == "pipe" and _pipe_rows(itemsize, peeled, acc["ALIGN"])
-    pipe = (_pipe(M, itemsize, log, n_chunks, tag, peeled, acc["ALIGN"], num_sms, gpu) if fam == "coop" and not force
-            else _tuned("PIPE_PLANS", gpu).get((itemsize, log)) if whole else None)
+    # The pipelined kernel where it pays over the cooperative one (PIPE_*), or where forced ("pipe").
+    pipe = _pipe_plan(fam, force, lambda: _pipe(M, itemsize, log, n_chunks, tag, peeled, acc["ALIGN"], num_sms, gpu),
+                      "PIPE_PLANS", dtype, log, peeled, acc["ALIGN"], gpu)
     if pipe:
         return _pipe_launches(M, N, (stride_ym, stride_dym, stride_dxm), itemsize, log, acc["ALIGN"], pipe, num_sms)
-    if fam == "pipe":
-        why = "" if whole else " on peeled rows or 16-bit rows not of whole words"
-        raise ValueError(f"force='pipe': no pipelined plan for {dtype} {'log_softmax' if log else 'softmax'}{why} "
-                         "(dispatch.PIPE_PLANS)")
     if fam == "rows":
         BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, forward=False, vec=vec if peeled else 0,
                                                               log=log, itemsize=itemsize, aligned=acc["ALIGN"] >= vec,
