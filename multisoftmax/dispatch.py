@@ -304,6 +304,13 @@ COOP_POLY = False
 COOP_CVT_X2 = True
 COOP_X2_CAP_REGS = 64
 COOP_X2_FEW_MAX_PER_SM = 5
+# COOP_X2_PEELED_CAP: the packed softmax forward of peeled rows in TAG's COOP_FWD16_WARPS chunks (CVT_X2,
+# 71 registers a thread uncapped under Triton 3.6 at most N, 7 programs an SM) is compiled under
+# COOP_X2_CAP_REGS (64, no spill: 8 an SM) where the launcher can pass the cap. Off here: the H100 kept
+# those plans uncapped (COOP_CVT_X2's 1-2%, not measured capped); on for the H200 (GPU_CONSTANTS: bf16 4096 x
+# 50257 231.7 -> 219.7 us, 4-7% on every grid of that family; 64 registers uncapped at N = 100001: even).
+# Measured: bench/DISPATCH.md, COOP_X2_PEELED_CAP.
+COOP_X2_PEELED_CAP = False
 # COOP_STAGGER_CYCLES: the cooperative forward's first wave (the programs the GPU holds at once, taken
 # at 64 registers a thread: 32 // num_warps an SM) starts over a ramp of this many SM cycles (8 us at
 # 1.8 GHz; the kernel's STAGGER), where the grid has more programs than that wave. Started at once,
@@ -382,7 +389,7 @@ ROWS_PEELED16_BWD_RELOAD = {False: (), True: ()}
 ROWS_PEELED16_FWD_MAX_LANES = MAX_ROWS_BLOCK_N[2]
 # ROWS_PEELED16_FWD_WARPS[lanes]: the forward of peeled 16-bit rows in these lanes at this many warps, not the
 # halved rule's (H100: none). ROWS_PEELED16_FWD_COOP[(lanes, log)] = (rows an SM, fill): the forward of peeled
-# 16-bit rows in these lanes runs cooperative where there are at least that many rows an SM and N is below `fill`
+# 16-bit rows in these lanes runs cooperative where there are at least that many rows an SM and N is at most `fill`
 # of the lanes (H100: never). ROWS_TAIL16_BWD_RELOAD[log][BLOCK_N] = TAIL_N: the backward of aligned 16-bit rows
 # in BLOCK_N lanes and a tail of at least TAIL_N lanes reloads y and dy (RELOAD; H100: none). ROWS_BWD16_RELOAD_*:
 # the 16-bit softmax backward of aligned rows of at most ROWS_BWD16_RELOAD_MAX_N values that the rules give the
@@ -434,10 +441,11 @@ ROWS_FWD32_WIDE_MIN_PER_SM = 12
 #   at 16 warps) the peeled 16-bit forward in 16384 lanes ran 2-9% faster at 16 warps than at 8 (bf16 8191 x 16385
 #   softmax 173.9 -> 159.7 us, 2048 x 12289 42.9 -> 39.7; float16 alike), 2-4% slower at 264 rows (8 us).
 # * ROWS_PEELED16_FWD_COOP: the cooperative forward of those rows, from 10 rows an SM (log_softmax, 16384 lanes),
-#   24 (softmax of rows under 15/16 of 16384 lanes) and 32 (8192 lanes): 1.1-1.5x (bf16 14913 x 9001 log_softmax
-#   244.5 -> 164.2 us, softmax 248.8 -> 198.6; 4096 x 12289 softmax 75.4 -> 64.7; 8191 x 16385 log_softmax 168.9
-#   -> 147.2); 5-20% slower at 1024-2048 rows, and the softmax of 16385 values 7% slower at 8191 rows (those stay;
-#   the log_softmax of 2048 x 12289, 1-3% slower, goes with the rule).
+#   24 (softmax, 16384 lanes) and 32 (8192 lanes): 1.1-1.5x (bf16 14913 x 9001 log_softmax 244.5 -> 164.2 us,
+#   softmax 248.8 -> 198.6; 4096 x 12289 softmax 75.4 -> 64.7; 8191 x 16385 log_softmax 168.9 -> 147.2); 5-20%
+#   slower at 1024-2048 rows (those stay; the log_softmax of 2048 x 12289, 1-3% slower, goes with the rule). The
+#   softmax of rows that fill the lanes (N <= lanes: whole chunks) since COOP_X2_PEELED_CAP too, 5-19% (bf16 8192 x
+#   15361 156.0 -> 130.9, 8191 x 8191 74.4 -> 69.5); past them (16385: a third chunk of one value) 2% slower, rows.
 # * ROWS_TAIL16_BWD_RELOAD {False: {16384: 512}}: the 16-bit softmax backward of rows of 16384 + a 512-1024-lane
 #   tail reloads at 16 warps, 18-24% faster (bf16 7944 x 16896 267.1 -> 215.9 us, 7710 x 17408 265.8 -> 224.0;
 #   Liger-Kernel's 195.9, 194.8); with an 8-lane tail (16392) it was 4% slower (stays).
@@ -457,16 +465,20 @@ ROWS_FWD32_WIDE_MIN_PER_SM = 12
 #   (3.8%), both at 4 x 1048576 (4-10%), rows of 48 chunks (160 x 393216: 0-1.5%) and of 32, whose TAG plans ran 7%
 #   ahead (256 x 262144). The 16-bit forward pipelined (packed words, a draft) ran 2-20% behind its cooperative
 #   plans (bf16 128 x 1048576, 512 x 262144, 16 x 1048576, 64 x 256000): not kept.
+# * COOP_X2_PEELED_CAP True: the 16-bit softmax forward of peeled rows in TAG's 4-warp chunks under maxnreg 64
+#   (71 -> 64 registers, 7 -> 8 programs an SM, no spill): 4-7% faster from 32 programs an SM up (bf16 604 x 50257
+#   39.9 -> 37.0 us, 4096 x 50257 231.7 -> 219.7, 600 x 262143 184.9 -> 177.5; float16 alike), even where the
+#   plan took 64 uncapped (325 x 100001). The log_softmax (56 registers) stays uncapped: capped, it took 64, 2% slower.
 GPU_CONSTANTS = {
     "H200": dict(COOP_STAGGER_CYCLES=7200, PIPE32_TAG_MAX_PER_SM=float("inf"),
                  PIPE_PLANS={**PIPE_PLANS, (2, False): (4096, 4, 5), (4, False): (4096, 4, 3)},
                  ROWS_PEELED16_BWD_RELOAD={False: (16384, 32768), True: (16384,)}, ROWS_PEELED16_FWD_MAX_LANES=16384,
                  ROWS_FWD32_WIDE_MIN_N=24577, ROWS_PEELED16_FWD_WARPS={16384: 16},
-                 ROWS_PEELED16_FWD_COOP={(16384, False): (24, 15 / 16), (8192, False): (32, 15 / 16),
+                 ROWS_PEELED16_FWD_COOP={(16384, False): (24, 1.0), (8192, False): (32, 1.0),
                                          (16384, True): (10, float("inf")), (8192, True): (32, float("inf"))},
                  ROWS_TAIL16_BWD_RELOAD={False: {16384: 512}, True: {}}, ROWS_BWD16_RELOAD_MAX_N=31744,
                  ROWS_PEELED16_BWD_WARPS={(16384, True): (32, 0.7)}, PIPE_FWD_MIN_CHUNKS=64,
-                 PIPE_FWD_MIN_PER_SM={False: 12, True: 6}),
+                 PIPE_FWD_MIN_PER_SM={False: 12, True: 6}, COOP_X2_PEELED_CAP=True),
 }
 
 
@@ -800,10 +812,11 @@ def _coop_poly(log: bool, packed_wide: bool) -> bool:
 
 
 def _coop_cvt_x2(packed: bool, log: bool, packed_wide: bool, tag: dict | None, peeled: bool, programs: int,
-                 num_sms: int, register_cap: bool = True) -> tuple[bool, int | None]:
+                 num_sms: int, register_cap: bool = True, gpu: str = "") -> tuple[bool, int | None]:
     """CVT_X2 of the cooperative forward and the register cap it takes (Triton's maxnreg, or None; see
-    COOP_CVT_X2): the packed softmax (in wide chunks on counters, `packed_wide`, under COOP_X2_CAP_REGS)
-    and the packed log_softmax, on
+    COOP_CVT_X2): the packed softmax (in wide chunks on counters, `packed_wide`, under COOP_X2_CAP_REGS;
+    in TAG's COOP_FWD16_WARPS chunks of peeled rows under it where COOP_X2_PEELED_CAP holds for the GPU of
+    key `gpu` and the launcher can pass it, else uncapped) and the packed log_softmax, on
     counters (`tag` None) or in TAG's chunks (`tag`: `_coop_tag_fwd`'s): wide ones under
     COOP_X2_CAP_REGS, COOP_FWD16_WARPS's of peeled rows, and COOP_WARPS's in grids of at most
     COOP_X2_FEW_MAX_PER_SM programs an SM; never COOP_FWD16_WARPS's of unpeeled rows. Where it needs
@@ -812,6 +825,9 @@ def _coop_cvt_x2(packed: bool, log: bool, packed_wide: bool, tag: dict | None, p
         return False, None
     if (packed_wide and not log) or (log and tag is not None and tag.get("wide")):
         return register_cap, COOP_X2_CAP_REGS if register_cap else None
+    if (not log and peeled and tag is not None and tag.get("warps") == COOP_FWD16_WARPS and register_cap
+            and _tuned("COOP_X2_PEELED_CAP", gpu)):
+        return True, COOP_X2_CAP_REGS
     if not log or tag is None:
         return True, None
     if tag.get("warps") == COOP_FWD16_WARPS:
@@ -1066,11 +1082,11 @@ def family(M: int, N: int, itemsize: int, num_sms: int, aligned: bool) -> str:
 def _peeled16_fwd_coop(M: int, N: int, lanes: int, log: bool, num_sms: int, gpu: str) -> bool:
     """Whether the forward of M peeled 16-bit rows of N values, bodies in `lanes` lanes, runs cooperative on the GPU
     of key `gpu`: past ROWS_PEELED16_FWD_MAX_LANES lanes, or in lanes ROWS_PEELED16_FWD_COOP names, as it has it
-    (at least its rows an SM, N below its fill of the lanes)."""
+    (at least its rows an SM, N at most its fill of the lanes)."""
     if lanes > _tuned("ROWS_PEELED16_FWD_MAX_LANES", gpu):
         return True
     per_sm, fill = _tuned("ROWS_PEELED16_FWD_COOP", gpu).get((lanes, log), (float("inf"), 0.0))
-    return M >= per_sm * num_sms and N < fill * lanes
+    return M >= per_sm * num_sms and N <= fill * lanes
 
 
 @functools.lru_cache(maxsize=4096)
@@ -1145,7 +1161,7 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
             acc.update(PACK=words, LATE_LEAVE=False, TAG=True,
                        SPLIT_SUM=tag.get("warps") == COOP_FWD16_WARPS, SENT=False, POLY=False)
             acc["CVT_X2"], cap = _coop_cvt_x2(acc["PACK"], log, False, tag, peeled, programs, num_sms,
-                                             register_cap)
+                                             register_cap, gpu)
             return _coop_launches("softmax_fwd_coop", ("x",), (M, N, stride_xm, stride_ym), M, N, itemsize,
                                   num_sms, acc, 2, "y", maxnreg=cap, stagger=True, gpu=gpu, **tag)
         split = _coop_split_sum(N, itemsize, words, peeled, programs, num_sms)

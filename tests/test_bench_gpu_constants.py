@@ -149,7 +149,13 @@ def _h200_variant(name, case):
         return d.replace("RELOAD=0,", "")
 
     described = {plain(d): v for d, v in _described(name)[case].items()}
-    return described.get(plain(describe(targets.plan(dtype, op, direction, M, N, 132, "H200")[-1:])))
+    plan = targets.plan(dtype, op, direction, M, N, 132, "H200")[-1:]
+    d = plain(describe(plan))
+    k = plan[0].kwargs
+    if (name not in CAP_LOGS and plan[0].kernel == "softmax_fwd_coop" and k["PEEL"] and k.get("TAG") and not k["LOG"]
+            and k.get("maxnreg") == dispatch.COOP_X2_CAP_REGS):  # COOP_X2_PEELED_CAP, held to CAP_LOGS; logs from
+        d = d.replace(f"maxnreg={dispatch.COOP_X2_CAP_REGS},", "")  # before it ran the plan uncapped
+    return described.get(d)
 
 
 def test_reload_logs_have_the_cases():
@@ -231,3 +237,51 @@ def test_pipe_fwd_gains():
     assert set(gains) == {"softmax", "log_softmax"} and len(gains["softmax"]) == 4 and len(gains["log_softmax"]) == 5
     assert all(statistics.geometric_mean(g) > 1.02 for g in gains.values()), gains
     assert max(gains["log_softmax"]) > 1.06, gains
+
+
+# The peeled 16-bit softmax forward capped (GPU_CONSTANTS["H200"]'s COOP_X2_PEELED_CAP) and, so, cooperative on
+# rows of whole chunks (ROWS_PEELED16_FWD_COOP's fill 1.0), held to CAP_LOGS: probe_peeled16_cap.log (the cap beside
+# other variants at 4096 and 2670 x 50257) and probe_peeled16_cap_rule.log (the cap at every grid of the family,
+# the log_softmax beside), whose "dispatch" is the plan before the cap, "maxnreg=64" the cap;
+# probe_peeled16_cap_short.log (the cooperative plans of rows of 5001 ... 24001 values, then rows of whole chunks
+# that the rows kernel ran) and probe_peeled16_full.log (more of those), run with the cap, whose "maxnreg=0" and
+# "coop,maxnreg=0" are the plans uncapped.
+CAP_LOGS = ("probe_peeled16_cap.log", "probe_peeled16_cap_rule.log", "probe_peeled16_cap_short.log",
+            "probe_peeled16_full.log")
+
+
+def test_peeled_cap_logs_have_the_cases():
+    first, rule, short, full = (_cases(name) for name in CAP_LOGS)
+    assert (len(first), len(rule), len(short), len(full)) == (5, 17, 22, 14)
+    assert all("maxnreg=64" in us for us in rule.values())
+    assert all({"maxnreg=64", "CVT_X2=0"} <= set(us) for case, us in first.items() if case[3] == "softmax")
+
+
+@pytest.mark.parametrize("case,name", [(case, name) for name in CAP_LOGS for case in sorted(_cases(name))],
+                         ids=lambda v: "-".join(map(str, v)) if isinstance(v, tuple) else v[6:-4])
+def test_peeled_cap_case(case, name):
+    """The H200's plan for each case is one the log ran (for every softmax case of the family, capped), and it ran
+    within the spread of the fastest variant of its case."""
+    us, variant = _cases(name)[case], _h200_variant(name, case)
+    assert variant in us, (case, "the H200's plan is none the log ran", _described(name)[case])
+    plan = _h200(case)
+    if case[3] == "softmax" and plan.kernel == "softmax_fwd_coop":
+        assert plan.kwargs.get("maxnreg") == dispatch.COOP_X2_CAP_REGS, case
+    assert us[variant] <= min(us.values()) * (1 + SPREAD), (case, variant, us)
+
+
+def test_peeled_cap_gains():
+    """Where the cap changed the plan's registers (71-72 -> 62-64, every softmax case but N = 100001, which took 64
+    uncapped) it ran >= 3% ahead of the plan uncapped, each dtype; the rows of whole chunks cooperative ran >= 4%
+    ahead of the rows kernel (but 16385 values: a third chunk of one value; rows)."""
+    for name in CAP_LOGS:
+        for case, us in _cases(name).items():
+            if case[3] != "softmax" or case[2] == 100001:
+                continue
+            capped, uncapped = (("maxnreg=64", "dispatch") if "maxnreg=64" in us else ("dispatch", "maxnreg=0")
+                                if "maxnreg=0" in us else ("coop", "coop,maxnreg=0") if "coop,maxnreg=0" in us
+                                else ("coop", None))
+            if uncapped:
+                assert us[uncapped] / us[capped] > 1.03, (case, us)
+            if "coop" in us:  # against the rows kernel ("dispatch")
+                assert (us["dispatch"] / us["coop"] > 1.04) == (case[2] != 16385), (case, us)

@@ -727,6 +727,34 @@ def test_coop_cvt_x2_rule():
             assert not kw(M, N, dtype).get("CVT_X2"), (M, N, dtype)  # float64 16 x 1048576: the split plan
 
 
+def test_coop_x2_peeled_cap_rule():
+    """COOP_X2_PEELED_CAP (the H200's): the packed 16-bit softmax forward of peeled rows in TAG's COOP_FWD16_WARPS
+    chunks is compiled under maxnreg COOP_X2_CAP_REGS, with CVT_X2, through both adapters' plans, where the
+    launcher can pass a cap (else CVT_X2 uncapped, as before); not the log_softmax, not unpeeled rows, not the
+    peeled rows' other chunks (8 warps, fewer programs), and never on the H100 (the module's False)."""
+    def kw(M, N, dtype, log=False, jax=False, cap=True, gpu="H200"):
+        return dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, 132, counters_per_call=jax,
+                                                 register_cap=cap, gpu=gpu)[0].kwargs
+
+    assert dispatch.COOP_X2_PEELED_CAP is False and dispatch.GPU_CONSTANTS["H200"]["COOP_X2_PEELED_CAP"] is True
+    for dtype in ("bfloat16", "float16"):
+        for jax in (False, True):
+            for M, N in ((604, 50257), (4096, 50257), (1056, 30001), (132, 262143)):
+                k = kw(M, N, dtype, jax=jax)
+                assert k["TAG"] and k["PEEL"] and k["PACK"] and k["num_warps"] == dispatch.COOP_FWD16_WARPS, (M, N)
+                assert k["CVT_X2"] and k["maxnreg"] == dispatch.COOP_X2_CAP_REGS, (M, N, dtype, jax)
+                k = kw(M, N, dtype, jax=jax, cap=False)
+                assert k["CVT_X2"] and "maxnreg" not in k, (M, N, dtype, jax)
+                assert "maxnreg" not in kw(M, N, dtype, True, jax), (M, N)  # the log_softmax
+                assert "maxnreg" not in kw(M, N, dtype, jax=jax, gpu=""), (M, N)  # the H100
+            for M, N in ((603, 50257), (64, 50257)):  # below TAG's 32 programs an SM: 8-warp chunks, uncapped
+                k = kw(M, N, dtype, jax=jax)
+                assert k["PEEL"] and k["num_warps"] == 8 and "maxnreg" not in k, (M, N)
+            for M, N in ((4096, 50256), (256, 256000)):  # unpeeled rows in TAG's 4-warp chunks
+                k = kw(M, N, dtype, jax=jax)
+                assert k["TAG"] and not k["PEEL"] and k["num_warps"] == 4 and "maxnreg" not in k, (M, N)
+
+
 def test_coop_split_sum_rule():
     """COOP_SPLIT_SUM_MAX_CHUNKS: on counters, unpeeled 16-bit rows of 33 to 64 chunks of 8192 values
     in grids of at least COOP_SPLIT_SUM_MIN_PER_SM programs an SM (132 SMs: 528) take 8192-value
@@ -2312,8 +2340,8 @@ def test_rows_reload_rule():
 def test_rows_peeled16_forward_rules():
     """The H200's forward of peeled 16-bit rows in 8192 and 16384 lanes: in 16384 lanes at 16 warps
     (ROWS_PEELED16_FWD_WARPS), not the halved rule's 8; cooperative (ROWS_PEELED16_FWD_COOP) from 10 rows an SM
-    (log_softmax) and 24 (softmax of rows below 15/16 of their lanes) in 16384 lanes, 32 in 8192. The H100's
-    plans (gpu "") are the rows kernel at 8 warps throughout."""
+    (log_softmax) and 24 (softmax of rows of at most their lanes, in whole chunks) in 16384 lanes, 32 in 8192. The
+    H100's plans (gpu "") are the rows kernel at 8 warps throughout."""
     def fwd(M, N, log, gpu, dtype="bfloat16", force=None):
         return dispatch.plan_forward(M, N, N, N, dtype, log, 132, force, gpu=gpu)
 
@@ -2327,11 +2355,12 @@ def test_rows_peeled16_forward_rules():
         assert {**tuned.kwargs, "num_warps": 0} == {**rules.kwargs, "num_warps": 0} and tuned.grid == rules.grid
     for M, N, log in ((8191, 16385, True), (1320, 16385, True), (1584, 9001, True), (4224, 8191, True),
                       (16384, 5001, True), (3168, 12289, False), (14913, 9001, False), (16384, 5001, False),
-                      (4224, 7679, False)):
+                      (4224, 7679, False), (8191, 8191, False), (16384, 7681, False), (3168, 16383, False),
+                      (8192, 15361, False), (16000, 7999, False)):
         (rules,), tuned = fwd(M, N, log, ""), fwd(M, N, log, "H200")
         assert rules.kernel == "softmax_fwd_rows" and rules.kwargs["num_warps"] == 8, (M, N, log)
         assert tuned == fwd(M, N, log, "H200", force="coop") and tuned[-1].kwargs["PEEL"], (M, N, log)
-    for M, N, log in ((8191, 8191, False), (16384, 7681, False), (4223, 7679, False), (65536, 4001, True),
+    for M, N, log in ((16384, 8193, False), (4223, 8191, False), (4223, 7679, False), (65536, 4001, True),
                       (4223, 5001, True)):
         (rules,), (tuned,) = fwd(M, N, log, ""), fwd(M, N, log, "H200")
         assert tuned == rules and tuned.kwargs["PEEL"], (M, N, log)
