@@ -234,6 +234,14 @@ COOP_CAP32_MIN_PER_SM = 3
 COOP_CAP32_TAG_MIN_PER_SM = 2
 COOP_CAP32_MAX_PER_SM = 16
 COOP_CAP32_MIN_CHUNKS = 96
+# COOP_BWD32_TAG_CAP_REGS: the float32 cooperative backward with TAG that COOP_CAP32 leaves uncapped (85-93
+# registers a thread at 8 warps under Triton 3.6: 2 programs an SM) is compiled under this cap (maxnreg; 80: 3 an
+# SM, 4-6 bytes spilled) where the grid has more programs than COOP_BWD32_TAG_CAP_MIN_PER_SM an SM (what the GPU
+# holds uncapped) and the launcher can pass it. None here (the H100: not measured); the H200's 80 (GPU_CONSTANTS:
+# 4096 x 50257 softmax 611.7 -> 581.2 us, log_softmax 637.5 -> 589.0; 24 x 128256 14.1 -> 12.9; 0.7-8.6% on 24
+# grids of 2.9-217 programs an SM; 1 an SM even). Measured: bench/DISPATCH.md, COOP_BWD32_TAG_CAP_REGS.
+COOP_BWD32_TAG_CAP_REGS = None
+COOP_BWD32_TAG_CAP_MIN_PER_SM = 2
 # COOP_LATE_LEAVE: in the cooperative kernels (not an unpacked log_softmax's), a program's second
 # arrival at its row's counter comes after its stores, not before its compute (LATE_LEAVE), mostly
 # through occupancy (H100 bf16 N = 50257 forward: 2,131 to 2,326 GB/s; log_softmax lost on some).
@@ -363,7 +371,7 @@ SPLIT_FRESH_CHUNKS = (2048, 4096, 8192)
 # chunk before they wait for the row of the one they hold) in place of softmax_bwd_coop. PIPE_PLANS:
 # (itemsize, log) -> (CHUNK_N, num_warps, programs an SM); none for the 16-bit log_softmax (DEFER_Y
 # stayed ahead) or float64. 16-bit rows on counters only, by PIPE16_* grids; float32 by PIPE32_*
-# (TAG's softmax only to PIPE32_TAG_MAX_PER_SM). H100 bf16 16 x 1048576 43.6-45.1 -> 40.3-40.9 us.
+# (TAG's only to PIPE32_TAG_MAX_PER_SM[log] programs an SM). H100 bf16 16 x 1048576 43.6-45.1 -> 40.3-40.9 us.
 # Measured: bench/DISPATCH.md, PIPE_PLANS.
 PIPE_PLANS = {(2, False): (4096, 4, 4), (4, False): (2048, 4, 5), (4, True): (4096, 8, 4)}
 PIPE16_MIN_PER_SM = 6
@@ -371,7 +379,7 @@ PIPE16_MAX_PER_SM = 32
 PIPE16_ANY_GRID_CHUNKS = 128
 PIPE32_MIN_PER_SM = 3
 PIPE32_MIN_CHUNKS = 16
-PIPE32_TAG_MAX_PER_SM = 16
+PIPE32_TAG_MAX_PER_SM = {False: 16, True: float("inf")}
 # PIPE_FWD_*: the pipelined forward (softmax_fwd_pipe: as softmax_bwd_pipe, a persistent program loads and
 # publishes its next chunk's max and sum before it waits for the row of the one it holds) in place of
 # softmax_fwd_coop. PIPE_FWD_PLANS: (itemsize, log) -> (CHUNK_N, num_warps, programs an SM), where it is forced
@@ -469,8 +477,15 @@ ROWS_FWD32_WIDE_MIN_PER_SM = 12
 #   (71 -> 64 registers, 7 -> 8 programs an SM, no spill): 4-7% faster from 32 programs an SM up (bf16 604 x 50257
 #   39.9 -> 37.0 us, 4096 x 50257 231.7 -> 219.7, 600 x 262143 184.9 -> 177.5; float16 alike), even where the
 #   plan took 64 uncapped (325 x 100001). The log_softmax (56 registers) stays uncapped: capped, it took 64, 2% slower.
+# * COOP_BWD32_TAG_CAP_REGS 80: the float32 cooperative backward with TAG, uncapped 85-93 registers a thread (2
+#   programs an SM), under maxnreg 80 (3 an SM; 4-6 bytes spilled) past 2 programs an SM: 0.7-8.6% faster on 24
+#   grids of 2.9-217 programs an SM, both ops (4096 x 50257 softmax 611.7 -> 581.2 us, log_softmax 637.5 -> 589.0,
+#   2279 x 29440 log_softmax 200.4 -> 189.3), even at 1 an SM (16 x 65536) and 3.9 (64 x 65536). So capped, TAG's
+#   plan ran ahead of the pipelined one (PIPE_PLANS') from 15.5 programs an SM (softmax; 9.7 and 7.8: 1.8-1.9% behind)
+#   and 4.8 (log_softmax): 1-9% (1024 x 128256 softmax 388.8 -> 368.9 us, 512 x 151936 log_softmax 239.8 -> 220.9),
+#   so PIPE32_TAG_MAX_PER_SM {softmax: 12, log_softmax: 4} (the H100's: 16, and every log_softmax grid).
 GPU_CONSTANTS = {
-    "H200": dict(COOP_STAGGER_CYCLES=7200, PIPE32_TAG_MAX_PER_SM=float("inf"),
+    "H200": dict(COOP_STAGGER_CYCLES=7200, PIPE32_TAG_MAX_PER_SM={False: 12, True: 4},
                  PIPE_PLANS={**PIPE_PLANS, (2, False): (4096, 4, 5), (4, False): (4096, 4, 3)},
                  ROWS_PEELED16_BWD_RELOAD={False: (16384, 32768), True: (16384,)}, ROWS_PEELED16_FWD_MAX_LANES=16384,
                  ROWS_FWD32_WIDE_MIN_N=24577, ROWS_PEELED16_FWD_WARPS={16384: 16},
@@ -478,7 +493,7 @@ GPU_CONSTANTS = {
                                          (16384, True): (10, float("inf")), (8192, True): (32, float("inf"))},
                  ROWS_TAIL16_BWD_RELOAD={False: {16384: 512}, True: {}}, ROWS_BWD16_RELOAD_MAX_N=31744,
                  ROWS_PEELED16_BWD_WARPS={(16384, True): (32, 0.7)}, PIPE_FWD_MIN_CHUNKS=64,
-                 PIPE_FWD_MIN_PER_SM={False: 12, True: 6}, COOP_X2_PEELED_CAP=True),
+                 PIPE_FWD_MIN_PER_SM={False: 12, True: 6}, COOP_X2_PEELED_CAP=True, COOP_BWD32_TAG_CAP_REGS=80),
 }
 
 
@@ -904,7 +919,7 @@ def _pipe(M: int, itemsize: int, log: bool, n_chunks: int, tag: bool, peeled: bo
                 and (per_sm <= PIPE16_MAX_PER_SM or n_chunks >= PIPE16_ANY_GRID_CHUNKS))
     else:
         pays = (per_sm >= PIPE32_MIN_PER_SM and n_chunks >= PIPE32_MIN_CHUNKS
-                and (log or not tag or per_sm <= _tuned("PIPE32_TAG_MAX_PER_SM", gpu)))
+                and (not tag or per_sm <= _tuned("PIPE32_TAG_MAX_PER_SM", gpu)[log]))
     return plan if pays else None
 
 
@@ -1273,8 +1288,12 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
         acc["LATE_LEAVE"] = not tag and _coop_late_leave(programs, log, num_sms)
         acc["BITS"] = acc["DEFER_Y"] and not peeled and itemsize == 2
         acc["TAG"] = tag
+        maxnreg = COOP_CAP32_REGS if cap else None
+        if (maxnreg is None and itemsize == 4 and tag and register_cap
+                and programs > COOP_BWD32_TAG_CAP_MIN_PER_SM * num_sms):  # COOP_BWD32_TAG_CAP_REGS (the H200's)
+            maxnreg = _tuned("COOP_BWD32_TAG_CAP_REGS", gpu)
         return _coop_launches("softmax_bwd_coop", ("y", "dy"), (M, N, stride_ym, stride_dym, stride_dxm), M, N,
-                              itemsize, num_sms, acc, 1, "dx", narrow=narrow, maxnreg=COOP_CAP32_REGS if cap else None)
+                              itemsize, num_sms, acc, 1, "dx", narrow=narrow, maxnreg=maxnreg)
     BLOCK_N = min(LOOP_BLOCK_N[itemsize], triton.next_power_of_2(N))
     num_warps = 8
     if fam == "online":

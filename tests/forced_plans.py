@@ -30,8 +30,8 @@ def force_sent(dispatch, set_attr=setattr):
 # grid, any number of chunks a row, and rows that would wait through TAG on counters instead; the
 # pipelined forward (softmax_fwd_pipe) wherever PIPE_FWD_PLANS has one, in place of any cooperative plan.
 FORCE_PIPE = (("PIPE16_MIN_PER_SM", 0), ("PIPE16_MAX_PER_SM", float("inf")), ("PIPE32_MIN_PER_SM", 0),
-              ("PIPE32_MIN_CHUNKS", 0), ("PIPE32_TAG_MAX_PER_SM", float("inf")), ("COOP_TAG_MAX_CHUNKS", 0),
-              ("PIPE_FWD_MIN_CHUNKS", 0), ("PIPE_FWD_MIN_PER_SM", {False: 0, True: 0}))
+              ("PIPE32_MIN_CHUNKS", 0), ("PIPE32_TAG_MAX_PER_SM", {False: float("inf"), True: float("inf")}),
+              ("COOP_TAG_MAX_CHUNKS", 0), ("PIPE_FWD_MIN_CHUNKS", 0), ("PIPE_FWD_MIN_PER_SM", {False: 0, True: 0}))
 
 
 def force_pipe(dispatch, set_attr=setattr):

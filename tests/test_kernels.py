@@ -755,6 +755,33 @@ def test_coop_x2_peeled_cap_rule():
                 assert k["TAG"] and not k["PEEL"] and k["num_warps"] == 4 and "maxnreg" not in k, (M, N)
 
 
+def test_coop_bwd32_tag_cap_rule():
+    """COOP_BWD32_TAG_CAP_REGS (the H200's 80): the float32 cooperative backward with TAG that COOP_CAP32 leaves
+    uncapped is compiled under maxnreg 80 where its grid has more than COOP_BWD32_TAG_CAP_MIN_PER_SM programs an
+    SM and the launcher can pass a cap, both ops, peeled or not; COOP_CAP32's plans keep their cap of 64; not at
+    grids the GPU holds whole uncapped, not 16-bit rows nor float64, not on counters, never on the H100 (None)."""
+    def kw(M, N, dtype="float32", log=False, cap=True, gpu="H200"):
+        launch = dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, log, 132, register_cap=cap, gpu=gpu)[-1]
+        return launch.kernel, launch.kwargs
+
+    assert dispatch.COOP_BWD32_TAG_CAP_REGS is None and dispatch.GPU_CONSTANTS["H200"]["COOP_BWD32_TAG_CAP_REGS"] == 80
+    assert dispatch.COOP_BWD32_TAG_CAP_MIN_PER_SM == 2
+    for M, N, log in ((24, 128256, False), (4096, 50257, False), (4096, 50257, True), (1335, 50257, True),
+                      (2279, 29440, False), (512, 65536, True), (2048, 24576, True), (300, 50257, False)):
+        kernel, k = kw(M, N, log=log)
+        assert kernel == "softmax_bwd_coop" and k["TAG"] and not k["DEFER_Y"] and k["maxnreg"] == 80, (M, N, log)
+        assert "maxnreg" not in kw(M, N, log=log, cap=False)[1], (M, N, log)
+        assert "maxnreg" not in kw(M, N, log=log, gpu="")[1], (M, N, log)
+    for M, N in ((16, 65536), (33, 65536)):  # 1 and 2.06 programs an SM: 2 an SM and fewer stay uncapped
+        kernel, k = kw(M, N)
+        assert kernel == "softmax_bwd_coop" and k["TAG"] and ("maxnreg" in k) == (M * 8 > 2 * 132), (M, N)
+    for M, N in ((64, 65536), (160, 65536)):  # COOP_CAP32's: deferred y under 64
+        kernel, k = kw(M, N, log=True)
+        assert k["DEFER_Y"] and k["maxnreg"] == dispatch.COOP_CAP32_REGS, (M, N)
+    for M, N, dtype in ((4096, 50257, "bfloat16"), (2048, 65536, "float16"), (1024, 65536, "float64")):
+        assert "maxnreg" not in kw(M, N, dtype)[1], (M, N, dtype)
+
+
 def test_coop_split_sum_rule():
     """COOP_SPLIT_SUM_MAX_CHUNKS: on counters, unpeeled 16-bit rows of 33 to 64 chunks of 8192 values
     in grids of at least COOP_SPLIT_SUM_MIN_PER_SM programs an SM (132 SMs: 528) take 8192-value
@@ -2193,10 +2220,11 @@ def test_gpu_constants_rule():
     """dispatch.GPU_CONSTANTS: a GPU with a key (tuned_gpu) takes its constants in place of the module's, and no
     other plan changes. The H200's cooperative forwards ramp over its COOP_STAGGER_CYCLES, every other constexpr
     as the H100's rules have it; its float32 and 16-bit softmax backwards that pipe take its PIPE_PLANS' chunks,
-    warps and grid; the float32 softmax's TAG grids of more than PIPE32_TAG_MAX_PER_SM programs an SM pipe too
-    (the H100 keeps TAG's cooperative plan there); the float32 log_softmax backward, few long rows (TAG, a grid
-    under PIPE32_MIN_PER_SM) and the rows under PIPE32_MIN_CHUNKS chunks keep the H100's plan; other keys keep
-    the module's constants."""
+    warps and grid; the float32 TAG grids pipe up to the H200's PIPE32_TAG_MAX_PER_SM[log] programs an SM (12, 4),
+    past it they keep TAG's cooperative plan under COOP_BWD32_TAG_CAP_REGS (the H100 pipes the softmax's to 16,
+    every log_softmax's, uncapped); few long rows (TAG, a grid under PIPE32_MIN_PER_SM) and the rows under
+    PIPE32_MIN_CHUNKS chunks keep the H100's plan (capped where their grid is past 2 an SM); other keys keep the
+    module's constants."""
     h200 = dispatch.GPU_CONSTANTS["H200"]
     assert dispatch.tuned_gpu("NVIDIA H200") == "H200"
     assert dispatch._tuned("COOP_STAGGER_CYCLES", "") == dispatch.COOP_STAGGER_CYCLES != h200["COOP_STAGGER_CYCLES"]
@@ -2217,22 +2245,31 @@ def test_gpu_constants_rule():
             assert {**tuned.kwargs, "STAGGER": 0} == {**rules.kwargs, "STAGGER": 0} and tuned.grid == rules.grid
     rules, tuned = (p[-1] for p in plans(8, 1048576, "bfloat16", False, True))  # no ramp: none on the H200 either
     assert rules == tuned and tuned.kwargs["STAGGER"] == 0
+    assert dispatch.PIPE32_TAG_MAX_PER_SM == {False: 16, True: float("inf")}
+    assert h200["PIPE32_TAG_MAX_PER_SM"] == {False: 12, True: 4}
     for M, N, dtype, log, was_pipe in ((64, 1048576, "float32", False, True), (16, 1048576, "float32", False, True),
-                                      (64, 128256, "float32", False, True), (256, 262144, "float32", False, False),
-                                      (512, 131072, "float32", False, False), (128, 1048576, "bfloat16", False, True),
-                                      (16, 1048576, "float16", False, True)):
+                                      (64, 128256, "float32", False, True), (40, 262144, "float32", False, True),
+                                      (20, 262144, "float32", False, True), (128, 1048576, "bfloat16", False, True),
+                                      (16, 1048576, "float16", False, True), (64, 1048576, "float32", True, True),
+                                      (16, 262144, "float32", True, True)):
         rules, tuned = (p[-1] for p in plans(M, N, dtype, log, False))
         assert (rules.kernel == "softmax_bwd_pipe") == was_pipe and tuned.kernel == "softmax_bwd_pipe", (M, N)
         assert not was_pipe or rules.kwargs["CHUNK_N"] == dispatch.PIPE_PLANS[dtype == "float32" and 4 or 2, log][0]
         chunk, warps, per_sm = h200["PIPE_PLANS"][dtype == "float32" and 4 or 2, log]
         assert (tuned.kwargs["CHUNK_N"], tuned.kwargs["num_warps"]) == (chunk, warps), (M, N, dtype)
         assert tuned.grid == (min(M * triton.cdiv(N, chunk), per_sm * 132),), (M, N, dtype)
-    for M, N, dtype, log in ((64, 1048576, "float32", True), (256, 262144, "float32", True), (8, 256000, "float32",
-                             False), (1, 256000, "float32", False), (1024, 65536, "float32", False),
-                             (4096, 32000, "float32", False), (512, 262144, "bfloat16", False),
-                             (128, 1048576, "bfloat16", True)):
+    for M, N, dtype, log in ((8, 256000, "float32", False), (1, 256000, "float32", False),
+                             (512, 262144, "bfloat16", False), (128, 1048576, "bfloat16", True)):
         rules, tuned = plans(M, N, dtype, log, False)
         assert rules == tuned, (M, N, dtype, log)
+    for M, N, dtype, log, was_pipe in ((256, 262144, "float32", True, True), (512, 131072, "float32", False, False),
+                                      (256, 262144, "float32", False, False), (1024, 65536, "float32", False, False),
+                                      (4096, 32000, "float32", True, False), (20, 262144, "float32", True, True),
+                                      (80, 262144, "float32", False, False)):
+        rules, tuned = (p[-1] for p in plans(M, N, dtype, log, False))  # TAG's cooperative plan, capped
+        assert (rules.kernel == "softmax_bwd_pipe") == was_pipe and tuned.kernel == "softmax_bwd_coop", (M, N, log)
+        assert tuned.kwargs["TAG"] and tuned.kwargs.get("maxnreg") == (64 if tuned.kwargs["DEFER_Y"] else 80)
+        assert was_pipe or {**tuned.kwargs, "maxnreg": 0} == {**rules.kwargs, "maxnreg": 0}, (M, N, log)
     forced = dispatch.plan_backward(4, 1048576, 1048576, 1048576, 1048576, "float32", False, 132, "pipe", gpu="H200")
     assert forced[-1].kwargs["CHUNK_N"] == h200["PIPE_PLANS"][4, False][0]
 
@@ -2403,7 +2440,8 @@ def test_rows_bwd16_reload_rules():
         assert {k: l.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "TAIL_N", "num_warps", "maxnreg", "RELOAD")} == dict(
             BLOCK_M=1, BLOCK_N=32768, TAIL_N=0, num_warps=32, maxnreg=dispatch.ROWS_BWD16_RELOAD_REGS, RELOAD=True)
     for M, N, kw in ((4096, 32000, {}), (per_sm * 132 - 1, 29440, {}), (4559, 29440, dict(log=True)),
-                     (4559, 29440, dict(register_cap=False)), (2279, 29440, dict(dtype="float32"))):
+                     (4559, 29440, dict(register_cap=False)),
+                     (2279, 29440, dict(dtype="float32", register_cap=False))):  # (capped: COOP_BWD32_TAG_CAP_REGS)
         assert bwd(M, N, "H200", **kw) == bwd(M, N, "", **kw), (M, N, kw)
     (peeled,) = bwd(4559, 29441, "H200")  # ROWS_PEELED16_BWD_RELOAD's, at the rules' 8 warps, uncapped
     assert peeled.kwargs["PEEL"] and peeled.kwargs["num_warps"] == 8 and "maxnreg" not in peeled.kwargs
