@@ -316,7 +316,7 @@ COOP_X2_FEW_MAX_PER_SM = 5
 # 71 registers a thread uncapped under Triton 3.6 at most N, 7 programs an SM) is compiled under
 # COOP_X2_CAP_REGS (64, no spill: 8 an SM) where the launcher can pass the cap. Off here: the H100 kept
 # those plans uncapped (COOP_CVT_X2's 1-2%, not measured capped); on for the H200 (GPU_CONSTANTS: bf16 4096 x
-# 50257 231.7 -> 219.7 us, 4-7% on every grid of that family; 64 registers uncapped at N = 100001: even).
+# 50257 231.7 -> 219.7 us, 3-8% on every grid of that family; 64 registers uncapped at N = 100001: even).
 # Measured: bench/DISPATCH.md, COOP_X2_PEELED_CAP.
 COOP_X2_PEELED_CAP = False
 # COOP_STAGGER_CYCLES: the cooperative forward's first wave (the programs the GPU holds at once, taken
@@ -474,7 +474,7 @@ ROWS_FWD32_WIDE_MIN_PER_SM = 12
 #   ahead (256 x 262144). The 16-bit forward pipelined (packed words, a draft) ran 2-20% behind its cooperative
 #   plans (bf16 128 x 1048576, 512 x 262144, 16 x 1048576, 64 x 256000): not kept.
 # * COOP_X2_PEELED_CAP True: the 16-bit softmax forward of peeled rows in TAG's 4-warp chunks under maxnreg 64
-#   (71 -> 64 registers, 7 -> 8 programs an SM, no spill): 4-7% faster from 32 programs an SM up (bf16 604 x 50257
+#   (71 -> 64 registers, 7 -> 8 programs an SM, no spill): 3-8% faster from 32 programs an SM up (bf16 604 x 50257
 #   39.9 -> 37.0 us, 4096 x 50257 231.7 -> 219.7, 600 x 262143 184.9 -> 177.5; float16 alike), even where the
 #   plan took 64 uncapped (325 x 100001). The log_softmax (56 registers) stays uncapped: capped, it took 64, 2% slower.
 # * COOP_BWD32_TAG_CAP_REGS 80: the float32 cooperative backward with TAG, uncapped 85-93 registers a thread (2
