@@ -443,6 +443,17 @@ def _combine(m_c, s_c):
 
 
 @triton.jit
+def _row_partials(part_row, n_chunks, BLOCK_C: tl.constexpr):
+    """A row's n_chunks partials (its chunks' maxima, then their sums: 2 * n_chunks float32 from `part_row`) as
+    BLOCK_C-lane vectors for `_combine` (masked lanes -inf and 0), read with volatile loads: after the row's
+    wait, where other programs wrote them (softmax_fwd_coop on counters, softmax_fwd_pipe)."""
+    c = tl.arange(0, BLOCK_C)
+    m_c = tl.load(part_row + c, mask=c < n_chunks, other=-float("inf"), volatile=True)
+    s_c = tl.load(part_row + n_chunks + c, mask=c < n_chunks, other=0.0, volatile=True)
+    return m_c, s_c
+
+
+@triton.jit
 def softmax_fwd_split_norm(
     x_ptr, m_part_ptr, s_part_ptr, M, N, stride_xm, stride_ym, CHUNK, n_chunks, y_ptr,
     BLOCK_N: tl.constexpr, BLOCK_C: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr,
@@ -852,9 +863,7 @@ def softmax_fwd_coop(
             if not LATE_LEAVE:
                 _sent_leave(count_ptr, part_row, row, n_chunks, BLOCK_C)
         else:
-            c = tl.arange(0, BLOCK_C)
-            m_c = tl.load(part_row + c, mask=c < n_chunks, other=-float("inf"), volatile=True)
-            s_c = tl.load(part_row + n_chunks + c, mask=c < n_chunks, other=0.0, volatile=True)
+            m_c, s_c = _row_partials(part_row, n_chunks, BLOCK_C)
             if PHASE == 3 and not LATE_LEAVE:
                 _leave_row(count_ptr, row, n_chunks)
         _, m_safe, s = _combine(m_c, s_c)
@@ -1271,7 +1280,7 @@ def _pipe_load(y_ptr, dy_ptr, t, total, n_chunks, N, stride_ym, stride_dym, CHUN
 def _pipe_publish(part_ptr, count_ptr, t, n_chunks, y, dy, io_ty: tl.constexpr, PACK: tl.constexpr,
                   LOG: tl.constexpr, BITS: tl.constexpr, PHASE: tl.constexpr):
     """Item t's partial row sum (of dy * y; log_softmax: of dy) into part, then (PHASE 3) its
-    arrival at its row's counter, released after the CTA barrier (as `_wait_for_row`)."""
+    arrival at its row's counter (`_pipe_arrive`)."""
     row = (t // n_chunks).to(tl.int64)
     if PACK:
         dy_lo, dy_hi = _unpack(dy, io_ty, tl.float32, BITS)
@@ -1284,8 +1293,15 @@ def _pipe_publish(part_ptr, count_ptr, t, n_chunks, y, dy, io_ty: tl.constexpr, 
         dot = tl.sum(_bwd_terms(y, dy, LOG), axis=0)
     tl.store(part_ptr + row * n_chunks + t % n_chunks, dot)
     if PHASE == 3:
-        tl.debug_barrier()
-        tl.atomic_add(count_ptr + row, 1, sem="release", scope="gpu")
+        _pipe_arrive(count_ptr, row)
+
+
+@triton.jit
+def _pipe_arrive(count_ptr, row):
+    """An item's arrival at its row's counter once its partial is stored: after the CTA barrier (every warp's
+    stores issued), released so that a reader that acquires the count sees the partial."""
+    tl.debug_barrier()
+    tl.atomic_add(count_ptr + row, 1, sem="release", scope="gpu")
 
 
 @triton.jit
@@ -1396,7 +1412,7 @@ def softmax_bwd_pipe(
 def _fpipe_publish(part_ptr, count_ptr, t, n_chunks, x, PHASE: tl.constexpr):
     """Item t's partials from its chunk `x` (float32, masked values -inf) into part (M, 2, n_chunks): its max
     (-inf for an all -inf chunk, whose sum is 0, as softmax_fwd_coop publishes it) and its sum of exp(x - max);
-    then (PHASE 3) its arrival at its row's counter, released after the CTA barrier (as `_pipe_publish`)."""
+    then (PHASE 3) its arrival at its row's counter (`_pipe_arrive`)."""
     row = (t // n_chunks).to(tl.int64)
     m_own = tl.max(x, axis=0)
     m_own = tl.where(m_own == -float("inf"), 0.0, m_own)
@@ -1405,8 +1421,7 @@ def _fpipe_publish(part_ptr, count_ptr, t, n_chunks, x, PHASE: tl.constexpr):
     tl.store(part_row + t % n_chunks, tl.where(s_own == 0.0, -float("inf"), m_own))
     tl.store(part_row + n_chunks + t % n_chunks, s_own)
     if PHASE == 3:
-        tl.debug_barrier()
-        tl.atomic_add(count_ptr + row, 1, sem="release", scope="gpu")
+        _pipe_arrive(count_ptr, row)
 
 
 @triton.jit
@@ -1418,10 +1433,7 @@ def _fpipe_finish(y_ptr, part_ptr, count_ptr, t, n_chunks, N, stride_ym, x, CHUN
     row = (t // n_chunks).to(tl.int64)
     if PHASE == 3:
         _pipe_wait(count_ptr, row, n_chunks)
-    c = tl.arange(0, BLOCK_C)
-    part_row = part_ptr + row * 2 * n_chunks
-    m_c = tl.load(part_row + c, mask=c < n_chunks, other=-float("inf"), volatile=True)
-    s_c = tl.load(part_row + n_chunks + c, mask=c < n_chunks, other=0.0, volatile=True)
+    m_c, s_c = _row_partials(part_ptr + row * 2 * n_chunks, n_chunks, BLOCK_C)
     _, m_safe, s = _combine(m_c, s_c)
     if LOG:
         y = (x - m_safe) - tl.log(s)
