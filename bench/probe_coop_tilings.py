@@ -15,8 +15,10 @@ kernel time, fresh outputs), --rounds times each:
       pCHUNKwWARPSxK  the pipelined kernel (softmax_bwd_pipe, softmax_fwd_pipe) at CHUNK values, WARPS warps,
                       K programs an SM (dispatch.PIPE_PLANS's or PIPE_FWD_PLANS's entry for this dtype and op
                       replaced);
-      coop / pipe / rows  dispatch's plan of that family (force=), its own constants;
-      KEY=VALUE       a constexpr, num_warps or maxnreg (0: no cap) of the (one-launch) plan replaced;
+      coop / pipe / rows / online / split  dispatch's plan of that family (force=), its own constants;
+      grid=G          the (one-launch) plan's grid, its first axis: G programs, or M with grid=M (the online
+                      kernel's programs loop over rows: grid=M is one row a program, as the blog's seed kernel);
+      KEY=VALUE       a constexpr, num_warps, num_stages or maxnreg (0: no cap) of the (one-launch) plan replaced;
     (a variant dispatch refuses, e.g. more chunks a row than SMs, prints as "refused"; one that does not
     compile or run, e.g. a constexpr the kernel's static asserts refuse, as "failed");
   * with --peers, torch.softmax (aten's backward) and Liger-Kernel (softmax), where installed; with --seeds,
@@ -77,19 +79,24 @@ def variant(spec, M, N, dtype, direction, log, sms, gpu):
             pipes[(itemsize, log)] = (int(m[1]), int(m[2]), int(m[3]))
             with mock.patch.object(dispatch, table, pipes):
                 plan = _plan(M, N, dtype, direction, log, sms, "", "pipe")  # the module's table, not a GPU's own
-        elif tok in ("coop", "pipe", "rows"):
+        elif tok in ("coop", "pipe", "rows", "online", "split"):
             plan = _plan(M, N, dtype, direction, log, sms, gpu, tok)
+        elif m := re.fullmatch(r"grid=(\d+|M)", tok):
+            (l,) = plan
+            plan = (dataclasses.replace(l, grid=(M if m[1] == "M" else int(m[1]),) + tuple(l.grid[1:])),)
         elif m := re.fullmatch(r"(\w+)=(\d+)", tok):
             key, value = m[1], int(m[2])
             (l,) = plan
             meta = {k: v for k, v in l.meta if k != key}
-            if key not in l.kwargs and key not in ("num_warps", "maxnreg") and key not in _constexprs(l.kernel):
+            if key not in l.kwargs and key not in ("num_warps", "num_stages", "maxnreg") \
+                    and key not in _constexprs(l.kernel):
                 raise ValueError(f"{key} is not a constexpr of {l.kernel}")
             if not (key == "maxnreg" and value == 0):
                 meta[key] = value
             plan = (dataclasses.replace(l, meta=tuple(meta.items())),)
         else:
-            raise SystemExit(f"--variants: {tok!r} is not cCHUNKwWARPS, pCHUNKwWARPSxK, coop, pipe, rows or KEY=VALUE")
+            raise SystemExit(f"--variants: {tok!r} is not cCHUNKwWARPS, pCHUNKwWARPSxK, coop, pipe, rows, online, "
+                             "split, grid=G or KEY=VALUE")
     return plan
 
 

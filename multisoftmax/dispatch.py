@@ -408,6 +408,13 @@ ROWS_PEELED16_FWD_MAX_LANES = MAX_ROWS_BLOCK_N[2]
 # ROWS_PEELED16_FWD_WARPS ... ROWS_BWD16_RELOAD_*.
 ROWS_PEELED16_FWD_WARPS: dict = {}
 ROWS_PEELED16_BWD_WARPS: dict = {}
+# ROWS_TAIL_FWD_WARPS[(itemsize, BLOCK_N)], ROWS_TAIL_BWD_WARPS: aligned rows of a power of two and a short tail
+# (row_segments: N = 4352 as 4096 + 256) one a program at this many warps, forward and backward (H100: the rules',
+# not measured). The rules size warps by all the lanes, so a tail doubles them (4352: 16 warps, 8 values a thread);
+# on the H200 that ran 10-45% behind fewer warps (bf16 30840 x 4352 forward 227.1 -> 154.6 us at 4 warps).
+# Measured: bench/DISPATCH.md, ROWS_TAIL_FWD_WARPS.
+ROWS_TAIL_FWD_WARPS: dict = {}
+ROWS_TAIL_BWD_WARPS: dict = {}
 ROWS_PEELED16_FWD_COOP: dict = {}
 ROWS_TAIL16_BWD_RELOAD: dict = {False: {}, True: {}}
 ROWS_BWD16_RELOAD_MAX_N = 0
@@ -493,7 +500,10 @@ GPU_CONSTANTS = {
                                          (16384, True): (10, float("inf")), (8192, True): (32, float("inf"))},
                  ROWS_TAIL16_BWD_RELOAD={False: {16384: 512}, True: {}}, ROWS_BWD16_RELOAD_MAX_N=31744,
                  ROWS_PEELED16_BWD_WARPS={(16384, True): (32, 0.7)}, PIPE_FWD_MIN_CHUNKS=64,
-                 PIPE_FWD_MIN_PER_SM={False: 12, True: 6}, COOP_X2_PEELED_CAP=True, COOP_BWD32_TAG_CAP_REGS=80),
+                 PIPE_FWD_MIN_PER_SM={False: 12, True: 6}, COOP_X2_PEELED_CAP=True, COOP_BWD32_TAG_CAP_REGS=80,
+                 ROWS_TAIL_FWD_WARPS={(4, 1024): 1, (4, 2048): 4, (4, 4096): 4, (4, 8192): 4, (4, 16384): 8,
+                                      (2, 1024): 1, (2, 2048): 1, (2, 4096): 4, (2, 8192): 8, (2, 16384): 16},
+                 ROWS_TAIL_BWD_WARPS={(2, 2048): 2, (2, 4096): 4, (2, 8192): 8}),
 }
 
 
@@ -664,6 +674,9 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool =
         warps, fill = ((_tuned("ROWS_PEELED16_FWD_WARPS", gpu).get(BLOCK_N, num_warps), 0.0) if forward else
                        _tuned("ROWS_PEELED16_BWD_WARPS", gpu).get((BLOCK_N, log), (num_warps, 0.0)))
         num_warps = warps if N >= fill * BLOCK_N else num_warps
+    tail_warps = _tuned("ROWS_TAIL_FWD_WARPS" if forward else "ROWS_TAIL_BWD_WARPS", gpu).get((itemsize, BLOCK_N))
+    if TAIL_N and aligned and not where and tail_warps:  # this GPU's warps for rows with a tail, one a program
+        BLOCK_M, num_warps = 1, tail_warps
     tuned = None if where else _rows_tuned(N, BLOCK_N, TAIL_N, vec, aligned, forward, itemsize, log, gpu)
     if tuned:  # this GPU's tiling of these rows (ROWS_TILINGS)
         BLOCK_M, num_warps = min(tuned[0], triton.next_power_of_2(M)), tuned[1]

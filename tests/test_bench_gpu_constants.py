@@ -346,3 +346,68 @@ def test_bwd32_cap_gains():
             if _h200_variant(name, case) == coop and _h200(case).kernel == "softmax_bwd_coop":
                 over_pipe.append(us[pipe] / us[coop])
     assert len(over_pipe) == 20 and statistics.geometric_mean(over_pipe) > 1.02, over_pipe
+
+
+# The H200's warps for aligned rows of a power of two and a short tail (GPU_CONSTANTS["H200"]'s ROWS_TAIL_FWD_WARPS,
+# ROWS_TAIL_BWD_WARPS), held to TAIL_LOGS: probe_rows_tail.log (the rules' plan, "dispatch", beside 1-32 warps, tails
+# of 16 values to BLOCK_N // 16) and probe_rows_tail_rule.log (the table's plan, "dispatch", on other tails, 8-1024
+# values, beside the rules' warps). One count of warps a key serves both ops and both 16-bit types: within TAIL_OFF_BEST
+# of the fastest count of each case (bf16 8704 softmax forward: 4 warps 6.4% ahead of the table's 8, which the
+# log_softmax and float16 need). The float32 forward of tails of 8-64 values ran up to TAIL_SLOWER behind the rules'.
+TAIL_LOGS = ("probe_rows_tail.log", "probe_rows_tail_rule.log")
+TAIL_OFF_BEST, TAIL_SLOWER = 0.07, 0.02
+# The float16 forward of 2112 values ran 2-8 warps in the first log, not the table's 1 (as bf16's); the second log
+# ran 1 against 2 and 8 on float16 2056, 2120 and 2144.
+TAIL_UNMEASURED = {("float16", 63550, 2112, op, "fwd") for op in ("softmax", "log_softmax")}
+
+
+def _variant_of(name, case, gpu):
+    """The variant of the log's case that is dispatch's plan for `gpu` ("H200", or "": the rules), or None."""
+    from probe_coop_tilings import describe
+
+    dtype, M, N, op, direction = case
+    return {d: v for d, v in _described(name)[case].items()}.get(
+        describe(targets.plan(dtype, op, direction, M, N, 132, gpu)[-1:]))
+
+
+def test_tail_logs_have_the_cases():
+    first, rule = (_cases(name) for name in TAIL_LOGS)
+    assert (len(first), len(rule)) == (62, 114)
+    assert {N for _, _, N, _, _ in first} == {1040, 1088, 2064, 2112, 2176, 4112, 4352, 8208, 8704, 16400, 17408}
+
+
+@pytest.mark.parametrize("case,name", [(case, name) for name in TAIL_LOGS for case in sorted(_cases(name))],
+                         ids=lambda v: "-".join(map(str, v)) if isinstance(v, tuple) else v[6:-4])
+def test_tail_case(case, name):
+    """Where the table takes a case (both directions of 16-bit rows, the float32 forward) the H200's plan is one the
+    log ran, one row a program at the table's warps, within TAIL_OFF_BEST of the fastest variant of its case and
+    ahead of the rules' plan, or behind it by TAIL_SLOWER at most (float32 forward tails of 8-64 values); the float32
+    backward keeps the rules' plan."""
+    dtype, M, N, op, direction = case
+    us, plan = _cases(name)[case], _h200(case)
+    k = plan.kwargs
+    table = dispatch.GPU_CONSTANTS["H200"]["ROWS_TAIL_FWD_WARPS" if direction == "fwd" else "ROWS_TAIL_BWD_WARPS"]
+    warps = table.get((ITEMSIZE[dtype], k["BLOCK_N"]))
+    assert k["TAIL_N"] and not k["PEEL"] and (warps is None) == (dtype == "float32" and direction == "bwd"), case
+    new, rules = _variant_of(name, case, "H200"), _variant_of(name, case, "")
+    if warps is None:
+        assert new == rules == "dispatch", case
+        return
+    assert (k["BLOCK_M"], k["num_warps"]) == (1, warps), case
+    if new is None:
+        assert name == TAIL_LOGS[0] and case in TAIL_UNMEASURED, (case, "the H200's plan is none the log ran")
+        return
+    assert us[new] <= min(us.values()) * (1 + TAIL_OFF_BEST), (case, new, us)
+    slower = TAIL_SLOWER if dtype == "float32" and k["TAIL_N"] <= 64 else 0.0
+    assert us[new] <= us[rules] * (1 + slower), (case, new, rules, us)
+
+
+def test_tail_gains():
+    """Over each log the table's plans ran >= 1.2x the rules' (geomean) and >= 1.7x somewhere (the bf16 forward of
+    16392-16400 values, 32 warps by the rules, 16 by the table)."""
+    for name in TAIL_LOGS:
+        gains = [us[_variant_of(name, case, "")] / us[_variant_of(name, case, "H200")]
+                 for case, us in _cases(name).items()
+                 if _variant_of(name, case, "H200") not in (None, _variant_of(name, case, ""))]
+        assert len(gains) == {TAIL_LOGS[0]: 54, TAIL_LOGS[1]: 114}[name], (name, len(gains))
+        assert statistics.geometric_mean(gains) > 1.2 and max(gains) > 1.7, (name, gains)

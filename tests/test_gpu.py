@@ -259,6 +259,32 @@ def test_h200_rows_rules_through_both_adapters(dtype, per_sm, N, kernels):
     _check_both_adapters(x, dy, dtype, f"{M}x{N}")
 
 
+@pytest.mark.parametrize("dtype,N", [("float32", 1088), ("float32", 4352), ("float32", 17408), ("bfloat16", 2112),
+                                     ("float16", 8704), ("bfloat16", 16400)])
+def test_h200_tail_rows_through_both_adapters(dtype, N):
+    """The H200's warps for aligned rows of a power of two and a short tail (GPU_CONSTANTS' ROWS_TAIL_FWD_WARPS and,
+    16-bit, ROWS_TAIL_BWD_WARPS: 1-16 warps, one row a program) on 2 rows an SM and one more, through the torch
+    adapter and the JAX adapter (jax.vjp), both ops: right against float64. On another GPU the same shapes run its
+    own plans, checked alike."""
+    M, gpu = 2 * _sms() + 1, dispatch.tuned_gpu(torch.cuda.get_device_name())
+    if gpu == "H200":
+        itemsize = torch.empty((), dtype=getattr(torch, dtype)).element_size()
+        consts = dispatch.GPU_CONSTANTS[gpu]
+        for log in (False, True):
+            fwd = dispatch.plan_forward(M, N, N, N, dtype, log, _sms(), gpu=gpu)[-1]
+            bwd = dispatch.plan_backward(M, N, N, N, N, dtype, log, _sms(), gpu=gpu)[-1]
+            block_n = dispatch.row_segments(N)[0]
+            assert (fwd.kernel, fwd.kwargs["num_warps"]) == (
+                "softmax_fwd_rows", consts["ROWS_TAIL_FWD_WARPS"][itemsize, block_n]), (N, log)
+            assert bwd.kwargs["num_warps"] == consts["ROWS_TAIL_BWD_WARPS"].get(
+                (itemsize, block_n), bwd.kwargs["num_warps"]), (N, log)
+    g = torch.Generator(device="cuda").manual_seed(N)
+    tdt = getattr(torch, dtype)
+    x = (torch.randn(M, N, device="cuda", generator=g) * 4).to(tdt)
+    dy = torch.randn(M, N, device="cuda", generator=g).to(tdt)
+    _check_both_adapters(x, dy, dtype, f"{M}x{N}")
+
+
 def test_adapters_plan_with_the_gpu_s_tilings(monkeypatch):
     """Both adapters plan with the GPU's key of dispatch.ROWS_TILINGS and GPU_CONSTANTS (dispatch.tuned_gpu of
     its name: "H200" on an H200, "" elsewhere), forward and backward, and their results stay right."""

@@ -2418,6 +2418,87 @@ def test_rows_peeled16_forward_rules_run(torch_device, M, N, log, kernel):
     ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), log=log), dtype, "peeled forward")
 
 
+def _tail_plan(M, N, dtype, log, forward, gpu, strides=None):
+    """dispatch's one launch for M rows of N values (`strides`: x's / y's row stride, default N), 132 SMs."""
+    s = strides or N
+    return (dispatch.plan_forward(M, N, s, s, dtype, log, 132, gpu=gpu) if forward
+            else dispatch.plan_backward(M, N, s, s, s, dtype, log, 132, gpu=gpu))
+
+
+def _tail_cases():
+    """(forward, itemsize, BLOCK_N, warps) of the H200's ROWS_TAIL_FWD_WARPS and ROWS_TAIL_BWD_WARPS."""
+    consts = dispatch.GPU_CONSTANTS["H200"]
+    return [(forward, itemsize, block_n, warps) for forward, name in ((True, "ROWS_TAIL_FWD_WARPS"),
+                                                                      (False, "ROWS_TAIL_BWD_WARPS"))
+            for (itemsize, block_n), warps in consts[name].items()]
+
+
+def test_rows_tail_warps_rule(monkeypatch):
+    """The H200's aligned rows of a power of two and a short tail (dispatch.row_segments): one row a program at
+    ROWS_TAIL_FWD_WARPS' warps forward and ROWS_TAIL_BWD_WARPS' backward (16-bit), both ops, every tail from one
+    16-byte vector to BLOCK_N // 16, where the rules (the H100's plans, gpu "") size warps by all the lanes and so
+    take more; every other constexpr as the rules'. The tables change no other plan: rows of no tail, rows past
+    BLOCK_N // 16 of a tail, peeled rows, rows of unaligned strides, the where kernels' rows, float64, and the
+    float32 backward plan alike without them."""
+    assert dispatch.ROWS_TAIL_FWD_WARPS == dispatch.ROWS_TAIL_BWD_WARPS == {}
+    assert len(_tail_cases()) == 13
+    same = ("BLOCK_M", "num_warps", "EVEN_M", "ALIGN_M")
+    for forward, itemsize, block_n, warps in _tail_cases():
+        for dtype in (("float32",) if itemsize == 4 else ("bfloat16", "float16")):
+            for N, log in itertools.product((block_n + 16 // itemsize, block_n + block_n // 16), (False, True)):
+                (rules,), (tuned,) = (_tail_plan(4096, N, dtype, log, forward, gpu) for gpu in ("", "H200"))
+                kw, what = tuned.kwargs, (forward, dtype, N, log)
+                assert tuned.kernel == rules.kernel == ("softmax_fwd_rows" if forward else "softmax_bwd_rows"), what
+                assert (kw["BLOCK_N"], kw["TAIL_N"]) == dispatch.row_segments(N) and kw["TAIL_N"] and not kw["PEEL"]
+                assert (kw["BLOCK_M"], kw["num_warps"], tuned.grid) == (1, warps, (4096,)), what
+                assert rules.kwargs["num_warps"] > warps, what
+                assert ({k: v for k, v in kw.items() if k not in same}
+                        == {k: v for k, v in rules.kwargs.items() if k not in same}), what
+    untouched = {k: v for k, v in dispatch.GPU_CONSTANTS["H200"].items()
+                 if k not in ("ROWS_TAIL_FWD_WARPS", "ROWS_TAIL_BWD_WARPS")}
+    cases = [(N, s, dtype, log, forward) for N in (1024, 2048, 2056, 2176, 2184, 2560, 4097, 4100, 8193, 8712, 17400)
+             for s in (None, 8200 * 3 + 2) for dtype in ("float32", "bfloat16", "float64")
+             for log, forward in itertools.product((False, True), (True, False))]
+    before = {case: _tail_plan(512, case[0], case[2], case[3], case[4], "H200", case[1]) for case in cases}
+    monkeypatch.setitem(dispatch.GPU_CONSTANTS, "H200", untouched)
+    dispatch.plan_forward.cache_clear()
+    dispatch.plan_backward.cache_clear()
+    changed = [case for case in cases if _tail_plan(512, case[0], case[2], case[3], case[4], "H200", case[1])
+               != before[case]]
+    dispatch.plan_forward.cache_clear()
+    dispatch.plan_backward.cache_clear()
+    # only aligned rows with a tail: 2056 and 2176 (2184's tail of 136 values is past 128: 4096 lanes), float32 4100
+    # (16-bit 4100 is peeled), 17400 forward (16-bit backward: the rules'); not 8712 (a tail past 512: 16384 lanes)
+    assert sorted({(N, dtype, forward) for N, s, dtype, log, forward in changed}) == sorted(
+        [(N, dtype, forward) for N in (2056, 2176) for dtype, forward in
+         (("float32", True), ("bfloat16", True), ("bfloat16", False))]
+        + [(4100, "float32", True), (17400, "float32", True), (17400, "bfloat16", True)]), changed
+    assert all(s is None for N, s, dtype, log, forward in changed) and len(changed) == 2 * 9
+    where = dict(forward=True, log=False, itemsize=4, aligned=True, where=True)
+    assert dispatch._rows_tiling(4096, 4352, **where, gpu="H200") == dispatch._rows_tiling(4096, 4352, **where)
+
+
+@pytest.mark.parametrize("forward,itemsize,block_n,warps", _tail_cases(), ids=lambda v: str(v))
+def test_rows_tail_warps_run(torch_device, forward, itemsize, block_n, warps):
+    """Each entry of the H200's tail tables: its plan (here of 2 and 3 rows, a tail of BLOCK_N // 16) right against
+    float64, softmax and log_softmax."""
+    N, dtype = block_n + block_n // 16, {4: "float32", 2: "float16" if forward else "bfloat16"}[itemsize]
+    for M, log in ((2, False), (3, True)):
+        (plan,) = _tail_plan(M, N, dtype, log, forward, "H200")
+        assert (plan.kwargs["num_warps"], plan.kwargs["TAIL_N"]) == (warps, block_n // 16)
+        x = _random((M, N), dtype, torch_device, seed=N + M)
+        what = f"H200 tail {block_n}+{block_n // 16} M={M} log={log}"
+        if forward:
+            y = _run((plan,), {"x": x}, dtype, torch_device, (M, N))
+            ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), log=log), dtype, what)
+            continue
+        y = (torch.log_softmax if log else torch.softmax)(x.double(), -1).to(DTYPES[dtype])
+        dy = _random((M, N), dtype, torch_device, seed=N + M + 1)
+        dx = _run((plan,), {"y": y, "dy": dy}, dtype, torch_device, (M, N))
+        expected = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=log)
+        ref.assert_close(dx.double().cpu(), expected, dtype, what, scale_atol=True)
+
+
 def test_rows_bwd16_reload_rules():
     """The H200's 16-bit softmax backward of aligned rows: of ROWS_BWD16_RELOAD_MAX_N values or fewer that the
     rules give the cooperative kernel, one row a program at 32 warps, reloading, under a cap of
