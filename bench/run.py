@@ -65,7 +65,8 @@ def parse_args(argv=None):
                    help="stop starting measurements this long after start (outputs are still written)")
     p.add_argument("--m-cap", type=int, default=M_CAP, help="largest M of the sweep (anchors: 65536)")
     p.add_argument("--max-n", type=int, default=None, help="only shapes with N <= this (to re-measure short rows)")
-    p.add_argument("--n", default=None, help="only shapes with these N, comma-separated (to re-measure a change)")
+    p.add_argument("--n", default=None, help="only shapes with these N, comma-separated (to re-measure a change); "
+                   "an N off the sweep is measured as a sweep shape (~256 MB)")
     return p.parse_args(argv)
 
 
@@ -410,7 +411,10 @@ class Bench:
     def sections(self):
         """(suite, dtype, shapes, ops) in the order measured: most wanted first, so that a
         time-budget cut loses the least (softmax before log_softmax, float16 last)."""
+        only_n = {int(n) for n in self.args.n.split(",")} if self.args.n else None
         sweep_n = SMOKE_SWEEP_N if self.smoke else SWEEP_N
+        if only_n and not self.smoke:  # --n's values off the sweep are measured as sweep shapes too
+            sweep_n = sorted({*sweep_n, *only_n})
         llm = SMOKE_LLM_SHAPES if self.smoke else LLM_SHAPES
         vocab = [s for s in llm if s[1] >= VOCAB_N or self.smoke]
 
@@ -427,7 +431,6 @@ class Bench:
                     ("llm", "bfloat16", vocab, log), ("llm", "float32", vocab, log),
                     ("sweep", "float16", sweep("float16"), sm + log)]
         max_n = self.args.max_n
-        only_n = {int(n) for n in self.args.n.split(",")} if self.args.n else None
         return [(suite, dtype, [s for s in shapes if (max_n is None or s[1] <= max_n)
                                 and (only_n is None or s[1] in only_n)], ops)
                 for suite, dtype, shapes, ops in sections]
