@@ -155,6 +155,9 @@ ROWS_TILINGS = {"H200": {**{(forward, itemsize, log, lanes, filled): tiling
                             for (forward, itemsize, lanes, filled), tiling in _H200_ROWS.items()
                             for log in (False, True)},
                          (True, 4, True, 16384, True): (2, 32),  # the float32 log_softmax forward alone: 12%
+                         # ...and of rows in part of 16384 lanes (9216-16000): 16 warps took 77 registers a thread
+                         # (1 program an SM), 8 ran 1.15-1.40x (bench/results/h200/probe_rows_wide_fill.log)
+                         (True, 4, True, 16384, False): (1, 8),
                          (False, 2, False, 16384, True): (1, 32, True)}}  # the 16-bit softmax backward: RELOAD
 
 

@@ -411,3 +411,26 @@ def test_tail_gains():
                  if _variant_of(name, case, "H200") not in (None, _variant_of(name, case, ""))]
         assert len(gains) == {TAIL_LOGS[0]: 54, TAIL_LOGS[1]: 114}[name], (name, len(gains))
         assert statistics.geometric_mean(gains) > 1.2 and max(gains) > 1.7, (name, gains)
+
+
+# ROWS_TILINGS["H200"]'s entry for the float32 log_softmax forward of rows that fill part of 16384 lanes (one row a
+# program at 8 warps), held to probe_rows_wide_fill.log: 9216-16000 values, float32 and bf16, both ops and
+# directions, the rules' plan ("dispatch", 16 warps) beside 4-32 warps.
+WIDE_FILL_LOG = "probe_rows_wide_fill.log"
+
+
+def test_wide_fill_log_has_the_cases():
+    assert len(_cases(WIDE_FILL_LOG)) == 40
+
+
+@pytest.mark.parametrize("case", sorted(_cases(WIDE_FILL_LOG)), ids=lambda v: "-".join(map(str, v)))
+def test_wide_fill_case(case):
+    """The float32 log_softmax forward runs at 8 warps, within the spread of the fastest count and >= 1.15x the
+    rules' 16; every other case keeps the rules' plan, which no count ran 1% ahead of."""
+    dtype, M, N, op, direction = case
+    us, variant = _cases(WIDE_FILL_LOG)[case], _variant_of(WIDE_FILL_LOG, case, "H200")
+    if (dtype, op, direction) == ("float32", "log_softmax", "fwd"):
+        assert variant == "num_warps=8" and _h200(case).kwargs["BLOCK_M"] == 1, (case, variant)
+        assert us[variant] <= min(us.values()) * (1 + SPREAD) and us["dispatch"] / us[variant] > 1.15, (case, us)
+    else:
+        assert variant == "dispatch" and us["dispatch"] <= min(us.values()) * 1.01, (case, us)

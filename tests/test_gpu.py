@@ -285,6 +285,18 @@ def test_h200_tail_rows_through_both_adapters(dtype, N):
     _check_both_adapters(x, dy, dtype, f"{M}x{N}")
 
 
+def test_h200_wide_fill_rows_through_both_adapters():
+    """The H200's float32 log_softmax forward of rows in part of 16384 lanes (ROWS_TILINGS: one row a program at 8
+    warps), 2 rows an SM and one more, through both adapters, both ops and directions: right against float64."""
+    M, N, gpu = 2 * _sms() + 1, 12288, dispatch.tuned_gpu(torch.cuda.get_device_name())
+    if gpu == "H200":
+        fwd = dispatch.plan_forward(M, N, N, N, "float32", True, _sms(), gpu=gpu)[-1]
+        assert (fwd.kernel, fwd.kwargs["BLOCK_M"], fwd.kwargs["num_warps"]) == ("softmax_fwd_rows", 1, 8)
+    g = torch.Generator(device="cuda").manual_seed(N)
+    x = torch.randn(M, N, device="cuda", generator=g) * 4
+    _check_both_adapters(x, torch.randn(M, N, device="cuda", generator=g), "float32", f"{M}x{N}")
+
+
 def test_adapters_plan_with_the_gpu_s_tilings(monkeypatch):
     """Both adapters plan with the GPU's key of dispatch.ROWS_TILINGS and GPU_CONSTANTS (dispatch.tuned_gpu of
     its name: "H200" on an H200, "" elsewhere), forward and backward, and their results stay right."""
