@@ -637,7 +637,8 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool =
     aligned; the float32 backward in ROWS_BWD32_WIDE_LANES lanes and the 16-bit one in
     ROWS_BWD16_WIDE_LANES lanes on more warps, and in ROWS_BWD_ONE_ROW_WARPS's lanes one row a
     program, but not the `where` kernels' rows); `gpu`: a key of ROWS_TILINGS (`tuned_gpu`), whose
-    tilings replace those rules' for the unmasked kernels' rows)."""
+    tilings replace those rules' for the unmasked kernels' rows, and of GPU_CONSTANTS, whose ROWS_TAIL_FWD_WARPS
+    and ROWS_TAIL_BWD_WARPS give aligned rows with a tail their warps, one row a program)."""
     BLOCK_N, TAIL_N = row_segments(N) if not vec else (triton.next_power_of_2(max(1, N // vec * vec)), 2 * vec)
     # The edges of PEEL rows are not counted: 16 more lanes must not double the warps or
     # halve the rows a program (bf16 N = 781 measured 1494 vs 2616 GB/s when they did).
@@ -678,7 +679,7 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool =
                        _tuned("ROWS_PEELED16_BWD_WARPS", gpu).get((BLOCK_N, log), (num_warps, 0.0)))
         num_warps = warps if N >= fill * BLOCK_N else num_warps
     tail_warps = _tuned("ROWS_TAIL_FWD_WARPS" if forward else "ROWS_TAIL_BWD_WARPS", gpu).get((itemsize, BLOCK_N))
-    if TAIL_N and aligned and not where and tail_warps:  # this GPU's warps for rows with a tail, one a program
+    if TAIL_N and not vec and aligned and not where and tail_warps:  # this GPU's for rows with a tail, one a program
         BLOCK_M, num_warps = 1, tail_warps
     tuned = None if where else _rows_tuned(N, BLOCK_N, TAIL_N, vec, aligned, forward, itemsize, log, gpu)
     if tuned:  # this GPU's tiling of these rows (ROWS_TILINGS)
