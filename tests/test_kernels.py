@@ -2203,17 +2203,22 @@ def test_rows_tilings_run(torch_device, key):
     block_m = dispatch.ROWS_TILINGS["H200"][key][0]
     for M in (2 * block_m, 2 * block_m + 1):
         N, dtype, plan = _tuned_plan(key, M)
-        x = _random((M, N), dtype, torch_device, seed=N + M)
-        what = f"H200 tiling {key} M={M}"
-        if forward:
-            y = _run(plan, {"x": x}, dtype, torch_device, (M, N))
-            ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), log=log), dtype, what)
-            continue
-        y = (torch.log_softmax if log else torch.softmax)(x.double(), -1).to(DTYPES[dtype])
-        dy = _random((M, N), dtype, torch_device, seed=N + M + 1)
-        dx = _run(plan, {"y": y, "dy": dy}, dtype, torch_device, (M, N))
-        expected = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=log)
-        ref.assert_close(dx.double().cpu(), expected, dtype, what, scale_atol=True)
+        _check_rows_plan(plan, forward, log, M, N, dtype, torch_device, f"H200 tiling {key} M={M}")
+
+
+def _check_rows_plan(plan, forward: bool, log: bool, M: int, N: int, dtype: str, device, what: str):
+    """Run a rows plan of M x N on fresh random inputs (x, or y from x and dy; seeded by N + M) and assert y (forward)
+    or dx (backward) right against float64."""
+    x = _random((M, N), dtype, device, seed=N + M)
+    if forward:
+        y = _run(plan, {"x": x}, dtype, device, (M, N))
+        ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), log=log), dtype, what)
+        return
+    y = (torch.log_softmax if log else torch.softmax)(x.double(), -1).to(DTYPES[dtype])
+    dy = _random((M, N), dtype, device, seed=N + M + 1)
+    dx = _run(plan, {"y": y, "dy": dy}, dtype, device, (M, N))
+    expected = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=log)
+    ref.assert_close(dx.double().cpu(), expected, dtype, what, scale_atol=True)
 
 
 def test_gpu_constants_rule():
@@ -2486,17 +2491,8 @@ def test_rows_tail_warps_run(torch_device, forward, itemsize, block_n, warps):
     for M, log in ((2, False), (3, True)):
         (plan,) = _tail_plan(M, N, dtype, log, forward, "H200")
         assert (plan.kwargs["num_warps"], plan.kwargs["TAIL_N"]) == (warps, block_n // 16)
-        x = _random((M, N), dtype, torch_device, seed=N + M)
-        what = f"H200 tail {block_n}+{block_n // 16} M={M} log={log}"
-        if forward:
-            y = _run((plan,), {"x": x}, dtype, torch_device, (M, N))
-            ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), log=log), dtype, what)
-            continue
-        y = (torch.log_softmax if log else torch.softmax)(x.double(), -1).to(DTYPES[dtype])
-        dy = _random((M, N), dtype, torch_device, seed=N + M + 1)
-        dx = _run((plan,), {"y": y, "dy": dy}, dtype, torch_device, (M, N))
-        expected = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=log)
-        ref.assert_close(dx.double().cpu(), expected, dtype, what, scale_atol=True)
+        _check_rows_plan((plan,), forward, log, M, N, dtype, torch_device,
+                         f"H200 tail {block_n}+{block_n // 16} M={M} log={log}")
 
 
 def test_rows_bwd16_reload_rules():
