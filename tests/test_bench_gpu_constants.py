@@ -144,7 +144,10 @@ def _reload_cases():
     return sorted({case: name for name in RELOAD_LOGS for case in _cases(name)}.items(), key=lambda v: (v[1], v[0]))
 
 
-def _h200_variant(name, case):
+def _h200_variant(name, case, gpu="H200"):
+    """The variant of the log's case that is dispatch's plan for the GPU of key `gpu` (the H200's; "": the rules',
+    the H100's), or None; plans are compared as the log describes them, RELOAD=0 and logs from before the
+    COOP_X2_PEELED_CAP cap aside."""
     from probe_coop_tilings import describe
 
     dtype, M, N, op, direction = case
@@ -152,7 +155,7 @@ def _h200_variant(name, case):
         return d.replace("RELOAD=0,", "")
 
     described = {plain(d): v for d, v in _described(name)[case].items()}
-    plan = targets.plan(dtype, op, direction, M, N, 132, "H200")[-1:]
+    plan = targets.plan(dtype, op, direction, M, N, 132, gpu)[-1:]
     d = plain(describe(plan))
     k = plan[0].kwargs
     if (name not in CAP_LOGS and plan[0].kernel == "softmax_fwd_coop" and k["PEEL"] and k.get("TAG") and not k["LOG"]
@@ -361,15 +364,6 @@ TAIL_OFF_BEST, TAIL_SLOWER = 0.07, 0.02
 TAIL_UNMEASURED = {("float16", 63550, 2112, op, "fwd") for op in ("softmax", "log_softmax")}
 
 
-def _variant_of(name, case, gpu):
-    """The variant of the log's case that is dispatch's plan for `gpu` ("H200", or "": the rules), or None."""
-    from probe_coop_tilings import describe
-
-    dtype, M, N, op, direction = case
-    return {d: v for d, v in _described(name)[case].items()}.get(
-        describe(targets.plan(dtype, op, direction, M, N, 132, gpu)[-1:]))
-
-
 def test_tail_logs_have_the_cases():
     first, rule = (_cases(name) for name in TAIL_LOGS)
     assert (len(first), len(rule)) == (62, 114)
@@ -389,7 +383,7 @@ def test_tail_case(case, name):
     table = dispatch.GPU_CONSTANTS["H200"]["ROWS_TAIL_FWD_WARPS" if direction == "fwd" else "ROWS_TAIL_BWD_WARPS"]
     warps = table.get((ITEMSIZE[dtype], k["BLOCK_N"]))
     assert k["TAIL_N"] and not k["PEEL"] and (warps is None) == (dtype == "float32" and direction == "bwd"), case
-    new, rules = _variant_of(name, case, "H200"), _variant_of(name, case, "")
+    new, rules = _h200_variant(name, case), _h200_variant(name, case, "")
     if warps is None:
         assert new == rules == "dispatch", case
         return
@@ -406,9 +400,9 @@ def test_tail_gains():
     """Over each log the table's plans ran >= 1.2x the rules' (geomean) and >= 1.7x somewhere (the bf16 forward of
     16392-16400 values, 32 warps by the rules, 16 by the table)."""
     for name in TAIL_LOGS:
-        gains = [us[_variant_of(name, case, "")] / us[_variant_of(name, case, "H200")]
-                 for case, us in _cases(name).items()
-                 if _variant_of(name, case, "H200") not in (None, _variant_of(name, case, ""))]
+        variants = {case: (_h200_variant(name, case), _h200_variant(name, case, "")) for case in _cases(name)}
+        gains = [us[rules] / us[new] for case, us in _cases(name).items()
+                 for new, rules in [variants[case]] if new not in (None, rules)]
         assert len(gains) == {TAIL_LOGS[0]: 54, TAIL_LOGS[1]: 114}[name], (name, len(gains))
         assert statistics.geometric_mean(gains) > 1.2 and max(gains) > 1.7, (name, gains)
 
@@ -428,7 +422,7 @@ def test_wide_fill_case(case):
     """The float32 log_softmax forward runs at 8 warps, within the spread of the fastest count and >= 1.15x the
     rules' 16; every other case keeps the rules' plan, which no count ran 1% ahead of."""
     dtype, M, N, op, direction = case
-    us, variant = _cases(WIDE_FILL_LOG)[case], _variant_of(WIDE_FILL_LOG, case, "H200")
+    us, variant = _cases(WIDE_FILL_LOG)[case], _h200_variant(WIDE_FILL_LOG, case)
     if (dtype, op, direction) == ("float32", "log_softmax", "fwd"):
         assert variant == "num_warps=8" and _h200(case).kwargs["BLOCK_M"] == 1, (case, variant)
         assert us[variant] <= min(us.values()) * (1 + SPREAD) and us["dispatch"] / us[variant] > 1.15, (case, us)
