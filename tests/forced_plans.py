@@ -37,3 +37,9 @@ FORCE_PIPE = (("PIPE16_MIN_PER_SM", 0), ("PIPE16_MAX_PER_SM", float("inf")), ("P
 def force_pipe(dispatch, set_attr=setattr):
     """Patch `dispatch` by FORCE_PIPE (`_force`)."""
     _force(dispatch, FORCE_PIPE, set_attr)
+
+
+def module_values(dispatch, names, set_attr=setattr):
+    """Patch `dispatch` so that every GPU plans with the module's own values of `names` (its GPUs' values of
+    those names dropped; `_force`)."""
+    _force(dispatch, [(name, getattr(dispatch, name)) for name in names], set_attr)

@@ -2459,18 +2459,16 @@ def test_rows_tail_warps_rule(monkeypatch):
                 assert rules.kwargs["num_warps"] > warps, what
                 assert ({k: v for k, v in kw.items() if k not in same}
                         == {k: v for k, v in rules.kwargs.items() if k not in same}), what
-    untouched = {k: v for k, v in dispatch.GPU_CONSTANTS["H200"].items()
-                 if k not in ("ROWS_TAIL_FWD_WARPS", "ROWS_TAIL_BWD_WARPS")}
+    from forced_plans import module_values
+
     cases = [(N, s, dtype, log, forward) for N in (1024, 2048, 2056, 2176, 2184, 2560, 4097, 4100, 8193, 8712, 17400)
              for s in (None, 8200 * 3 + 2) for dtype in ("float32", "bfloat16", "float64")
              for log, forward in itertools.product((False, True), (True, False))]
     before = {case: _tail_plan(512, case[0], case[2], case[3], case[4], "H200", case[1]) for case in cases}
-    monkeypatch.setitem(dispatch.GPU_CONSTANTS, "H200", untouched)
-    dispatch.plan_forward.cache_clear()
-    dispatch.plan_backward.cache_clear()
+    module_values(dispatch, ("ROWS_TAIL_FWD_WARPS", "ROWS_TAIL_BWD_WARPS"), monkeypatch.setattr)
     changed = [case for case in cases if _tail_plan(512, case[0], case[2], case[3], case[4], "H200", case[1])
                != before[case]]
-    dispatch.plan_forward.cache_clear()
+    dispatch.plan_forward.cache_clear()  # no plan made without the tables outlives this test
     dispatch.plan_backward.cache_clear()
     # only aligned rows with a tail: 2056 and 2176 (2184's tail of 136 values is past 128: 4096 lanes), float32 4100
     # (16-bit 4100 is peeled), 17400 forward (16-bit backward: the rules'); not 8712 (a tail past 512: 16384 lanes)
