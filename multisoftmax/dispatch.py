@@ -418,6 +418,15 @@ ROWS_PEELED16_BWD_WARPS: dict = {}
 # Measured: bench/DISPATCH.md, ROWS_TAIL_FWD_WARPS.
 ROWS_TAIL_FWD_WARPS: dict = {}
 ROWS_TAIL_BWD_WARPS: dict = {}
+# ROWS_FWD_TAILS[(itemsize, BLOCK_N)] = most tail lanes: the forward of aligned rows of more than BLOCK_N values and
+# at most BLOCK_N + this many runs as BLOCK_N + a tail (row_segments' `tails`), where the rules allow BLOCK_N / 16
+# and take 2 * BLOCK_N lanes past it (H100: none, not measured); one row a program at ROWS_TAIL_FWD_WARPS' warps.
+# ROWS_TAIL_FWD_CAP_REGS[(itemsize, BLOCK_N)]: such rows, with a tail of any length, compiled under this register
+# cap (maxnreg) where the launcher can pass it (H100: none). On the H200 bf16 14563 x 9216 (8192 + 1024) ran
+# 1.12-1.18x, 116508 x 1152 (1024 + 128) 1.14-1.17x, float32 58254 x 1152 1.03x. Measured: bench/DISPATCH.md,
+# ROWS_FWD_TAILS.
+ROWS_FWD_TAILS: dict = {}
+ROWS_TAIL_FWD_CAP_REGS: dict = {}
 ROWS_PEELED16_FWD_COOP: dict = {}
 ROWS_TAIL16_BWD_RELOAD: dict = {False: {}, True: {}}
 ROWS_BWD16_RELOAD_MAX_N = 0
@@ -506,6 +515,9 @@ GPU_CONSTANTS = {
                  PIPE_FWD_MIN_PER_SM={False: 12, True: 6}, COOP_X2_PEELED_CAP=True, COOP_BWD32_TAG_CAP_REGS=80,
                  ROWS_TAIL_FWD_WARPS={(4, 1024): 1, (4, 2048): 4, (4, 4096): 4, (4, 8192): 4, (4, 16384): 8,
                                       (2, 1024): 1, (2, 2048): 1, (2, 4096): 4, (2, 8192): 8, (2, 16384): 16},
+                 ROWS_FWD_TAILS={(2, 1024): 256, (2, 2048): 512, (2, 4096): 1024, (2, 8192): 2048, (4, 1024): 256,
+                                 (4, 2048): 512},
+                 ROWS_TAIL_FWD_CAP_REGS={(2, 8192): 48},
                  ROWS_TAIL_BWD_WARPS={(2, 2048): 2, (2, 4096): 4, (2, 8192): 8}),
 }
 
@@ -595,17 +607,18 @@ def fills_shared(launch: "Launch") -> bool:
             and kw["BLOCK_M"] * N * itemsize >= FILL_SHARED_MIN_TILE)
 
 
-def row_segments(N: int) -> tuple[int, int]:
+def row_segments(N: int, tails: dict | None = None) -> tuple[int, int]:
     """(BLOCK_N, TAIL_N): a row as one power of two, or a power of two and a short tail.
 
     N = 16385 -> (16384, 1) rather than 32768 lanes, which measured 2505 vs 2153 GB/s (fp32
     forward, H100). A long tail measured slower than one block (N = 3000 as 2048 + 1024:
-    2% slower than 4096), so a tail is used only up to 1/16 of the block.
+    2% slower than 4096), so a tail is used only up to 1/16 of the block, or up to
+    `tails`[BLOCK_N] lanes where given (ROWS_FWD_TAILS: a GPU's forward).
     """
     whole = triton.next_power_of_2(N)
     main = whole // 2
     tail = triton.next_power_of_2(N - main) if whole > N else 0
-    return (main, tail) if 0 < tail <= main // 16 else (whole, 0)
+    return (main, tail) if 0 < tail <= max(main // 16, (tails or {}).get(main, 0)) else (whole, 0)
 
 
 def peel(N: int, itemsize: int, align: int, strides_equal: bool, force: bool | None = None) -> bool:
@@ -638,8 +651,11 @@ def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool =
     ROWS_BWD16_WIDE_LANES lanes on more warps, and in ROWS_BWD_ONE_ROW_WARPS's lanes one row a
     program, but not the `where` kernels' rows); `gpu`: a key of ROWS_TILINGS (`tuned_gpu`), whose
     tilings replace those rules' for the unmasked kernels' rows, and of GPU_CONSTANTS, whose ROWS_TAIL_FWD_WARPS
-    and ROWS_TAIL_BWD_WARPS give aligned rows with a tail their warps, one row a program)."""
-    BLOCK_N, TAIL_N = row_segments(N) if not vec else (triton.next_power_of_2(max(1, N // vec * vec)), 2 * vec)
+    and ROWS_TAIL_BWD_WARPS give aligned rows with a tail their warps, one row a program, and whose ROWS_FWD_TAILS
+    gives the forward's aligned rows longer tails)."""
+    tails = ({lanes: most for (size, lanes), most in _tuned("ROWS_FWD_TAILS", gpu).items() if size == itemsize}
+             if forward and aligned and not where else None)  # this GPU's longer tails (ROWS_FWD_TAILS)
+    BLOCK_N, TAIL_N = row_segments(N, tails) if not vec else (triton.next_power_of_2(max(1, N // vec * vec)), 2 * vec)
     # The edges of PEEL rows are not counted: 16 more lanes must not double the warps or
     # halve the rows a program (bf16 N = 781 measured 1494 vs 2616 GB/s when they did).
     lanes = BLOCK_N + (TAIL_N if not vec else 0)
@@ -1131,10 +1147,10 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
     plan whatever the grid) and `force_peel` the PEEL choice of the rows and coop families
     regardless of the heuristics: for tests and the benchmark. `counters_per_call`: the launcher
     zeroes "zeros" and "sync" outputs on every call (the JAX adapter without its kept scratch),
-    not once (torch; the JAX adapter's kept
-    scratch): see SPLIT_FRESH_FWD_MAX_PER_SM. `register_cap`: the
-    launcher can pass Triton's maxnreg option (COOP_X2_CAP_REGS; see plan_backward). `gpu`: the GPU's
-    key of ROWS_TILINGS and GPU_CONSTANTS (`tuned_gpu`; "": the H100's rules). M and N must be >= 1.
+    not once (torch; the JAX adapter's kept scratch): see SPLIT_FRESH_FWD_MAX_PER_SM. `register_cap`:
+    the launcher can pass Triton's maxnreg option (COOP_X2_CAP_REGS, ROWS_TAIL_FWD_CAP_REGS; see
+    plan_backward). `gpu`: the GPU's key of ROWS_TILINGS and GPU_CONSTANTS (`tuned_gpu`; "": the H100's
+    rules). M and N must be >= 1.
     """
     itemsize = ITEMSIZE[dtype]
     acc = dict(LOG=log, ALIGN=alignment(N, stride_xm, stride_ym), ACC_FP64=dtype == "float64")
@@ -1169,8 +1185,11 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         offs32 = (itemsize == 2 and BLOCK_M > 1 and not peeled and BLOCK_N + TAIL_N <= ROWS_FWD16_OFFS32_LANES
                   and (log or grid[0] >= ROWS_FWD16_OFFS32_SOFTMAX_MIN_PER_SM * num_sms)
                   and fits_int32(grid[0] * BLOCK_M, N, stride_xm, stride_ym))
+        # aligned rows with a tail under this GPU's cap (ROWS_TAIL_FWD_CAP_REGS) where the launcher can pass it
+        cap = (_tuned("ROWS_TAIL_FWD_CAP_REGS", gpu).get((itemsize, BLOCK_N))
+               if TAIL_N and not peeled and acc["ALIGN"] >= vec and register_cap else None)
         meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, **rows_m, EVEN_N=even_n,
-                    OFFS32=offs32, num_warps=num_warps, num_stages=1)
+                    OFFS32=offs32, num_warps=num_warps, num_stages=1, **({"maxnreg": cap} if cap else {}))
         return (Launch("softmax_fwd_rows", ("x",), (M, N, stride_xm, stride_ym),
                        (("y", (M, N), "io"),), grid, tuple(meta.items())),)
     if fam == "coop":

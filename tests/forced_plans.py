@@ -1,5 +1,7 @@
 """dispatch's rules patched to force plans it does not choose at test sizes (tests only)."""
 
+import contextlib
+
 # The cooperative forward on keyed partials (SENT) at any grid: no TAG, no packed wide chunks
 # or unpacked ones, float32 SENT from 0 programs an SM; the 16-bit softmax there with POLY (COOP_POLY,
 # which dispatch no longer takes since 2026-11-27: the kernel's path stays tested).
@@ -43,3 +45,28 @@ def module_values(dispatch, names, set_attr=setattr):
     """Patch `dispatch` so that every GPU plans with the module's own values of `names` (its GPUs' values of
     those names dropped; `_force`)."""
     _force(dispatch, [(name, getattr(dispatch, name)) for name in names], set_attr)
+
+
+# The H200's forward of aligned rows with longer tails and its cap on rows with a tail, which the logs before
+# bench/results/h200/probe_rows_fwd_tails.log ran without (tests/test_bench_*.py hold those logs to the plans
+# without them).
+FWD_TAILS = ("ROWS_FWD_TAILS", "ROWS_TAIL_FWD_CAP_REGS")
+
+
+@contextlib.contextmanager
+def module_values_within(dispatch, names):
+    """`module_values` for the `with` block alone: undone, and the plans' caches cleared, on leaving it."""
+    saved = {}
+
+    def set_attr(obj, name, value):
+        saved.setdefault(name, getattr(obj, name))
+        setattr(obj, name, value)
+
+    try:
+        module_values(dispatch, names, set_attr)
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(dispatch, name, value)
+        dispatch.plan_forward.cache_clear()
+        dispatch.plan_backward.cache_clear()

@@ -10,6 +10,7 @@ beyond the rounds' spread; where it keeps the H100's plan, the variant must not 
 ramp must gain over all its cases and over the few long rows, where it was taken for.
 """
 
+import contextlib
 import functools
 import os
 import re
@@ -20,6 +21,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "bench"))
 import targets  # noqa: E402
+from forced_plans import FWD_TAILS, module_values_within  # noqa: E402
 from multisoftmax import dispatch  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(__file__), os.pardir, "bench", "results", "h200")
@@ -144,10 +146,15 @@ def _reload_cases():
     return sorted({case: name for name in RELOAD_LOGS for case in _cases(name)}.items(), key=lambda v: (v[1], v[0]))
 
 
+# The logs that ran the forward's longer tails and its cap (forced_plans.FWD_TAILS); those before them are held to the
+# plans without them.
+FWD_TAILS_LOGS = ("probe_rows_fwd_tails.log",)
+
+
 def _h200_variant(name, case, gpu="H200"):
     """The variant of the log's case that is dispatch's plan for the GPU of key `gpu` (the H200's; "": the rules',
     the H100's), or None; plans are compared as the log describes them, RELOAD=0 and logs from before the
-    COOP_X2_PEELED_CAP cap aside."""
+    COOP_X2_PEELED_CAP cap aside, and logs from before FWD_TAILS against the plans without them."""
     from probe_coop_tilings import describe
 
     dtype, M, N, op, direction = case
@@ -155,7 +162,8 @@ def _h200_variant(name, case, gpu="H200"):
         return d.replace("RELOAD=0,", "")
 
     described = {plain(d): v for d, v in _described(name)[case].items()}
-    plan = targets.plan(dtype, op, direction, M, N, 132, gpu)[-1:]
+    with module_values_within(dispatch, FWD_TAILS) if name not in FWD_TAILS_LOGS else contextlib.nullcontext():
+        plan = targets.plan(dtype, op, direction, M, N, 132, gpu)[-1:]
     d = plain(describe(plan))
     k = plan[0].kwargs
     if (name not in CAP_LOGS and plan[0].kernel == "softmax_fwd_coop" and k["PEEL"] and k.get("TAG") and not k["LOG"]
@@ -428,3 +436,59 @@ def test_wide_fill_case(case):
         assert us[variant] <= min(us.values()) * (1 + SPREAD) and us["dispatch"] / us[variant] > 1.15, (case, us)
     else:
         assert variant == "dispatch" and us["dispatch"] <= min(us.values()) * 1.01, (case, us)
+
+
+# The H200's forward of aligned rows with longer tails (ROWS_FWD_TAILS: up to BLOCK_N / 4 past 1024-8192 lanes in
+# 16-bit, 1024-2048 in float32) and its cap on 16-bit rows of 8192 + a tail (ROWS_TAIL_FWD_CAP_REGS, 48), held to
+# probe_rows_fwd_tails.log: the tables' plan ("dispatch") beside the plan before them (its first variant, every
+# constexpr given), on row_segments' tails too (1088, 2176, 4352, 8704); other caps beside where tried.
+FWD_TAILS_LOG = "probe_rows_fwd_tails.log"
+
+
+def test_fwd_tails_log_has_the_cases():
+    cases = _cases(FWD_TAILS_LOG)
+    assert len(cases) == 54 and {c[4] for c in cases} == {"fwd"}, len(cases)
+
+
+# Caps the log ran > 2% ahead of the tables' plan and not taken, one cap serving all rows in a key's lanes: 48 on bf16
+# 4096 + a tail (4352, 4608) ran 9% behind on 5120's log_softmax; 56 gained on 5120's softmax alone (not run on
+# float16 or 4800); 80 on 2048 + a tail gained on 2176 and ran 2-26% behind on 2304 and 2560.
+CAPS_NOT_TAKEN = {("bfloat16", 26214, 5120, "softmax", "fwd"): "maxnreg=56",
+                  ("bfloat16", 29127, 4608, "log_softmax", "fwd"): "maxnreg=48",
+                  ("bfloat16", 29127, 4608, "softmax", "fwd"): "maxnreg=48",
+                  ("bfloat16", 30840, 4352, "softmax", "fwd"): "maxnreg=48",
+                  ("bfloat16", 61680, 2176, "log_softmax", "fwd"): "maxnreg=80",
+                  ("bfloat16", 61680, 2176, "softmax", "fwd"): "maxnreg=80"}
+
+
+def _before_fwd_tails(case):
+    """The variant of FWD_TAILS_LOG's case that the H200's plan without FWD_TAILS is ("dispatch" where the same)."""
+    from probe_coop_tilings import describe
+
+    dtype, M, N, op, direction = case
+    with module_values_within(dispatch, FWD_TAILS):
+        return _described(FWD_TAILS_LOG)[case].get(describe(targets.plan(dtype, op, direction, M, N, 132, "H200")[-1:]))
+
+
+@pytest.mark.parametrize("case", sorted(_cases(FWD_TAILS_LOG)), ids=lambda v: "-".join(map(str, v)))
+def test_fwd_tails_case(case):
+    """The H200's plan is the log's dispatch and the plan before the tables its first variant (or dispatch, where the
+    same); where they differ, the tables' ran ahead; no other cap tried ran 2% ahead of it but CAPS_NOT_TAKEN."""
+    us = _cases(FWD_TAILS_LOG)[case]
+    first = next(v for v in us if v != "dispatch")
+    assert _h200_variant(FWD_TAILS_LOG, case) == "dispatch" and first.startswith("BLOCK_M="), case
+    before = _before_fwd_tails(case)
+    assert before in ("dispatch", first), (case, before)
+    assert before == "dispatch" or us["dispatch"] < us[first], (case, us)
+    best = min(us, key=us.get)
+    assert (us["dispatch"] <= us[best] * 1.02) == (case not in CAPS_NOT_TAKEN), (case, us)
+    assert case not in CAPS_NOT_TAKEN or best == CAPS_NOT_TAKEN[case], (case, best)
+
+
+def test_fwd_tails_gains():
+    """Where the tables changed the plan (46 of the 54 cases: not 1088, 2176, 4352, float32 4608) they ran >= 1.02x
+    the plan before them, >= 1.1x over those (geomean: 1.13x) and >= 1.2x somewhere (bf16 8192 + 2048: 1.20-1.24x)."""
+    gains = {case: us[before] / us["dispatch"] for case, us in _cases(FWD_TAILS_LOG).items()
+             for before in [_before_fwd_tails(case)] if before != "dispatch"}
+    assert len(gains) == 46 and min(gains.values()) > 1.02, gains
+    assert statistics.geometric_mean(gains.values()) > 1.1 and max(gains.values()) > 1.2, gains

@@ -285,6 +285,32 @@ def test_h200_tail_rows_through_both_adapters(dtype, N):
     _check_both_adapters(x, dy, dtype, f"{M}x{N}")
 
 
+@pytest.mark.parametrize("dtype,N", [("float32", 1152), ("bfloat16", 1152), ("float16", 2560), ("bfloat16", 4800),
+                                     ("float16", 9000), ("bfloat16", 10240), ("bfloat16", 8704)])
+def test_h200_long_tail_rows_through_both_adapters(dtype, N):
+    """The H200's forward of aligned rows of a power of two and a tail past row_segments' 1/16 (GPU_CONSTANTS'
+    ROWS_FWD_TAILS; 8704: 8192 + 512, ROWS_TAIL_FWD_CAP_REGS' cap alone) on 2 rows an SM and one more, through the
+    torch adapter and the JAX adapter (jax.vjp), both ops and directions: right against float64. On another GPU
+    the same shapes run its own plans, checked alike."""
+    M, gpu = 2 * _sms() + 1, dispatch.tuned_gpu(torch.cuda.get_device_name())
+    if gpu == "H200":
+        itemsize = torch.empty((), dtype=getattr(torch, dtype)).element_size()
+        consts = dispatch.GPU_CONSTANTS[gpu]
+        for log in (False, True):
+            fwd = dispatch.plan_forward(M, N, N, N, dtype, log, _sms(), gpu=gpu)[-1]
+            block_n = triton.next_power_of_2(N) // 2
+            assert (fwd.kernel, fwd.kwargs["BLOCK_N"], fwd.kwargs["TAIL_N"], fwd.kwargs["num_warps"],
+                    fwd.kwargs.get("maxnreg")) == (
+                "softmax_fwd_rows", block_n, triton.next_power_of_2(N - block_n),
+                consts["ROWS_TAIL_FWD_WARPS"][itemsize, block_n],
+                consts["ROWS_TAIL_FWD_CAP_REGS"].get((itemsize, block_n))), (N, log)
+    g = torch.Generator(device="cuda").manual_seed(N)
+    tdt = getattr(torch, dtype)
+    x = (torch.randn(M, N, device="cuda", generator=g) * 4).to(tdt)
+    dy = torch.randn(M, N, device="cuda", generator=g).to(tdt)
+    _check_both_adapters(x, dy, dtype, f"{M}x{N}")
+
+
 def test_h200_wide_fill_rows_through_both_adapters():
     """The H200's float32 log_softmax forward of rows in part of 16384 lanes (ROWS_TILINGS: one row a program at 8
     warps), 2 rows an SM and one more, through both adapters, both ops and directions: right against float64."""

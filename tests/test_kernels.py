@@ -2444,9 +2444,13 @@ def test_rows_tail_warps_rule(monkeypatch):
     16-byte vector to BLOCK_N // 16, where the rules (the H100's plans, gpu "") size warps by all the lanes and so
     take more; every other constexpr as the rules'. The tables change no other plan: rows of no tail, rows past
     BLOCK_N // 16 of a tail, peeled rows, rows of unaligned strides, the where kernels' rows, float64, and the
-    float32 backward plan alike without them."""
+    float32 backward plan alike without them. (The longer tails and the cap of the forward, ROWS_FWD_TAILS and
+    ROWS_TAIL_FWD_CAP_REGS, test_rows_fwd_tails_rule's, are left out here.)"""
     assert dispatch.ROWS_TAIL_FWD_WARPS == dispatch.ROWS_TAIL_BWD_WARPS == {}
     assert len(_tail_cases()) == 13
+    from forced_plans import module_values
+
+    module_values(dispatch, ("ROWS_FWD_TAILS", "ROWS_TAIL_FWD_CAP_REGS"), monkeypatch.setattr)
     same = ("BLOCK_M", "num_warps", "EVEN_M", "ALIGN_M")
     for forward, itemsize, block_n, warps in _tail_cases():
         for dtype in (("float32",) if itemsize == 4 else ("bfloat16", "float16")):
@@ -2459,8 +2463,6 @@ def test_rows_tail_warps_rule(monkeypatch):
                 assert rules.kwargs["num_warps"] > warps, what
                 assert ({k: v for k, v in kw.items() if k not in same}
                         == {k: v for k, v in rules.kwargs.items() if k not in same}), what
-    from forced_plans import module_values
-
     cases = [(N, s, dtype, log, forward) for N in (1024, 2048, 2056, 2176, 2184, 2560, 4097, 4100, 8193, 8712, 17400)
              for s in (None, 8200 * 3 + 2) for dtype in ("float32", "bfloat16", "float64")
              for log, forward in itertools.product((False, True), (True, False))]
@@ -2491,6 +2493,84 @@ def test_rows_tail_warps_run(torch_device, forward, itemsize, block_n, warps):
         assert (plan.kwargs["num_warps"], plan.kwargs["TAIL_N"]) == (warps, block_n // 16)
         _check_rows_plan((plan,), forward, log, M, N, dtype, torch_device,
                          f"H200 tail {block_n}+{block_n // 16} M={M} log={log}")
+
+
+def _long_tail_cases():
+    """(itemsize, BLOCK_N, most tail lanes) of the H200's ROWS_FWD_TAILS."""
+    return [(itemsize, block_n, most) for (itemsize, block_n), most in
+            dispatch.GPU_CONSTANTS["H200"]["ROWS_FWD_TAILS"].items()]
+
+
+def test_rows_fwd_tails_rule(monkeypatch):
+    """The H200's forward of aligned rows past a power of two BLOCK_N by more than BLOCK_N // 16 (row_segments' bound)
+    and at most ROWS_FWD_TAILS' lanes: BLOCK_N + a tail of the next power of two past N - BLOCK_N (not 2 * BLOCK_N
+    lanes), one row a program at ROWS_TAIL_FWD_WARPS' warps, under ROWS_TAIL_FWD_CAP_REGS' cap where the launcher
+    can pass one (also for row_segments' own tails); every other constexpr as the plan without the tables. No other
+    plan changes: a row a vector past the most, backward plans, peeled rows, unaligned strides, float64, the where
+    kernels' rows, 16384-lane rows; the H100 (gpu "") has no such tables."""
+    assert dispatch.ROWS_FWD_TAILS == dispatch.ROWS_TAIL_FWD_CAP_REGS == {}
+    consts = dispatch.GPU_CONSTANTS["H200"]
+    assert len(_long_tail_cases()) == 6 and consts["ROWS_TAIL_FWD_CAP_REGS"] == {(2, 8192): 48}
+    plans = {}
+    for itemsize, block_n, most in _long_tail_cases():
+        vec = 16 // itemsize
+        for dtype in (("float32",) if itemsize == 4 else ("bfloat16", "float16")):
+            for N, log in itertools.product((block_n + block_n // 16 + vec, block_n + most // 2 + vec, block_n + most),
+                                            (False, True)):
+                (fwd,) = _tail_plan(4096, N, dtype, log, True, "H200")
+                kw, what = fwd.kwargs, (dtype, N, log)
+                tail = triton.next_power_of_2(N - block_n)
+                assert fwd.kernel == "softmax_fwd_rows" and (kw["BLOCK_N"], kw["TAIL_N"]) == (block_n, tail), what
+                assert dispatch.row_segments(N) == (2 * block_n, 0), what  # the rules' lanes
+                assert (kw["BLOCK_M"], kw["num_warps"], kw.get("maxnreg"), kw["PEEL"], fwd.grid) == (
+                    1, consts["ROWS_TAIL_FWD_WARPS"][itemsize, block_n],
+                    consts["ROWS_TAIL_FWD_CAP_REGS"].get((itemsize, block_n)), False, (4096,)), what
+                (uncapped,) = dispatch.plan_forward(4096, N, N, N, dtype, log, 132, register_cap=False, gpu="H200")
+                assert "maxnreg" not in uncapped.kwargs, what
+                plans[dtype, N, log] = fwd
+            # row_segments' own tails (at most BLOCK_N // 16) take the cap too
+            (short,) = _tail_plan(64, block_n + block_n // 16, dtype, False, True, "H200")
+            assert short.kwargs.get("maxnreg") == consts["ROWS_TAIL_FWD_CAP_REGS"].get((itemsize, block_n))
+    assert len(plans) == (4 * 2 + 2) * 3 * 2  # 16-bit entries in two dtypes, float32 ones; 3 N; 2 ops
+    none = [(N, s, dtype, log, forward) for N in (1088, 1152, 1160, 1288, 2304, 2560, 2568, 4608, 5120, 8704, 9216,
+                                                    10240, 10248, 16400, 17408)
+            for s in (None, 8200 * 3 + 2) for dtype in ("float32", "bfloat16", "float64")
+            for log, forward in itertools.product((False, True), (True, False))]
+    before = {case: _tail_plan(512, case[0], case[2], case[3], case[4], "H200", case[1]) for case in none}
+    from forced_plans import module_values
+
+    module_values(dispatch, ("ROWS_FWD_TAILS", "ROWS_TAIL_FWD_CAP_REGS"), monkeypatch.setattr)
+    for (dtype, N, log), fwd in plans.items():  # without the tables: the same but for the lanes, warps and cap
+        (rules,) = _tail_plan(4096, N, dtype, log, True, "H200")
+        assert rules.kwargs["BLOCK_N"] + rules.kwargs["TAIL_N"] > fwd.kwargs["BLOCK_N"] + fwd.kwargs["TAIL_N"]
+        differ = ("BLOCK_N", "TAIL_N", "BLOCK_M", "num_warps", "maxnreg", "EVEN_M", "ALIGN_M")
+        assert ({k: v for k, v in fwd.kwargs.items() if k not in differ}
+                == {k: v for k, v in rules.kwargs.items() if k not in differ}), (dtype, N, log)
+    changed = [case for case in none if _tail_plan(512, case[0], case[2], case[3], case[4], "H200", case[1])
+               != before[case]]
+    dispatch.plan_forward.cache_clear()  # no plan made without the tables outlives this test
+    dispatch.plan_backward.cache_clear()
+    # aligned forwards alone, both ops: float32 and bf16 1152, 1160 (1024 + 256), 2304, 2560 (2048 + 512); bf16
+    # 4608, 5120 (4096 + 1024), 9216, 10240 (8192 + 2048) and 8704 (row_segments' 8192 + 512, now capped). Not 1288,
+    # 2568, 10248 (a tail past the most), 1088 (1024 + 64: no cap), 16400 and 17408 (16384 lanes), float64, unaligned.
+    assert sorted({(N, dtype) for N, s, dtype, log, forward in changed}) == sorted(
+        [(N, dtype) for N in (1152, 1160, 2304, 2560) for dtype in ("float32", "bfloat16")]
+        + [(N, "bfloat16") for N in (4608, 5120, 8704, 9216, 10240)]), changed
+    assert all(s is None and forward for N, s, dtype, log, forward in changed) and len(changed) == 2 * 13
+    where = dict(forward=True, log=False, itemsize=2, aligned=True, where=True)
+    assert dispatch._rows_tiling(4096, 9216, **where, gpu="H200") == dispatch._rows_tiling(4096, 9216, **where)
+
+
+@pytest.mark.parametrize("itemsize,block_n,most", _long_tail_cases(), ids=lambda v: str(v))
+def test_rows_fwd_tails_run(torch_device, itemsize, block_n, most):
+    """Each entry of the H200's ROWS_FWD_TAILS: its plan (2 rows of BLOCK_N + the most, 3 of a 16-byte vector fewer:
+    a masked tail) right against float64, softmax and log_softmax."""
+    vec = 16 // itemsize
+    dtype = {4: "float32", 2: "bfloat16" if block_n < 4096 else "float16"}[itemsize]
+    for M, log, N in ((2, False, block_n + most), (3, True, block_n + most - vec)):
+        (plan,) = _tail_plan(M, N, dtype, log, True, "H200")
+        assert (plan.kwargs["BLOCK_N"], plan.kwargs["TAIL_N"]) == (block_n, most)
+        _check_rows_plan((plan,), True, log, M, N, dtype, torch_device, f"H200 long tail {block_n}+{most} M={M}")
 
 
 def test_rows_bwd16_reload_rules():
