@@ -233,6 +233,15 @@ def _plan_spies(monkeypatch) -> list:
     return seen
 
 
+def _check_random_rows(M, N, dtype):
+    """`_check_both_adapters` on fresh M x N inputs of `dtype` (x at 4x the unit spread; seeded by N)."""
+    g = torch.Generator(device="cuda").manual_seed(N)
+    tdt = getattr(torch, dtype)
+    x = (torch.randn(M, N, device="cuda", generator=g) * 4).to(tdt)
+    dy = torch.randn(M, N, device="cuda", generator=g).to(tdt)
+    _check_both_adapters(x, dy, dtype, f"{M}x{N}")
+
+
 @pytest.mark.parametrize("dtype,per_sm,N,kernels", [
     ("bfloat16", 12, 29440, ("coop", "coop", "rows")),  # ROWS_BWD16_RELOAD_*
     ("float16", 4, 16896, ("rows", "rows", "rows")),  # ROWS_TAIL16_BWD_RELOAD
@@ -252,63 +261,35 @@ def test_h200_rows_rules_through_both_adapters(dtype, per_sm, N, kernels):
             ("fwd", "fwd", "bwd"), kernels))
         assert N % 8 or bwd.kwargs["RELOAD"] and bwd.kwargs.get("maxnreg") == (64 if N == 29440 else None)
         assert N % 8 == 0 or kernels[0] == "coop" or fwd.kwargs["num_warps"] == 16
-    g = torch.Generator(device="cuda").manual_seed(N)
-    tdt = getattr(torch, dtype)
-    x = (torch.randn(M, N, device="cuda", generator=g) * 4).to(tdt)
-    dy = torch.randn(M, N, device="cuda", generator=g).to(tdt)
-    _check_both_adapters(x, dy, dtype, f"{M}x{N}")
+    _check_random_rows(M, N, dtype)
 
 
 @pytest.mark.parametrize("dtype,N", [("float32", 1088), ("float32", 4352), ("float32", 17408), ("bfloat16", 2112),
-                                     ("float16", 8704), ("bfloat16", 16400)])
+                                     ("float16", 8704), ("bfloat16", 16400), ("float32", 1152), ("bfloat16", 1152),
+                                     ("float16", 2560), ("bfloat16", 4800), ("float16", 9000), ("bfloat16", 10240)])
 def test_h200_tail_rows_through_both_adapters(dtype, N):
-    """The H200's warps for aligned rows of a power of two and a short tail (GPU_CONSTANTS' ROWS_TAIL_FWD_WARPS and,
-    16-bit, ROWS_TAIL_BWD_WARPS: 1-16 warps, one row a program) on 2 rows an SM and one more, through the torch
-    adapter and the JAX adapter (jax.vjp), both ops: right against float64. On another GPU the same shapes run its
-    own plans, checked alike."""
+    """The H200's plans for aligned rows of a power of two and a tail (GPU_CONSTANTS' ROWS_TAIL_FWD_WARPS and,
+    16-bit, ROWS_TAIL_BWD_WARPS: 1-16 warps, one row a program; the forward's tails past row_segments' 1/16,
+    ROWS_FWD_TAILS, from 1152; 16-bit 8192 + a tail under ROWS_TAIL_FWD_CAP_REGS' cap) on 2 rows an SM and one more,
+    through the torch adapter and the JAX adapter (jax.vjp), both ops and directions: right against float64. On
+    another GPU the same shapes run its own plans, checked alike."""
     M, gpu = 2 * _sms() + 1, dispatch.tuned_gpu(torch.cuda.get_device_name())
     if gpu == "H200":
         itemsize = torch.empty((), dtype=getattr(torch, dtype)).element_size()
         consts = dispatch.GPU_CONSTANTS[gpu]
+        block_n = triton.next_power_of_2(N) // 2
         for log in (False, True):
             fwd = dispatch.plan_forward(M, N, N, N, dtype, log, _sms(), gpu=gpu)[-1]
-            bwd = dispatch.plan_backward(M, N, N, N, N, dtype, log, _sms(), gpu=gpu)[-1]
-            block_n = dispatch.row_segments(N)[0]
-            assert (fwd.kernel, fwd.kwargs["num_warps"]) == (
-                "softmax_fwd_rows", consts["ROWS_TAIL_FWD_WARPS"][itemsize, block_n]), (N, log)
-            assert bwd.kwargs["num_warps"] == consts["ROWS_TAIL_BWD_WARPS"].get(
-                (itemsize, block_n), bwd.kwargs["num_warps"]), (N, log)
-    g = torch.Generator(device="cuda").manual_seed(N)
-    tdt = getattr(torch, dtype)
-    x = (torch.randn(M, N, device="cuda", generator=g) * 4).to(tdt)
-    dy = torch.randn(M, N, device="cuda", generator=g).to(tdt)
-    _check_both_adapters(x, dy, dtype, f"{M}x{N}")
-
-
-@pytest.mark.parametrize("dtype,N", [("float32", 1152), ("bfloat16", 1152), ("float16", 2560), ("bfloat16", 4800),
-                                     ("float16", 9000), ("bfloat16", 10240), ("bfloat16", 8704)])
-def test_h200_long_tail_rows_through_both_adapters(dtype, N):
-    """The H200's forward of aligned rows of a power of two and a tail past row_segments' 1/16 (GPU_CONSTANTS'
-    ROWS_FWD_TAILS; 8704: 8192 + 512, ROWS_TAIL_FWD_CAP_REGS' cap alone) on 2 rows an SM and one more, through the
-    torch adapter and the JAX adapter (jax.vjp), both ops and directions: right against float64. On another GPU
-    the same shapes run its own plans, checked alike."""
-    M, gpu = 2 * _sms() + 1, dispatch.tuned_gpu(torch.cuda.get_device_name())
-    if gpu == "H200":
-        itemsize = torch.empty((), dtype=getattr(torch, dtype)).element_size()
-        consts = dispatch.GPU_CONSTANTS[gpu]
-        for log in (False, True):
-            fwd = dispatch.plan_forward(M, N, N, N, dtype, log, _sms(), gpu=gpu)[-1]
-            block_n = triton.next_power_of_2(N) // 2
             assert (fwd.kernel, fwd.kwargs["BLOCK_N"], fwd.kwargs["TAIL_N"], fwd.kwargs["num_warps"],
                     fwd.kwargs.get("maxnreg")) == (
                 "softmax_fwd_rows", block_n, triton.next_power_of_2(N - block_n),
                 consts["ROWS_TAIL_FWD_WARPS"][itemsize, block_n],
                 consts["ROWS_TAIL_FWD_CAP_REGS"].get((itemsize, block_n))), (N, log)
-    g = torch.Generator(device="cuda").manual_seed(N)
-    tdt = getattr(torch, dtype)
-    x = (torch.randn(M, N, device="cuda", generator=g) * 4).to(tdt)
-    dy = torch.randn(M, N, device="cuda", generator=g).to(tdt)
-    _check_both_adapters(x, dy, dtype, f"{M}x{N}")
+            bwd = dispatch.plan_backward(M, N, N, N, N, dtype, log, _sms(), gpu=gpu)[-1]
+            if dispatch.row_segments(N)[1]:  # the backward's tails are row_segments' alone
+                assert bwd.kwargs["num_warps"] == consts["ROWS_TAIL_BWD_WARPS"].get(
+                    (itemsize, block_n), bwd.kwargs["num_warps"]), (N, log)
+    _check_random_rows(M, N, dtype)
 
 
 def test_h200_wide_fill_rows_through_both_adapters():
