@@ -423,7 +423,7 @@ ROWS_TAIL_BWD_WARPS: dict = {}
 # and take 2 * BLOCK_N lanes past it (H100: none, not measured); one row a program at ROWS_TAIL_FWD_WARPS' warps.
 # ROWS_TAIL_FWD_CAP_REGS[(itemsize, BLOCK_N)]: such rows, with a tail of any length, compiled under this register
 # cap (maxnreg) where the launcher can pass it (H100: none). On the H200 bf16 14563 x 9216 (8192 + 1024) ran
-# 1.12-1.18x, 116508 x 1152 (1024 + 128) 1.14-1.17x, float32 58254 x 1152 1.03x. Measured: bench/DISPATCH.md,
+# 1.11-1.19x, 116508 x 1152 (1024 + 128) 1.13-1.18x, float32 58254 x 1152 1.03x. Measured: bench/DISPATCH.md,
 # ROWS_FWD_TAILS.
 ROWS_FWD_TAILS: dict = {}
 ROWS_TAIL_FWD_CAP_REGS: dict = {}
