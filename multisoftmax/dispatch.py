@@ -423,7 +423,8 @@ ROWS_TAIL_BWD_WARPS: dict = {}
 # and take 2 * BLOCK_N lanes past it (H100: none, not measured); one row a program at ROWS_TAIL_FWD_WARPS' warps.
 # ROWS_TAIL_FWD_CAP_REGS[(itemsize, BLOCK_N)]: such rows, with a tail of any length, compiled under this register
 # cap (maxnreg) where the launcher can pass it (H100: none). On the H200 bf16 14563 x 9216 (8192 + 1024) ran
-# 1.11-1.19x, 116508 x 1152 (1024 + 128) 1.13-1.18x, float32 58254 x 1152 1.03x. Measured: bench/DISPATCH.md,
+# 1.11-1.19x, 116508 x 1152 (1024 + 128) 1.13-1.18x, float32 58254 x 1152 1.03x; the cap of 56 on 4096 + a tail
+# binds where ptxas takes more (bf16 softmax 4800, 5120: 1.04x), elsewhere within 0.4%. Measured: bench/DISPATCH.md,
 # ROWS_FWD_TAILS.
 ROWS_FWD_TAILS: dict = {}
 ROWS_TAIL_FWD_CAP_REGS: dict = {}
@@ -517,7 +518,7 @@ GPU_CONSTANTS = {
                                       (2, 1024): 1, (2, 2048): 1, (2, 4096): 4, (2, 8192): 8, (2, 16384): 16},
                  ROWS_FWD_TAILS={(2, 1024): 256, (2, 2048): 512, (2, 4096): 1024, (2, 8192): 2048, (4, 1024): 256,
                                  (4, 2048): 512},
-                 ROWS_TAIL_FWD_CAP_REGS={(2, 8192): 48},
+                 ROWS_TAIL_FWD_CAP_REGS={(2, 4096): 56, (2, 8192): 48},
                  ROWS_TAIL_BWD_WARPS={(2, 2048): 2, (2, 4096): 4, (2, 8192): 8}),
 }
 

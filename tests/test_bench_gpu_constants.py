@@ -146,9 +146,29 @@ def _reload_cases():
     return sorted({case: name for name in RELOAD_LOGS for case in _cases(name)}.items(), key=lambda v: (v[1], v[0]))
 
 
-# The logs that ran the forward's longer tails and its cap (forced_plans.FWD_TAILS); those before them are held to the
-# plans without them.
-FWD_TAILS_LOGS = ("probe_rows_fwd_tails.log",)
+# The logs that ran the forward's longer tails and its caps (forced_plans.FWD_TAILS), and the values of those they ran
+# where they differ from GPU_CONSTANTS["H200"]'s now; the logs before them are held to the plans without them.
+FWD_TAILS_LOGS = {"probe_rows_fwd_tails.log": {"ROWS_TAIL_FWD_CAP_REGS": {(2, 8192): 48}},
+                  "probe_rows_fwd_next.log": {}}
+
+
+@contextlib.contextmanager
+def _as_run(name):
+    """dispatch's H200 plans as the log `name` ran them (FWD_TAILS_LOGS; the plans' caches cleared around)."""
+    if name not in FWD_TAILS_LOGS:
+        with module_values_within(dispatch, FWD_TAILS):
+            yield
+        return
+    saved = dispatch.GPU_CONSTANTS
+    dispatch.GPU_CONSTANTS = {**saved, "H200": {**saved["H200"], **FWD_TAILS_LOGS[name]}}
+    dispatch.plan_forward.cache_clear()
+    dispatch.plan_backward.cache_clear()
+    try:
+        yield
+    finally:
+        dispatch.GPU_CONSTANTS = saved
+        dispatch.plan_forward.cache_clear()
+        dispatch.plan_backward.cache_clear()
 
 
 def _h200_variant(name, case, gpu="H200"):
@@ -162,7 +182,7 @@ def _h200_variant(name, case, gpu="H200"):
         return d.replace("RELOAD=0,", "")
 
     described = {plain(d): v for d, v in _described(name)[case].items()}
-    with module_values_within(dispatch, FWD_TAILS) if name not in FWD_TAILS_LOGS else contextlib.nullcontext():
+    with _as_run(name):
         plan = targets.plan(dtype, op, direction, M, N, 132, gpu)[-1:]
     d = plain(describe(plan))
     k = plan[0].kwargs
@@ -450,9 +470,9 @@ def test_fwd_tails_log_has_the_cases():
     assert len(cases) == 54 and {c[4] for c in cases} == {"fwd"}, len(cases)
 
 
-# Caps the log ran > 2% ahead of the tables' plan and not taken, one cap serving all rows in a key's lanes: 48 on bf16
-# 4096 + a tail (4352, 4608) ran 9% behind on 5120's log_softmax; 56 gained on 5120's softmax alone (not run on
-# float16 or 4800); 80 on 2048 + a tail gained on 2176 and ran 2-26% behind on 2304 and 2560.
+# Caps the log ran > 2% ahead of the tables' plan and not taken then, one cap serving all rows in a key's lanes: 48 on
+# bf16 4096 + a tail (4352, 4608) ran 9% behind on 5120's log_softmax; 56 gained on 5120's softmax alone (taken since,
+# on probe_rows_fwd_next.log: NEXT_LOG); 80 on 2048 + a tail gained on 2176 and ran 2-26% behind on 2304 and 2560.
 CAPS_NOT_TAKEN = {("bfloat16", 26214, 5120, "softmax", "fwd"): "maxnreg=56",
                   ("bfloat16", 29127, 4608, "log_softmax", "fwd"): "maxnreg=48",
                   ("bfloat16", 29127, 4608, "softmax", "fwd"): "maxnreg=48",
@@ -492,3 +512,32 @@ def test_fwd_tails_gains():
              for before in [_before_fwd_tails(case)] if before != "dispatch"}
     assert len(gains) == 46 and min(gains.values()) > 1.02, gains
     assert statistics.geometric_mean(gains.values()) > 1.1 and max(gains.values()) > 1.2, gains
+
+
+# ROWS_TAIL_FWD_CAP_REGS' 56 on 16-bit 4096 + a tail, held to probe_rows_fwd_next.log (the plans of fe02b4c's tables,
+# "dispatch", beside caps of 56 and 64 and the packed cooperative forward; 16-bit 4608-5120, and 9216, 10240 whose
+# plans the cap leaves alone).
+NEXT_LOG = "probe_rows_fwd_next.log"
+
+
+def test_next_log_has_the_cases():
+    cases = _cases(NEXT_LOG)
+    assert len(cases) == 20 and {c[2] for c in cases} == {4608, 4800, 5120, 9216, 10240}, sorted(cases)
+
+
+@pytest.mark.parametrize("case", sorted(_cases(NEXT_LOG)), ids=lambda v: "-".join(map(str, v)))
+def test_next_case(case):
+    """Rows of 4096 + a tail run under the cap of 56 (its variant), no slower than uncapped beyond the spread of a
+    round; rows of 8192 + a tail keep the log's dispatch plan."""
+    us, variant = _cases(NEXT_LOG)[case], _h200_variant(NEXT_LOG, case)
+    if case[2] > 8192:
+        assert variant == "dispatch", (case, variant)
+        return
+    assert variant == "maxnreg=56" and us[variant] <= us["dispatch"] * 1.005, (case, variant, us)
+
+
+def test_next_gains():
+    """The cap binds on bf16 4800 and 5120 softmax (61 registers a thread uncapped): >= 1.03x there."""
+    gains = {case: us["dispatch"] / us["maxnreg=56"] for case, us in _cases(NEXT_LOG).items() if case[2] < 8192}
+    assert sorted(case for case, g in gains.items() if g > 1.03) == [
+        ("bfloat16", 26214, 5120, "softmax", "fwd"), ("bfloat16", 27962, 4800, "softmax", "fwd")], gains

@@ -2511,7 +2511,7 @@ def test_rows_fwd_tails_rule(monkeypatch):
     kernels' rows, 16384-lane rows; the H100 (gpu "") has no such tables."""
     assert dispatch.ROWS_FWD_TAILS == dispatch.ROWS_TAIL_FWD_CAP_REGS == {}
     consts = dispatch.GPU_CONSTANTS["H200"]
-    assert len(_long_tail_cases()) == 6 and consts["ROWS_TAIL_FWD_CAP_REGS"] == {(2, 8192): 48}
+    assert len(_long_tail_cases()) == 6 and consts["ROWS_TAIL_FWD_CAP_REGS"] == {(2, 4096): 56, (2, 8192): 48}
     plans = {}
     for itemsize, block_n, most in _long_tail_cases():
         vec = 16 // itemsize
@@ -2533,8 +2533,8 @@ def test_rows_fwd_tails_rule(monkeypatch):
             (short,) = _tail_plan(64, block_n + block_n // 16, dtype, False, True, "H200")
             assert short.kwargs.get("maxnreg") == consts["ROWS_TAIL_FWD_CAP_REGS"].get((itemsize, block_n))
     assert len(plans) == (4 * 2 + 2) * 3 * 2  # 16-bit entries in two dtypes, float32 ones; 3 N; 2 ops
-    none = [(N, s, dtype, log, forward) for N in (1088, 1152, 1160, 1288, 2304, 2560, 2568, 4608, 5120, 8704, 9216,
-                                                    10240, 10248, 16400, 17408)
+    none = [(N, s, dtype, log, forward) for N in (1088, 1152, 1160, 1288, 2304, 2560, 2568, 4352, 4608, 5120, 8704,
+                                                    9216, 10240, 10248, 16400, 17408)
             for s in (None, 8200 * 3 + 2) for dtype in ("float32", "bfloat16", "float64")
             for log, forward in itertools.product((False, True), (True, False))]
     before = {case: _tail_plan(512, case[0], case[2], case[3], case[4], "H200", case[1]) for case in none}
@@ -2552,12 +2552,13 @@ def test_rows_fwd_tails_rule(monkeypatch):
     dispatch.plan_forward.cache_clear()  # no plan made without the tables outlives this test
     dispatch.plan_backward.cache_clear()
     # aligned forwards alone, both ops: float32 and bf16 1152, 1160 (1024 + 256), 2304, 2560 (2048 + 512); bf16
-    # 4608, 5120 (4096 + 1024), 9216, 10240 (8192 + 2048) and 8704 (row_segments' 8192 + 512, now capped). Not 1288,
-    # 2568, 10248 (a tail past the most), 1088 (1024 + 64: no cap), 16400 and 17408 (16384 lanes), float64, unaligned.
+    # 4608, 5120 (4096 + 1024), 9216, 10240 (8192 + 2048), and 4352, 8704 (row_segments' 4096 + 256 and 8192 + 512, now
+    # capped). Not 1288, 2568, 10248 (a tail past the most), 1088 (1024 + 64: no cap), 16400 and 17408 (16384 lanes),
+    # float64, unaligned rows.
     assert sorted({(N, dtype) for N, s, dtype, log, forward in changed}) == sorted(
         [(N, dtype) for N in (1152, 1160, 2304, 2560) for dtype in ("float32", "bfloat16")]
-        + [(N, "bfloat16") for N in (4608, 5120, 8704, 9216, 10240)]), changed
-    assert all(s is None and forward for N, s, dtype, log, forward in changed) and len(changed) == 2 * 13
+        + [(N, "bfloat16") for N in (4352, 4608, 5120, 8704, 9216, 10240)]), changed
+    assert all(s is None and forward for N, s, dtype, log, forward in changed) and len(changed) == 2 * 14
     where = dict(forward=True, log=False, itemsize=2, aligned=True, where=True)
     assert dispatch._rows_tiling(4096, 9216, **where, gpu="H200") == dispatch._rows_tiling(4096, 9216, **where)
 
