@@ -54,8 +54,9 @@ FWD_TAILS = ("ROWS_FWD_TAILS", "ROWS_TAIL_FWD_CAP_REGS")
 
 
 @contextlib.contextmanager
-def module_values_within(dispatch, names):
-    """`module_values` for the `with` block alone: undone, and the plans' caches cleared, on leaving it."""
+def patched_within(dispatch, patch):
+    """`patch(dispatch, set_attr)` (which sets dispatch's names through set_attr) for the `with` block alone: the
+    plans' caches cleared on entering it, the names undone and the caches cleared again on leaving it."""
     saved = {}
 
     def set_attr(obj, name, value):
@@ -63,10 +64,17 @@ def module_values_within(dispatch, names):
         setattr(obj, name, value)
 
     try:
-        module_values(dispatch, names, set_attr)
+        patch(dispatch, set_attr)
+        dispatch.plan_forward.cache_clear()
+        dispatch.plan_backward.cache_clear()
         yield
     finally:
         for name, value in saved.items():
             setattr(dispatch, name, value)
         dispatch.plan_forward.cache_clear()
         dispatch.plan_backward.cache_clear()
+
+
+def module_values_within(dispatch, names):
+    """`module_values` for the `with` block alone (`patched_within`)."""
+    return patched_within(dispatch, lambda d, set_attr: module_values(d, names, set_attr))

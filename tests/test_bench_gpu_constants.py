@@ -10,7 +10,6 @@ beyond the rounds' spread; where it keeps the H100's plan, the variant must not 
 ramp must gain over all its cases and over the few long rows, where it was taken for.
 """
 
-import contextlib
 import functools
 import os
 import re
@@ -21,7 +20,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "bench"))
 import targets  # noqa: E402
-from forced_plans import FWD_TAILS, module_values_within  # noqa: E402
+from forced_plans import FWD_TAILS, module_values_within, patched_within  # noqa: E402
 from multisoftmax import dispatch  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(__file__), os.pardir, "bench", "results", "h200")
@@ -152,29 +151,20 @@ FWD_TAILS_LOGS = {"probe_rows_fwd_tails.log": {"ROWS_TAIL_FWD_CAP_REGS": {(2, 81
                   "probe_rows_fwd_next.log": {}}
 
 
-@contextlib.contextmanager
-def _as_run(name):
-    """dispatch's H200 plans as the log `name` ran them (FWD_TAILS_LOGS; the plans' caches cleared around)."""
-    if name not in FWD_TAILS_LOGS:
-        with module_values_within(dispatch, FWD_TAILS):
-            yield
-        return
-    saved = dispatch.GPU_CONSTANTS
-    dispatch.GPU_CONSTANTS = {**saved, "H200": {**saved["H200"], **FWD_TAILS_LOGS[name]}}
-    dispatch.plan_forward.cache_clear()
-    dispatch.plan_backward.cache_clear()
-    try:
-        yield
-    finally:
-        dispatch.GPU_CONSTANTS = saved
-        dispatch.plan_forward.cache_clear()
-        dispatch.plan_backward.cache_clear()
+def _as_run(name, before_fwd_tails=False):
+    """A `with` block in which dispatch plans for the H200 as the log `name` ran (FWD_TAILS_LOGS), or, for the logs
+    before them and with `before_fwd_tails`, without FWD_TAILS (forced_plans.patched_within)."""
+    if before_fwd_tails or name not in FWD_TAILS_LOGS:
+        return module_values_within(dispatch, FWD_TAILS)
+    return patched_within(dispatch, lambda d, set_attr: set_attr(d, "GPU_CONSTANTS", {
+        **d.GPU_CONSTANTS, "H200": {**d.GPU_CONSTANTS["H200"], **FWD_TAILS_LOGS[name]}}))
 
 
-def _h200_variant(name, case, gpu="H200"):
+def _h200_variant(name, case, gpu="H200", before_fwd_tails=False):
     """The variant of the log's case that is dispatch's plan for the GPU of key `gpu` (the H200's; "": the rules',
     the H100's), or None; plans are compared as the log describes them, RELOAD=0 and logs from before the
-    COOP_X2_PEELED_CAP cap aside, and logs from before FWD_TAILS against the plans without them."""
+    COOP_X2_PEELED_CAP cap aside, and logs from before FWD_TAILS (or any, `before_fwd_tails`) against the plans
+    without them."""
     from probe_coop_tilings import describe
 
     dtype, M, N, op, direction = case
@@ -182,7 +172,7 @@ def _h200_variant(name, case, gpu="H200"):
         return d.replace("RELOAD=0,", "")
 
     described = {plain(d): v for d, v in _described(name)[case].items()}
-    with _as_run(name):
+    with _as_run(name, before_fwd_tails):
         plan = targets.plan(dtype, op, direction, M, N, 132, gpu)[-1:]
     d = plain(describe(plan))
     k = plan[0].kwargs
@@ -483,11 +473,7 @@ CAPS_NOT_TAKEN = {("bfloat16", 26214, 5120, "softmax", "fwd"): "maxnreg=56",
 
 def _before_fwd_tails(case):
     """The variant of FWD_TAILS_LOG's case that the H200's plan without FWD_TAILS is ("dispatch" where the same)."""
-    from probe_coop_tilings import describe
-
-    dtype, M, N, op, direction = case
-    with module_values_within(dispatch, FWD_TAILS):
-        return _described(FWD_TAILS_LOG)[case].get(describe(targets.plan(dtype, op, direction, M, N, 132, "H200")[-1:]))
+    return _h200_variant(FWD_TAILS_LOG, case, before_fwd_tails=True)
 
 
 @pytest.mark.parametrize("case", sorted(_cases(FWD_TAILS_LOG)), ids=lambda v: "-".join(map(str, v)))
