@@ -519,7 +519,8 @@ GPU_CONSTANTS = {
                  ROWS_FWD_TAILS={(2, 1024): 256, (2, 2048): 512, (2, 4096): 1024, (2, 8192): 2048, (4, 1024): 256,
                                  (4, 2048): 512},
                  ROWS_TAIL_FWD_CAP_REGS={(2, 4096): 56, (2, 8192): 48},
-                 ROWS_TAIL_BWD_WARPS={(2, 2048): 2, (2, 4096): 4, (2, 8192): 8}),
+                 ROWS_TAIL_BWD_WARPS={(2, 2048): 2, (2, 4096): 4, (2, 8192): 8},
+                 COLS16_BWD_COOP_MAX_CHUNKS=16, COLS16_BWD_SPLIT_TILE=(128, 8, 4)),
 }
 
 
@@ -1676,6 +1677,16 @@ COLS_SPLIT_MIN_STEPS = 2
 COLS_SPLIT_MAX_CHUNKS = 64
 COLS_SPLIT_WARPS = 4
 COLS_SPLIT_BWD_WARPS = 8
+# COLS16_BWD_COOP_MAX_CHUNKS, COLS16_BWD_SPLIT_TILE (the H200's: GPU_CONSTANTS; the H100's: none): the 16-bit
+# backward of columns of T a multiple of the tile's BLOCK_T runs the split plan in that tile (BLOCK_T, BLOCK_N,
+# num_warps: runs of 256 bytes, 8 positions a step, 4 warps) where the rules take the split plan, or the
+# cooperative plan in more than COLS16_BWD_COOP_MAX_CHUNKS chunks of N, and the tile's split plan has 2 chunks or
+# more (else the rules' plan stays: a loop stays a loop). On the H200 (bench/results/h200/probe_cols_wide_bwd16.log, bf16; float16 alike) the cooperative plan of
+# 32 to 128 chunks ran 7-45% behind that split plan (1 x 8192 x 8192 2,086 -> 2,465 GB/s, 2 x 16384 x 4096 1,737
+# -> 2,517, 32 x 8192 x 256 2,170 -> 2,410), of 16 chunks 20-30% ahead of it (64 x 2048 x 512 2,996 against
+# 2,406); the split plan of 4 x 32768 x 512 in the rules' tile (64 values, 64 positions, 8 warps) 4% behind.
+COLS16_BWD_COOP_MAX_CHUNKS = float("inf")
+COLS16_BWD_SPLIT_TILE = None
 
 
 def _columns_coop(B: int, N: int, T: int, itemsize: int, num_sms: int, forward: bool, force: str | None = None):
@@ -1712,13 +1723,15 @@ def _columns_coop_launch(kernel: str, inputs: tuple, scalars: tuple, B: int, N: 
                         tuple({**meta, "PHASE": p}.items())) for p in phases)
 
 
-def _columns_split(B: int, N: int, T: int, itemsize: int, num_sms: int, forward: bool, force: str | None = None):
+def _columns_split(B: int, N: int, T: int, itemsize: int, num_sms: int, forward: bool, force: str | None = None,
+                   tile: tuple | None = None):
     """(BLOCK_N, BLOCK_T, CHUNK, n_chunks, num_warps) of the split plan for a (B, N, T) softmax over
-    N, or None where the loop (or one tile) stays. `force`: "split" takes it wherever N has two steps."""
+    N, or None where the loop (or one tile) stays; in `tile` (BLOCK_T, BLOCK_N, num_warps) where given, else
+    in COLS_RUN_BYTES runs. `force`: "split" takes it wherever N has two steps."""
     if force not in (None, "split"):
         return None
-    BLOCK_T = _columns_run(T, COLS_RUN_BYTES // itemsize)
-    BLOCK_N = max(1, min(triton.next_power_of_2(N), COLS_TILE_SHORT // BLOCK_T))
+    BLOCK_T = tile[0] if tile else _columns_run(T, COLS_RUN_BYTES // itemsize)
+    BLOCK_N = max(1, min(triton.next_power_of_2(N), tile[1] if tile else COLS_TILE_SHORT // BLOCK_T))
     if force is None and _columns_one_tile(N, T):
         return None
     groups, steps = B * triton.cdiv(T, BLOCK_T), triton.cdiv(N, BLOCK_N)
@@ -1729,7 +1742,8 @@ def _columns_split(B: int, N: int, T: int, itemsize: int, num_sms: int, forward:
     if n_chunks < 2:
         return None
     CHUNK = triton.cdiv(steps, n_chunks) * BLOCK_N
-    return BLOCK_N, BLOCK_T, CHUNK, triton.cdiv(N, CHUNK), COLS_SPLIT_WARPS if forward else COLS_SPLIT_BWD_WARPS
+    warps = tile[2] if tile else COLS_SPLIT_WARPS if forward else COLS_SPLIT_BWD_WARPS
+    return BLOCK_N, BLOCK_T, CHUNK, triton.cdiv(N, CHUNK), warps
 
 
 @functools.lru_cache(maxsize=4096)
@@ -1774,17 +1788,22 @@ def plan_columns_forward(B: int, N: int, T: int, stride_xb: int, stride_xn: int,
 @functools.lru_cache(maxsize=4096)
 def plan_columns_backward(B: int, N: int, T: int, stride_yb: int, stride_yn: int, stride_dyb: int, stride_dyn: int,
                           stride_dxb: int, stride_dxn: int, dtype: str, log: bool, num_sms: int,
-                          force: str | None = None) -> tuple[Launch, ...]:
+                          force: str | None = None, gpu: str = "") -> tuple[Launch, ...]:
     """The launches computing dx from y and dy over axis 1 of (B, N, T) views (see
-    plan_columns_forward)."""
+    plan_columns_forward). `gpu`: the GPU's key of GPU_CONSTANTS (`tuned_gpu`; "": the H100's rules)."""
     coop = _columns_coop(B, N, T, ITEMSIZE[dtype], num_sms, False, force)
+    split = _columns_split(B, N, T, ITEMSIZE[dtype], num_sms, False, force)
+    tile = _tuned("COLS16_BWD_SPLIT_TILE", gpu)  # COLS16_BWD_*: where the split plan in this tile takes over
+    if (force is None and tile and ITEMSIZE[dtype] <= 2 and T % tile[0] == 0
+            and (coop[2] > _tuned("COLS16_BWD_COOP_MAX_CHUNKS", gpu) if coop else split)):
+        wide = _columns_split(B, N, T, ITEMSIZE[dtype], num_sms, False, force, tile)
+        coop, split = (None, wide) if wide else (coop, split)
     if coop:
         align = alignment(T, stride_yb, stride_yn, stride_dyb, stride_dyn, stride_dxb, stride_dxn)
         return _columns_coop_launch("softmax_bwd_coop_cols", ("y", "dy"), (B, N, T, stride_yb, stride_yn, stride_dyb,
                                     stride_dyn, stride_dxb, stride_dxn), B, N, T, coop, 1, "dx",
                                     dict(LOG=log, ALIGN=align, ALIGN_N=alignment(N, coop[2]),
                                          ACC_FP64=dtype == "float64", num_sms=num_sms))
-    split = _columns_split(B, N, T, ITEMSIZE[dtype], num_sms, False, force)
     if split:
         BLOCK_N, BLOCK_T, CHUNK, n_chunks, num_warps = split
         common = dict(BLOCK_N=BLOCK_N, BLOCK_T=BLOCK_T)

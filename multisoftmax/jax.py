@@ -401,7 +401,7 @@ def _bwd_cols_call(log: bool):
     def call(y, dy):
         B, N, T = y.shape
         plan = dispatch.plan_columns_backward(B, N, T, N * T, T, N * T, T, N * T, T, _DTYPE_NAMES[y.dtype], log,
-                                              _num_sms())
+                                              _num_sms(), gpu=_gpu())
         return _execute(plan, {"y": y, "dy": dy}, y.dtype)
 
     @call.def_vmap

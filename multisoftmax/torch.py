@@ -269,7 +269,7 @@ def _columns_backward(y: torch.Tensor, dy: torch.Tensor, log: bool) -> torch.Ten
     B, N, T = y.shape
     yc, dyc = _inner_contiguous(y), _inner_contiguous(dy)
     launches = _plan(dispatch.plan_columns_backward, y, B, N, T, yc.stride(0), yc.stride(1), dyc.stride(0),
-                     dyc.stride(1), N * T, T, _DTYPE_NAMES[y.dtype], log)
+                     dyc.stride(1), N * T, T, _DTYPE_NAMES[y.dtype], log, tuned=True)
     return _launch(launches, {"y": yc, "dy": dyc}, dx)
 
 

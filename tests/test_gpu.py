@@ -3,6 +3,8 @@
 Skipped cleanly without a CUDA device; run on the GPU machine with the rest of the suite.
 """
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -300,6 +302,60 @@ def test_h200_wide_fill_rows_through_both_adapters():
         fwd = dispatch.plan_forward(M, N, N, N, "float32", True, _sms(), gpu=gpu)[-1]
         assert (fwd.kernel, fwd.kwargs["BLOCK_M"], fwd.kwargs["num_warps"]) == ("softmax_fwd_rows", 1, 8)
     _check_random_rows(M, N, "float32")
+
+
+@pytest.mark.parametrize("dtype,shape,dim,h200", [
+    ("bfloat16", (4096, 2048), 0, "split"),      # 32 chunks of 128 positions: the tile's split plan
+    ("float16", (4, 3000, 256), 1, "split"),     # 24 chunks
+    ("bfloat16", (2, 4096, 128), 1, "split"),    # T = 128, the tile's BLOCK_T
+    ("bfloat16", (2, 32768, 512), 1, "split"),   # the rules' split plan, in the tile
+    ("bfloat16", (8, 2048, 512), 1, "coop"),     # 16 chunks: cooperative
+    ("bfloat16", (2, 4096, 192), 1, "coop"),     # T not a multiple of 128: the rules'
+    ("float32", (4096, 2048), 0, "coop")])       # float32: the rules'
+def test_h200_cols16_backward_through_both_adapters(dtype, shape, dim, h200):
+    """The H200's 16-bit columns backward (GPU_CONSTANTS' COLS16_BWD_COOP_MAX_CHUNKS, COLS16_BWD_SPLIT_TILE: the
+    split plan in runs of 128 values, 8 positions a step, 4 warps, past 16 cooperative chunks, and in place of the
+    rules' split plan) and the columns it leaves to the rules, through the torch adapter (autograd) and the JAX
+    adapter (jax.vjp), both ops: right against float64. On another GPU the same shapes run its own plans."""
+    import jax
+    import jax.numpy as jnp
+
+    import multisoftmax.jax as mj
+
+    B, N, T = math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1:])
+    gpu = dispatch.tuned_gpu(torch.cuda.get_device_name())
+    if gpu == "H200":
+        for log in (False, True):
+            bwd = dispatch.plan_columns_backward(B, N, T, N * T, T, N * T, T, N * T, T, dtype, log, _sms(), gpu=gpu)
+            if h200 == "split":
+                assert [l.kernel for l in bwd] == ["softmax_bwd_dot_cols", "softmax_bwd_apply_cols"]
+                assert (bwd[0].kwargs["BLOCK_T"], bwd[0].kwargs["BLOCK_N"], bwd[0].kwargs["num_warps"]) == \
+                    dispatch.GPU_CONSTANTS[gpu]["COLS16_BWD_SPLIT_TILE"]
+            else:
+                assert bwd == dispatch.plan_columns_backward(B, N, T, N * T, T, N * T, T, N * T, T, dtype, log,
+                                                             _sms())
+                assert bwd[0].kernel == "softmax_bwd_coop_cols"
+    g = torch.Generator(device="cuda").manual_seed(N + T)
+    tdt = getattr(torch, dtype)
+    x = (torch.randn(shape, device="cuda", generator=g) * 3).to(tdt).requires_grad_()
+    dy = torch.randn(shape, device="cuda", generator=g).to(tdt)
+    for log, tf, jf in ((False, mt.softmax, mj.softmax), (True, mt.log_softmax, mj.log_softmax)):
+        y = tf(x, dim)
+        (dx,) = torch.autograd.grad(y, x, dy)
+        xj = jnp.asarray(x.detach().float().cpu().numpy()).astype(jnp.dtype(dtype))
+        yj, pull = jax.vjp(lambda a: jf(a, dim), xj)
+        (dxj,) = pull(jnp.asarray(dy.float().cpu().numpy()).astype(jnp.dtype(dtype)))
+        for who, yo, dxo in (("torch", y.detach().double().cpu(), dx.double().cpu()),
+                             ("jax", torch.from_numpy(np.asarray(yj, np.float64)),
+                              torch.from_numpy(np.asarray(dxj, np.float64)))):
+            dyd = dy.double().cpu()
+            want = (dyd - torch.exp(yo) * dyd.sum(dim, keepdim=True) if log
+                    else yo * (dyd - (dyd * yo).sum(dim, keepdim=True)))
+            ref.assert_close(dxo, want, dtype, f"{who} bwd {shape} dim={dim} log={log}", scale_atol=True)
+        expected = (torch.log_softmax if log else torch.softmax)(x.detach().double(), dim).cpu()
+        ref.assert_close(y.detach().double().cpu(), expected, dtype, f"torch fwd {shape} dim={dim} log={log}")
+    del x, dy, y, dx
+    torch.cuda.empty_cache()
 
 
 def test_adapters_plan_with_the_gpu_s_tilings(monkeypatch):
@@ -897,7 +953,7 @@ def test_columns_at_real_sizes(dtype, shape, dim, one_tile):
         T *= s
     name = str(dtype)[6:]
     fwd = dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, name, False, _sms())
-    bwd = dispatch.plan_columns_backward(B, N, T, N * T, T, N * T, T, N * T, T, name, False, _sms())
+    bwd = dispatch.plan_columns_backward(B, N, T, N * T, T, N * T, T, N * T, T, name, False, _sms(), **_gpu_kw())
     if one_tile:
         assert fwd[0].kwargs["ONE_TILE"] and bwd[0].kwargs["ONE_TILE"]
     elif N == 20000:  # float32: cooperative, the forward in 40 chunks of 16384 values; 16-bit: 157 chunks, split
@@ -905,8 +961,9 @@ def test_columns_at_real_sizes(dtype, shape, dim, one_tile):
             ["softmax_fwd_stats_cols", "softmax_bwd_dot_cols"]
         assert [fwd[0].kernel, bwd[0].kernel] == want
         assert name != "float32" or fwd[0].kwargs["CHUNK_N"] * fwd[0].kwargs["BLOCK_T"] == 16384
-    else:  # cooperative; the 16-bit forward split
-        assert bwd[0].kernel == "softmax_bwd_coop_cols"
+    else:  # cooperative (the H200's 16-bit backward of T = 4096: split, COLS16_BWD_*); the 16-bit forward split
+        wide = name != "float32" and _gpu_kw()["gpu"] == "H200" and T % 128 == 0
+        assert bwd[0].kernel == ("softmax_bwd_dot_cols" if wide else "softmax_bwd_coop_cols")
         assert fwd[0].kernel == ("softmax_fwd_coop_cols" if name == "float32" else "softmax_fwd_stats_cols")
     g = torch.Generator(device="cuda").manual_seed(1)
     x = (torch.randn(shape, device="cuda", dtype=dtype, generator=g) * 3).requires_grad_()

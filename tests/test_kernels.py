@@ -1826,6 +1826,63 @@ def test_columns_long_plans_rule():
                                               True, 132)[0].kernel == bwd
 
 
+def test_cols16_bwd_split_rule():
+    """The H200's 16-bit columns backward (GPU_CONSTANTS' COLS16_BWD_*): where T is a multiple of the tile's
+    BLOCK_T, the split plan in COLS16_BWD_SPLIT_TILE (BLOCK_T, BLOCK_N, num_warps) takes the place of the
+    cooperative plan of more than COLS16_BWD_COOP_MAX_CHUNKS chunks, and of the rules' split plan; the cooperative
+    plans of fewer chunks, other T, float32, the forward, a loop, forced plans and the H100 keep theirs."""
+    consts = dispatch.GPU_CONSTANTS["H200"]
+    tile, most = consts["COLS16_BWD_SPLIT_TILE"], consts["COLS16_BWD_COOP_MAX_CHUNKS"]
+    assert dispatch.COLS16_BWD_SPLIT_TILE is None and dispatch.COLS16_BWD_COOP_MAX_CHUNKS == float("inf")
+    assert tile == (128, 8, 4) and most == 16
+
+    def bwd(B, N, T, dtype="bfloat16", gpu="H200", force=None, log=False):
+        return dispatch.plan_columns_backward(B, N, T, N * T, T, N * T, T, N * T, T, dtype, log, 132, force, gpu=gpu)
+
+    for B, N, T, dtype, rules in ((1, 8192, 8192, "bfloat16", "coop"), (4, 3000, 1024, "float16", "coop"),
+                                  (32, 8192, 128, "bfloat16", "coop"), (2, 16384, 4096, "float16", "coop"),
+                                  (4, 32768, 512, "bfloat16", "dot")):
+        for log in (False, True):
+            assert bwd(B, N, T, dtype, "", log=log)[0].kernel == f"softmax_bwd_{rules}_cols", (B, N, T)
+            dot, apply = bwd(B, N, T, dtype, log=log)
+            assert (dot.kernel, apply.kernel) == ("softmax_bwd_dot_cols", "softmax_bwd_apply_cols"), (B, N, T)
+            assert dot.grid == apply.grid and dot.grid[1] >= 2, (B, N, T)
+            for one in (dot, apply):
+                kw = one.kwargs
+                assert (kw["BLOCK_T"], kw["BLOCK_N"], kw["num_warps"], kw["LOG"]) == (*tile, log), (B, N, T)
+            assert dot.grid[0] == B * T // tile[0] and dot.scalars[-1] == dot.grid[1], (B, N, T)
+            assert dot.scalars[-2] % tile[1] == 0 and dot.scalars[-2] * dot.grid[1] >= N, (B, N, T)
+    assert dispatch._columns_coop(8, 2048, 512, 2, 132, False)[2] == most   # 16 chunks: cooperative
+    for B, N, T, dtype, force in ((8, 2048, 512, "bfloat16", None), (2, 4096, 192, "bfloat16", None),
+                                  (1, 8192, 8192, "float32", None), (1, 8192, 8192, "bfloat16", "coop"),
+                                  (64, 4096, 64, "bfloat16", None), (16, 4096, 16384, "bfloat16", None),
+                                  (1, 8192, 8192, "bfloat16", "split"), (32, 1000, 256, "float16", None)):
+        assert bwd(B, N, T, dtype, force=force) == bwd(B, N, T, dtype, "", force), (B, N, T, dtype, force)
+    assert bwd(16, 4096, 16384)[0].kernel == "softmax_bwd_coop_cols"     # the tile's split has 1 chunk: coop stays
+    for B, N, T in ((1, 8192, 8192), (4, 32768, 512)):
+        assert dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, "bfloat16", False, 132) == \
+            dispatch.plan_columns_forward.__wrapped__(B, N, T, N * T, T, N * T, T, "bfloat16", False, 132)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_cols16_bwd_split_run(torch_device, dtype, log):
+    """The H200's 16-bit columns backward in COLS16_BWD_SPLIT_TILE (2100 positions: 17 cooperative chunks;
+    T = 256: two runs of 128 columns), run (interpreted on the CPU), right against float64; no input modified."""
+    B, N, T = 1, 2100, 256
+    plan = dispatch.plan_columns_backward(B, N, T, N * T, T, N * T, T, N * T, T, dtype, log, 132, gpu="H200")
+    assert [l.kernel for l in plan] == ["softmax_bwd_dot_cols", "softmax_bwd_apply_cols"]
+    assert dispatch._columns_coop(B, N, T, 2, 132, False)[2] == 17
+    x = _random((B, N, T), dtype, torch_device, 44)
+    y = torch.from_numpy(ref.softmax(x.double().cpu().numpy(), 1, log)).to(x.dtype).to(torch_device)
+    dy = _random((B, N, T), dtype, torch_device, 45)
+    y_before, dy_before = y.clone(), dy.clone()
+    dx = _run(plan, {"y": y, "dy": dy}, dtype, torch_device, (B, N, T))
+    want = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), 1, log)
+    ref.assert_close(dx.double().cpu(), want, dtype, f"H200 cols16 split bwd log={log}", scale_atol=True)
+    assert torch.equal(y, y_before) and torch.equal(dy, dy_before)
+
+
 def test_columns_tiling_rule():
     """Runs of 16 values or more (a 64-byte run of float32), columns of N <= 1024 held whole in 4096
     values (BLOCK_N <= 64) or 8192 at 4 warps, more warps past 64 values a thread; longer columns
