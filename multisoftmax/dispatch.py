@@ -1681,10 +1681,11 @@ COLS_SPLIT_BWD_WARPS = 8
 # backward of columns of T a multiple of the tile's BLOCK_T runs the split plan in that tile (BLOCK_T, BLOCK_N,
 # num_warps: runs of 256 bytes, 8 positions a step, 4 warps) where the rules take the split plan, or the
 # cooperative plan in more than COLS16_BWD_COOP_MAX_CHUNKS chunks of N, and the tile's split plan has 2 chunks or
-# more (else the rules' plan stays: a loop stays a loop). On the H200 (bench/results/h200/probe_cols_wide_bwd16.log, bf16; float16 alike) the cooperative plan of
-# 32 to 128 chunks ran 7-45% behind that split plan (1 x 8192 x 8192 2,086 -> 2,465 GB/s, 2 x 16384 x 4096 1,737
-# -> 2,517, 32 x 8192 x 256 2,170 -> 2,410), of 16 chunks 20-30% ahead of it (64 x 2048 x 512 2,996 against
-# 2,406); the split plan of 4 x 32768 x 512 in the rules' tile (64 values, 64 positions, 8 warps) 4% behind.
+# more (else the rules' plan stays: a loop stays a loop). On the H200 (bench/results/h200/
+# probe_cols_wide_bwd16.log, bf16; float16 alike) the cooperative plan of 32 to 128 chunks ran 7-31% behind that
+# split plan (1 x 8192 x 8192 2,086 -> 2,465 GB/s, 2 x 16384 x 4096 1,737 -> 2,517, 32 x 8192 x 256 2,170 ->
+# 2,410), of 16 chunks 19-25% ahead of it (64 x 2048 x 512 2,996 against 2,406); the split plan of 4 x 32768 x 512
+# in the rules' tile (64 values, 64 positions, 8 warps) 4% behind. Measured: bench/DISPATCH.md, COLS16_BWD_*.
 COLS16_BWD_COOP_MAX_CHUNKS = float("inf")
 COLS16_BWD_SPLIT_TILE = None
 
