@@ -5,8 +5,8 @@ plan; GPU time by the benchmark's clock (bench/timing.py), GB/s of the fewest by
 
     python bench/probe_cols_wide.py --shapes 1x8192x8192 --variants 256x16w4p8,512x8w4p8 > bench/results/h200/probe_cols_wide.log
 
-"dispatch" is the plan the adapters make on this GPU (`gpu=` dispatch.tuned_gpu of its name: the backward's tuned
-constants, COLS16_BWD_*), "rules" the H100's rules' plan where that differs.
+"dispatch" is the plan the adapters make on this GPU (`gpu=` dispatch.tuned_gpu of its name: its tuned constants,
+COLS16_BWD_*, COLS16_FWD_*), "rules" the H100's rules' plan where that differs.
 
 A variant BLOCK_TxBLOCK_NwWARPSpPER_SM patches dispatch's COLS_RUN_BYTES (BLOCK_T * itemsize), COLS_TILE_SHORT
 (BLOCK_T * BLOCK_N), COLS_SPLIT_WARPS / COLS_SPLIT_BWD_WARPS and COLS_SPLIT_PROGRAMS_PER_SM for the call of
@@ -29,12 +29,12 @@ from multisoftmax import dispatch  # noqa: E402
 
 
 def plan(B, N, T, dtype, direction, sms, spec=None, gpu=""):
-    """dispatch's plan for the GPU of key `gpu` (spec None; the backward's: the forward takes no key) or the split
-    plan of variant `spec` (the module's docstring)."""
+    """dispatch's plan for the GPU of key `gpu` (spec None) or the split plan of variant `spec` (the module's
+    docstring)."""
     args = (B, N, T, N * T, T, N * T, T) + ((N * T, T) if direction == "bwd" else ())
     make = dispatch.plan_columns_forward if direction == "fwd" else dispatch.plan_columns_backward
     if spec is None:
-        return make.__wrapped__(*args, dtype, False, sms, **({"gpu": gpu} if direction == "bwd" else {}))
+        return make.__wrapped__(*args, dtype, False, sms, gpu=gpu)
     block_t, block_n, warps, per_sm = map(int, re.fullmatch(r"(\d+)x(\d+)w(\d+)p(\d+)", spec).groups())
     itemsize = getattr(torch, dtype).itemsize
     with mock.patch.multiple(dispatch, COLS_RUN_BYTES=block_t * itemsize, COLS_TILE_SHORT=block_t * block_n,

@@ -520,7 +520,8 @@ GPU_CONSTANTS = {
                                  (4, 2048): 512},
                  ROWS_TAIL_FWD_CAP_REGS={(2, 4096): 56, (2, 8192): 48},
                  ROWS_TAIL_BWD_WARPS={(2, 2048): 2, (2, 4096): 4, (2, 8192): 8},
-                 COLS16_BWD_COOP_MAX_CHUNKS=16, COLS16_BWD_SPLIT_TILE=(128, 8, 4)),
+                 COLS16_BWD_COOP_MAX_CHUNKS=16, COLS16_BWD_SPLIT_TILE=(128, 8, 4),
+                 COLS16_FWD_SPLIT_TILE=(128, 32, 4), COLS16_FWD_SPLIT_CHUNKS=(3, 16)),
 }
 
 
@@ -1688,6 +1689,14 @@ COLS_SPLIT_BWD_WARPS = 8
 # in the rules' tile (64 values, 64 positions, 8 warps) 4% behind. Measured: bench/DISPATCH.md, COLS16_BWD_*.
 COLS16_BWD_COOP_MAX_CHUNKS = float("inf")
 COLS16_BWD_SPLIT_TILE = None
+# COLS16_FWD_SPLIT_TILE, COLS16_FWD_SPLIT_CHUNKS (the H200's: GPU_CONSTANTS; the H100's: none): the 16-bit forward
+# of columns of T a multiple of the tile's BLOCK_T, where the rules take the split plan in COLS16_FWD_SPLIT_CHUNKS
+# (lo, hi) chunks, runs it in that tile (BLOCK_T, BLOCK_N, num_warps: runs of 256 bytes, 32 positions a step, 4
+# warps). On the H200 (bench/results/h200/probe_cols_wide_fwd16.log, bf16; float16 alike) 1.006-1.094x over the
+# rules' split plans of 3 to 9 chunks (8 x 4096 x 2048 1,773 -> 1,940 GB/s, 1 x 8192 x 8192 1,896 -> 1,945), 1-2%
+# behind them at 2 chunks (4 x 2048 x 16384) and 32 (4 x 32768 x 512). Measured: bench/DISPATCH.md, COLS16_FWD_*.
+COLS16_FWD_SPLIT_TILE = None
+COLS16_FWD_SPLIT_CHUNKS = (0, 0)
 
 
 def _columns_coop(B: int, N: int, T: int, itemsize: int, num_sms: int, forward: bool, force: str | None = None):
@@ -1749,11 +1758,13 @@ def _columns_split(B: int, N: int, T: int, itemsize: int, num_sms: int, forward:
 
 @functools.lru_cache(maxsize=4096)
 def plan_columns_forward(B: int, N: int, T: int, stride_xb: int, stride_xn: int, stride_yb: int, stride_yn: int,
-                         dtype: str, log: bool, num_sms: int, force: str | None = None) -> tuple[Launch, ...]:
+                         dtype: str, log: bool, num_sms: int, force: str | None = None,
+                         gpu: str = "") -> tuple[Launch, ...]:
     """The launches computing y = softmax(x) (log_softmax if `log`) over axis 1 of (B, N, T) views
     of x and y whose last axis is contiguous (kernels/columns.py): one (one tile, the loop, the
     cooperative kernel; under Triton's interpreter the latter takes two phases) or two (split).
-    B, N, T >= 1. `force`: "one_tile", "loop", "split" or "coop" (tests, probes)."""
+    B, N, T >= 1. `force`: "one_tile", "loop", "split" or "coop" (tests, probes). `gpu`: the GPU's key
+    of GPU_CONSTANTS (`tuned_gpu`; "": the H100's rules)."""
     coop = _columns_coop(B, N, T, ITEMSIZE[dtype], num_sms, True, force)
     if coop:
         return _columns_coop_launch("softmax_fwd_coop_cols", ("x",), (B, N, T, stride_xb, stride_xn, stride_yb,
@@ -1761,6 +1772,9 @@ def plan_columns_forward(B: int, N: int, T: int, stride_xb: int, stride_xn: int,
                                     dict(LOG=log, ALIGN=alignment(T, stride_xb, stride_xn, stride_yb, stride_yn),
                                          ALIGN_N=alignment(N, coop[2]), ACC_FP64=dtype == "float64", num_sms=num_sms))
     split = _columns_split(B, N, T, ITEMSIZE[dtype], num_sms, True, force)
+    tile, (lo, hi) = _tuned("COLS16_FWD_SPLIT_TILE", gpu), _tuned("COLS16_FWD_SPLIT_CHUNKS", gpu)  # COLS16_FWD_*
+    if force is None and tile and ITEMSIZE[dtype] <= 2 and T % tile[0] == 0 and split and lo <= split[3] <= hi:
+        split = _columns_split(B, N, T, ITEMSIZE[dtype], num_sms, True, force, tile) or split
     if split:
         BLOCK_N, BLOCK_T, CHUNK, n_chunks, num_warps = split
         align = alignment(T, stride_xb, stride_xn, stride_yb, stride_yn)

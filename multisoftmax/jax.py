@@ -384,7 +384,8 @@ def _fwd_cols_call(log: bool):
     @jax.custom_batching.custom_vmap
     def call(x):
         B, N, T = x.shape
-        plan = dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, _DTYPE_NAMES[x.dtype], log, _num_sms())
+        plan = dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, _DTYPE_NAMES[x.dtype], log, _num_sms(),
+                                             gpu=_gpu())
         return _execute(plan, {"x": x}, x.dtype)
 
     @call.def_vmap

@@ -255,7 +255,7 @@ def _columns_forward(x: torch.Tensor, log: bool) -> torch.Tensor:
     B, N, T = x.shape
     xc = _inner_contiguous(x)
     launches = _plan(dispatch.plan_columns_forward, x, B, N, T, xc.stride(0), xc.stride(1), N * T, T,
-                     _DTYPE_NAMES[x.dtype], log)
+                     _DTYPE_NAMES[x.dtype], log, tuned=True)
     return _launch(launches, {"x": xc}, y)
 
 

@@ -304,19 +304,21 @@ def test_h200_wide_fill_rows_through_both_adapters():
     _check_random_rows(M, N, "float32")
 
 
-@pytest.mark.parametrize("dtype,shape,dim,h200", [
-    ("bfloat16", (4096, 2048), 0, "split"),      # 32 chunks of 128 positions: the tile's split plan
-    ("float16", (4, 3000, 256), 1, "split"),     # 24 chunks
-    ("bfloat16", (2, 4096, 128), 1, "split"),    # T = 128, the tile's BLOCK_T
-    ("bfloat16", (2, 32768, 512), 1, "split"),   # the rules' split plan, in the tile
-    ("bfloat16", (8, 2048, 512), 1, "coop"),     # 16 chunks: cooperative
-    ("bfloat16", (2, 4096, 192), 1, "coop"),     # T not a multiple of 128: the rules'
-    ("float32", (4096, 2048), 0, "coop")])       # float32: the rules'
-def test_h200_cols16_backward_through_both_adapters(dtype, shape, dim, h200):
+@pytest.mark.parametrize("dtype,shape,dim,h200,h200_fwd", [
+    ("bfloat16", (4096, 2048), 0, "split", False),    # 32 chunks of 128 positions: the tile's split plan
+    ("float16", (4, 3000, 256), 1, "split", True),    # 24 chunks; the forward's rules split in 16
+    ("bfloat16", (2, 4096, 128), 1, "split", False),  # T = 128, the tile's BLOCK_T
+    ("bfloat16", (2, 32768, 512), 1, "split", False),  # the rules' split plan, in the tile
+    ("bfloat16", (8, 2048, 512), 1, "coop", True),    # 16 chunks: cooperative; the forward's split in 16
+    ("bfloat16", (2, 4096, 192), 1, "coop", False),   # T not a multiple of 128: the rules'
+    ("float32", (4096, 2048), 0, "coop", False)])     # float32: the rules'
+def test_h200_cols16_through_both_adapters(dtype, shape, dim, h200, h200_fwd):
     """The H200's 16-bit columns backward (GPU_CONSTANTS' COLS16_BWD_COOP_MAX_CHUNKS, COLS16_BWD_SPLIT_TILE: the
     split plan in runs of 128 values, 8 positions a step, 4 warps, past 16 cooperative chunks, and in place of the
-    rules' split plan) and the columns it leaves to the rules, through the torch adapter (autograd) and the JAX
-    adapter (jax.vjp), both ops: right against float64. On another GPU the same shapes run its own plans."""
+    rules' split plan) and forward (COLS16_FWD_SPLIT_TILE, _CHUNKS: the rules' split plan of 3-16 chunks in runs of
+    128 values, 32 positions a step) and the columns they leave to the rules, through the torch adapter (autograd)
+    and the JAX adapter (jax.vjp), both ops: right against float64. On another GPU the same shapes run its own
+    plans."""
     import jax
     import jax.numpy as jnp
 
@@ -325,16 +327,24 @@ def test_h200_cols16_backward_through_both_adapters(dtype, shape, dim, h200):
     B, N, T = math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1:])
     gpu = dispatch.tuned_gpu(torch.cuda.get_device_name())
     if gpu == "H200":
+        consts = dispatch.GPU_CONSTANTS[gpu]
         for log in (False, True):
             bwd = dispatch.plan_columns_backward(B, N, T, N * T, T, N * T, T, N * T, T, dtype, log, _sms(), gpu=gpu)
             if h200 == "split":
                 assert [l.kernel for l in bwd] == ["softmax_bwd_dot_cols", "softmax_bwd_apply_cols"]
                 assert (bwd[0].kwargs["BLOCK_T"], bwd[0].kwargs["BLOCK_N"], bwd[0].kwargs["num_warps"]) == \
-                    dispatch.GPU_CONSTANTS[gpu]["COLS16_BWD_SPLIT_TILE"]
+                    consts["COLS16_BWD_SPLIT_TILE"]
             else:
                 assert bwd == dispatch.plan_columns_backward(B, N, T, N * T, T, N * T, T, N * T, T, dtype, log,
                                                              _sms())
                 assert bwd[0].kernel == "softmax_bwd_coop_cols"
+            fwd = dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dtype, log, _sms(), gpu=gpu)
+            if h200_fwd:
+                assert [l.kernel for l in fwd] == ["softmax_fwd_stats_cols", "softmax_fwd_norm_cols"]
+                assert (fwd[0].kwargs["BLOCK_T"], fwd[0].kwargs["BLOCK_N"], fwd[0].kwargs["num_warps"]) == \
+                    consts["COLS16_FWD_SPLIT_TILE"]
+            else:
+                assert fwd == dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dtype, log, _sms())
     g = torch.Generator(device="cuda").manual_seed(N + T)
     tdt = getattr(torch, dtype)
     x = (torch.randn(shape, device="cuda", generator=g) * 3).to(tdt).requires_grad_()
@@ -345,15 +355,15 @@ def test_h200_cols16_backward_through_both_adapters(dtype, shape, dim, h200):
         xj = jnp.asarray(x.detach().float().cpu().numpy()).astype(jnp.dtype(dtype))
         yj, pull = jax.vjp(lambda a: jf(a, dim), xj)
         (dxj,) = pull(jnp.asarray(dy.float().cpu().numpy()).astype(jnp.dtype(dtype)))
+        expected = (torch.log_softmax if log else torch.softmax)(x.detach().double(), dim).cpu()
         for who, yo, dxo in (("torch", y.detach().double().cpu(), dx.double().cpu()),
                              ("jax", torch.from_numpy(np.asarray(yj, np.float64)),
                               torch.from_numpy(np.asarray(dxj, np.float64)))):
+            ref.assert_close(yo, expected, dtype, f"{who} fwd {shape} dim={dim} log={log}")
             dyd = dy.double().cpu()
             want = (dyd - torch.exp(yo) * dyd.sum(dim, keepdim=True) if log
                     else yo * (dyd - (dyd * yo).sum(dim, keepdim=True)))
             ref.assert_close(dxo, want, dtype, f"{who} bwd {shape} dim={dim} log={log}", scale_atol=True)
-        expected = (torch.log_softmax if log else torch.softmax)(x.detach().double(), dim).cpu()
-        ref.assert_close(y.detach().double().cpu(), expected, dtype, f"torch fwd {shape} dim={dim} log={log}")
     del x, dy, y, dx
     torch.cuda.empty_cache()
 
@@ -952,7 +962,7 @@ def test_columns_at_real_sizes(dtype, shape, dim, one_tile):
     for s in shape[dim + 1:]:
         T *= s
     name = str(dtype)[6:]
-    fwd = dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, name, False, _sms())
+    fwd = dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, name, False, _sms(), **_gpu_kw())
     bwd = dispatch.plan_columns_backward(B, N, T, N * T, T, N * T, T, N * T, T, name, False, _sms(), **_gpu_kw())
     if one_tile:
         assert fwd[0].kwargs["ONE_TILE"] and bwd[0].kwargs["ONE_TILE"]

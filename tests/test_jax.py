@@ -1056,7 +1056,7 @@ def test_middle_axis_columns(monkeypatch, ops, kind):
     jax.clear_caches()  # traces made with the other rule (on the GPU: the kernel calls' traces) are kept
     planned = []
     real = dispatch.plan_columns_forward
-    monkeypatch.setattr(dispatch, "plan_columns_forward", lambda *a: planned.append(a) or real(*a))
+    monkeypatch.setattr(dispatch, "plan_columns_forward", lambda *a, **k: planned.append(a) or real(*a, **k))
     x = randn(3, 13, 2, 5, dtype=jnp.float64, seed=20)
     ref.assert_close(ours(x, 1), theirs(x, 1), "float64", "forward")
     plan = real(*planned[0])

@@ -1883,6 +1883,55 @@ def test_cols16_bwd_split_run(torch_device, dtype, log):
     assert torch.equal(y, y_before) and torch.equal(dy, dy_before)
 
 
+def test_cols16_fwd_split_rule():
+    """The H200's 16-bit columns forward (GPU_CONSTANTS' COLS16_FWD_SPLIT_TILE, COLS16_FWD_SPLIT_CHUNKS): where T is
+    a multiple of the tile's BLOCK_T and the rules take the split plan in 3 to 16 chunks, the split plan in the tile
+    (BLOCK_T, BLOCK_N, num_warps); fewer or more chunks, other T, float32, a forced plan and the H100 keep the rules'
+    plans, and the backward its own."""
+    consts = dispatch.GPU_CONSTANTS["H200"]
+    tile, (lo, hi) = consts["COLS16_FWD_SPLIT_TILE"], consts["COLS16_FWD_SPLIT_CHUNKS"]
+    assert dispatch.COLS16_FWD_SPLIT_TILE is None and tile == (128, 32, 4) and (lo, hi) == (3, 16)
+
+    def fwd(B, N, T, dtype="bfloat16", gpu="H200", force=None, log=False):
+        return dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dtype, log, 132, force, gpu=gpu)
+
+    for B, N, T, dtype, chunks in ((1, 8192, 8192, "bfloat16", 9), (8, 4096, 2048, "float16", 5),
+                                   (64, 2048, 512, "bfloat16", 3), (128, 2048, 128, "bfloat16", 5),
+                                   (16, 16384, 256, "bfloat16", 16)):
+        assert dispatch._columns_split(B, N, T, 2, 132, True)[3] == chunks, (B, N, T)
+        for log in (False, True):
+            rules, (stats, norm) = fwd(B, N, T, dtype, "", log=log), fwd(B, N, T, dtype, log=log)
+            assert rules[0].kernel == stats.kernel == "softmax_fwd_stats_cols" and norm.kernel == rules[1].kernel
+            for one in (stats, norm):
+                kw = one.kwargs
+                assert (kw["BLOCK_T"], kw["BLOCK_N"], kw["num_warps"]) == tile, (B, N, T)
+            assert stats.kwargs["PER_VALUE"] and norm.kwargs["LOG"] == log and stats.grid == norm.grid
+            assert stats.grid[0] == B * T // tile[0] and stats.grid[1] >= 2, (B, N, T)
+    for B, N, T, dtype, force in ((4, 2048, 16384, "bfloat16", None), (4, 32768, 512, "bfloat16", None),
+                                  (2, 32768, 1024, "bfloat16", None), (64, 4096, 64, "bfloat16", None),
+                                  (2, 4096, 192, "float16", None), (1, 8192, 8192, "float32", None),
+                                  (1, 8192, 8192, "bfloat16", "split"), (1, 8192, 8192, "bfloat16", "loop"),
+                                  (32, 1000, 256, "bfloat16", None)):
+        assert fwd(B, N, T, dtype, force=force) == fwd(B, N, T, dtype, "", force), (B, N, T, dtype, force)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_cols16_fwd_split_run(torch_device, dtype, log):
+    """The H200's 16-bit columns forward in COLS16_FWD_SPLIT_TILE (1100 positions of 128 columns: the rules' split
+    in 9 chunks), run (interpreted on the CPU), right against float64; x not modified."""
+    B, N, T = 1, 1100, 128
+    plan = dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dtype, log, 132, gpu="H200")
+    assert [l.kernel for l in plan] == ["softmax_fwd_stats_cols", "softmax_fwd_norm_cols"]
+    assert plan[0].kwargs["BLOCK_T"] == 128 and dispatch._columns_split(B, N, T, 2, 132, True)[3] == 9
+    x = _random((B, N, T), dtype, torch_device, 46)
+    x_before = x.clone()
+    y = _run(plan, {"x": x}, dtype, torch_device, (B, N, T))
+    ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), 1, log), dtype,
+                     f"H200 cols16 split fwd log={log}")
+    assert torch.equal(x, x_before)
+
+
 def test_columns_tiling_rule():
     """Runs of 16 values or more (a 64-byte run of float32), columns of N <= 1024 held whole in 4096
     values (BLOCK_N <= 64) or 8192 at 4 warps, more warps past 64 values a thread; longer columns
