@@ -521,7 +521,7 @@ GPU_CONSTANTS = {
                  ROWS_TAIL_FWD_CAP_REGS={(2, 4096): 56, (2, 8192): 48},
                  ROWS_TAIL_BWD_WARPS={(2, 2048): 2, (2, 4096): 4, (2, 8192): 8},
                  COLS16_BWD_COOP_MAX_CHUNKS=16, COLS16_BWD_SPLIT_TILE=(128, 8, 4),
-                 COLS16_FWD_SPLIT_TILE=(128, 32, 4), COLS16_FWD_SPLIT_CHUNKS=(3, 16)),
+                 COLS16_FWD_SPLIT_TILE=(128, 32, 4), COLS16_FWD_SPLIT_CHUNKS=(5, 17)),
 }
 
 
@@ -1690,11 +1690,12 @@ COLS_SPLIT_BWD_WARPS = 8
 COLS16_BWD_COOP_MAX_CHUNKS = float("inf")
 COLS16_BWD_SPLIT_TILE = None
 # COLS16_FWD_SPLIT_TILE, COLS16_FWD_SPLIT_CHUNKS (the H200's: GPU_CONSTANTS; the H100's: none): the 16-bit forward
-# of columns of T a multiple of the tile's BLOCK_T, where the rules take the split plan in COLS16_FWD_SPLIT_CHUNKS
-# (lo, hi) chunks, runs it in that tile (BLOCK_T, BLOCK_N, num_warps: runs of 256 bytes, 32 positions a step, 4
-# warps). On the H200 (bench/results/h200/probe_cols_wide_fwd16.log, bf16; float16 alike) 1.006-1.094x over the
-# rules' split plans of 3 to 9 chunks (8 x 4096 x 2048 1,773 -> 1,940 GB/s, 1 x 8192 x 8192 1,896 -> 1,945), 1-2%
-# behind them at 2 chunks (4 x 2048 x 16384) and 32 (4 x 32768 x 512). Measured: bench/DISPATCH.md, COLS16_FWD_*.
+# of columns of T a multiple of the tile's BLOCK_T, where the rules take the split plan, runs it in that tile
+# (BLOCK_T, BLOCK_N, num_warps: runs of 256 bytes, 32 positions a step, 4 warps) where the tile's plan has
+# COLS16_FWD_SPLIT_CHUNKS (lo, hi) chunks. On the H200 (bench/results/h200/probe_cols_wide_fwd16.log,
+# probe_cols16_rule.log; bf16, float16 alike) the tile's plans of 5-17 chunks ran 1.004-1.094x the rules' (8 x 4096
+# x 2048 1,773 -> 1,940 GB/s, 2 x 4096 x 8192 1,789 -> 1,945), of 3 chunks 0.98x, of 32 0.97-1.01x, of 64 0.99x.
+# Measured: bench/DISPATCH.md, COLS16_FWD_*.
 COLS16_FWD_SPLIT_TILE = None
 COLS16_FWD_SPLIT_CHUNKS = (0, 0)
 
@@ -1773,8 +1774,9 @@ def plan_columns_forward(B: int, N: int, T: int, stride_xb: int, stride_xn: int,
                                          ALIGN_N=alignment(N, coop[2]), ACC_FP64=dtype == "float64", num_sms=num_sms))
     split = _columns_split(B, N, T, ITEMSIZE[dtype], num_sms, True, force)
     tile, (lo, hi) = _tuned("COLS16_FWD_SPLIT_TILE", gpu), _tuned("COLS16_FWD_SPLIT_CHUNKS", gpu)  # COLS16_FWD_*
-    if force is None and tile and ITEMSIZE[dtype] <= 2 and T % tile[0] == 0 and split and lo <= split[3] <= hi:
-        split = _columns_split(B, N, T, ITEMSIZE[dtype], num_sms, True, force, tile) or split
+    wide = (force is None and tile and ITEMSIZE[dtype] <= 2 and T % tile[0] == 0 and split
+            and _columns_split(B, N, T, ITEMSIZE[dtype], num_sms, True, force, tile))
+    split = wide if wide and lo <= wide[3] <= hi else split
     if split:
         BLOCK_N, BLOCK_T, CHUNK, n_chunks, num_warps = split
         align = alignment(T, stride_xb, stride_xn, stride_yb, stride_yn)

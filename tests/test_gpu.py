@@ -306,19 +306,21 @@ def test_h200_wide_fill_rows_through_both_adapters():
 
 @pytest.mark.parametrize("dtype,shape,dim,h200,h200_fwd", [
     ("bfloat16", (4096, 2048), 0, "split", False),    # 32 chunks of 128 positions: the tile's split plan
-    ("float16", (4, 3000, 256), 1, "split", True),    # 24 chunks; the forward's rules split in 16
+    ("float16", (4, 3000, 256), 1, "split", False),   # 24 chunks; the forward's tile: 32 chunks, the rules'
+    ("float16", (16, 1100, 512), 1, "coop", True),    # 9 chunks: cooperative; the forward's tile: 12 chunks
     ("bfloat16", (2, 4096, 128), 1, "split", False),  # T = 128, the tile's BLOCK_T
     ("bfloat16", (2, 32768, 512), 1, "split", False),  # the rules' split plan, in the tile
-    ("bfloat16", (8, 2048, 512), 1, "coop", True),    # 16 chunks: cooperative; the forward's split in 16
+    ("bfloat16", (8, 2048, 512), 1, "coop", False),   # 16 chunks: cooperative; the forward's tile 32: rules'
+    ("bfloat16", (8, 1100, 256), 1, "coop", True),    # 9 chunks: cooperative; the forward's tile: 12 chunks
     ("bfloat16", (2, 4096, 192), 1, "coop", False),   # T not a multiple of 128: the rules'
     ("float32", (4096, 2048), 0, "coop", False)])     # float32: the rules'
 def test_h200_cols16_through_both_adapters(dtype, shape, dim, h200, h200_fwd):
     """The H200's 16-bit columns backward (GPU_CONSTANTS' COLS16_BWD_COOP_MAX_CHUNKS, COLS16_BWD_SPLIT_TILE: the
     split plan in runs of 128 values, 8 positions a step, 4 warps, past 16 cooperative chunks, and in place of the
-    rules' split plan) and forward (COLS16_FWD_SPLIT_TILE, _CHUNKS: the rules' split plan of 3-16 chunks in runs of
-    128 values, 32 positions a step) and the columns they leave to the rules, through the torch adapter (autograd)
-    and the JAX adapter (jax.vjp), both ops: right against float64. On another GPU the same shapes run its own
-    plans."""
+    rules' split plan) and forward (COLS16_FWD_SPLIT_TILE, _CHUNKS: the rules' split plan in runs of 128 values, 32
+    positions a step, where that has 5-17 chunks) and the columns they leave to the rules, through the torch
+    adapter (autograd) and the JAX adapter (jax.vjp), both ops: right against float64. On another GPU the same
+    shapes run its own plans."""
     import jax
     import jax.numpy as jnp
 
