@@ -3,7 +3,8 @@ softmax_bwd_dot_cols + softmax_bwd_apply_cols) in wider runs of columns than dis
 BLOCK_T values a row of a tile, BLOCK_N rows a step, num_warps, COLS_SPLIT_PROGRAMS_PER_SM, beside dispatch's
 plan; GPU time by the benchmark's clock (bench/timing.py), GB/s of the fewest bytes.
 
-    python bench/probe_cols_wide.py --shapes 1x8192x8192 --variants 256x16w4p8,512x8w4p8 > bench/results/h200/probe_cols_wide.log
+    python bench/probe_cols_wide.py --shapes 1x8192x8192 --variants 256x16w4p8,512x8w4p8 \
+        > bench/results/h200/probe_cols_wide.log
 
 "dispatch" is the plan the adapters make on this GPU (`gpu=` dispatch.tuned_gpu of its name: its tuned constants,
 COLS16_BWD_*, COLS16_FWD_*), "rules" the H100's rules' plan where that differs.
@@ -58,8 +59,9 @@ def main():
                 if direction not in args.dirs.split(","):
                     continue
                 variants = [("dispatch", plan(B, N, T, dtype, direction, sms, gpu=gpu))]
-                if gpu and plan(B, N, T, dtype, direction, sms) != variants[0][1]:
-                    variants.append(("rules", plan(B, N, T, dtype, direction, sms)))
+                rules = plan(B, N, T, dtype, direction, sms)
+                if rules != variants[0][1]:
+                    variants.append(("rules", rules))
                 variants += [(f"{s}c{p[0].grid[1]}", p) for s in args.variants.split(",")
                              for p in [plan(B, N, T, dtype, direction, sms, s)]]
                 cells = probe_cols.gbps_cells(variants, bufs, names, torch.empty_like(x), ref, nbytes, l2)

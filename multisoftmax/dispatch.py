@@ -1757,6 +1757,16 @@ def _columns_split(B: int, N: int, T: int, itemsize: int, num_sms: int, forward:
     return BLOCK_N, BLOCK_T, CHUNK, triton.cdiv(N, CHUNK), warps
 
 
+def _cols16_split(B: int, N: int, T: int, itemsize: int, num_sms: int, forward: bool, force: str | None, gpu: str):
+    """The split plan (`_columns_split`) in the 16-bit tile of the GPU of key `gpu` (COLS16_FWD_SPLIT_TILE or
+    COLS16_BWD_SPLIT_TILE) for unforced 16-bit columns of T a multiple of its BLOCK_T, else None; where the plans
+    take it: plan_columns_forward and plan_columns_backward (COLS16_FWD_*, COLS16_BWD_*)."""
+    tile = _tuned("COLS16_FWD_SPLIT_TILE" if forward else "COLS16_BWD_SPLIT_TILE", gpu)
+    if force is None and tile and itemsize <= 2 and T % tile[0] == 0:
+        return _columns_split(B, N, T, itemsize, num_sms, forward, None, tile)
+    return None
+
+
 @functools.lru_cache(maxsize=4096)
 def plan_columns_forward(B: int, N: int, T: int, stride_xb: int, stride_xn: int, stride_yb: int, stride_yn: int,
                          dtype: str, log: bool, num_sms: int, force: str | None = None,
@@ -1773,9 +1783,8 @@ def plan_columns_forward(B: int, N: int, T: int, stride_xb: int, stride_xn: int,
                                     dict(LOG=log, ALIGN=alignment(T, stride_xb, stride_xn, stride_yb, stride_yn),
                                          ALIGN_N=alignment(N, coop[2]), ACC_FP64=dtype == "float64", num_sms=num_sms))
     split = _columns_split(B, N, T, ITEMSIZE[dtype], num_sms, True, force)
-    tile, (lo, hi) = _tuned("COLS16_FWD_SPLIT_TILE", gpu), _tuned("COLS16_FWD_SPLIT_CHUNKS", gpu)  # COLS16_FWD_*
-    wide = (force is None and tile and ITEMSIZE[dtype] <= 2 and T % tile[0] == 0 and split
-            and _columns_split(B, N, T, ITEMSIZE[dtype], num_sms, True, force, tile))
+    wide = split and _cols16_split(B, N, T, ITEMSIZE[dtype], num_sms, True, force, gpu)  # COLS16_FWD_*
+    lo, hi = _tuned("COLS16_FWD_SPLIT_CHUNKS", gpu)
     split = wide if wide and lo <= wide[3] <= hi else split
     if split:
         BLOCK_N, BLOCK_T, CHUNK, n_chunks, num_warps = split
@@ -1810,10 +1819,8 @@ def plan_columns_backward(B: int, N: int, T: int, stride_yb: int, stride_yn: int
     plan_columns_forward). `gpu`: the GPU's key of GPU_CONSTANTS (`tuned_gpu`; "": the H100's rules)."""
     coop = _columns_coop(B, N, T, ITEMSIZE[dtype], num_sms, False, force)
     split = _columns_split(B, N, T, ITEMSIZE[dtype], num_sms, False, force)
-    tile = _tuned("COLS16_BWD_SPLIT_TILE", gpu)  # COLS16_BWD_*: where the split plan in this tile takes over
-    if (force is None and tile and ITEMSIZE[dtype] <= 2 and T % tile[0] == 0
-            and (coop[2] > _tuned("COLS16_BWD_COOP_MAX_CHUNKS", gpu) if coop else split)):
-        wide = _columns_split(B, N, T, ITEMSIZE[dtype], num_sms, False, force, tile)
+    if coop[2] > _tuned("COLS16_BWD_COOP_MAX_CHUNKS", gpu) if coop else split:  # COLS16_BWD_*
+        wide = _cols16_split(B, N, T, ITEMSIZE[dtype], num_sms, False, force, gpu)
         coop, split = (None, wide) if wide else (coop, split)
     if coop:
         align = alignment(T, stride_yb, stride_yn, stride_dyb, stride_dyn, stride_dxb, stride_dxn)
