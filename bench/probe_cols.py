@@ -46,6 +46,20 @@ def directions(x):
     yield "bwd", {"y": y, "dy": dy}, ("y", "dy"), 3 * size, yf * (dy.float() - (dy.float() * yf).sum(1, keepdim=True))
 
 
+def cases(dtypes: str, shapes: str, dirs: str = "fwd,bwd"):
+    """For each dtype of `dtypes` and (B, N, T) of `shapes` ("BxNxT,..."), a random x (B, N, T) (times 3) and each
+    direction of `dirs` ("fwd,bwd"): (dtype, (B, N, T), direction, then `directions`' tuple but the direction, then
+    an empty tensor like x for the output); the GPU's memory freed after each shape."""
+    for dtype in dtypes.split(","):
+        for B, N, T in (tuple(int(v) for v in s.split("x")) for s in shapes.split(",")):
+            x = torch.randn(B, N, T, device="cuda", dtype=getattr(torch, dtype)) * 3
+            for direction, *rest in directions(x):
+                if direction in dirs.split(","):
+                    yield (dtype, (B, N, T), direction, *rest, torch.empty_like(x))
+            del x
+            torch.cuda.empty_cache()
+
+
 def gbps_cells(variants, bufs, names, out, ref, nbytes, l2):
     """'label GB/s' for each (label, plan) of `variants` run on `bufs` (the inputs `names`, in order)
     into tensors like `out`: GPU time by the benchmark's clock, GB/s of `nbytes`; " ERR" where the

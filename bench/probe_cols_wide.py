@@ -52,24 +52,18 @@ def main():
     args = ap.parse_args()
     sms, l2 = probe_cols.device_header()
     gpu = dispatch.tuned_gpu(torch.cuda.get_device_name())
-    for dtype in args.dtypes.split(","):
-        for B, N, T in (tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")):
-            x = torch.randn(B, N, T, device="cuda", dtype=getattr(torch, dtype)) * 3
-            for direction, bufs, names, nbytes, ref in probe_cols.directions(x):
-                if direction not in args.dirs.split(","):
-                    continue
-                variants = [("dispatch", plan(B, N, T, dtype, direction, sms, gpu=gpu))]
-                rules = plan(B, N, T, dtype, direction, sms)
-                if rules != variants[0][1]:
-                    variants.append(("rules", rules))
-                variants += [(f"{s}c{p[0].grid[1]}", p) for s in args.variants.split(",")
-                             for p in [plan(B, N, T, dtype, direction, sms, s)]]
-                cells = probe_cols.gbps_cells(variants, bufs, names, torch.empty_like(x), ref, nbytes, l2)
-                d = variants[0][1]
-                print(f"{dtype} {B}x{N}x{T} {direction} | {'+'.join(l.kernel for l in d)} grid={d[0].grid} "
-                      f"BLOCK_T={d[0].kwargs['BLOCK_T']} | GB/s " + " | ".join(cells), flush=True)
-            del x
-            torch.cuda.empty_cache()
+    for dtype, (B, N, T), direction, bufs, names, nbytes, ref, out in probe_cols.cases(args.dtypes, args.shapes,
+                                                                                         args.dirs):
+        variants = [("dispatch", plan(B, N, T, dtype, direction, sms, gpu=gpu))]
+        rules = plan(B, N, T, dtype, direction, sms)
+        if rules != variants[0][1]:
+            variants.append(("rules", rules))
+        variants += [(f"{s}c{p[0].grid[1]}", p) for s in args.variants.split(",")
+                     for p in [plan(B, N, T, dtype, direction, sms, s)]]
+        cells = probe_cols.gbps_cells(variants, bufs, names, out, ref, nbytes, l2)
+        d = variants[0][1]
+        print(f"{dtype} {B}x{N}x{T} {direction} | {'+'.join(l.kernel for l in d)} grid={d[0].grid} "
+              f"BLOCK_T={d[0].kwargs['BLOCK_T']} | GB/s " + " | ".join(cells), flush=True)
 
 
 if __name__ == "__main__":

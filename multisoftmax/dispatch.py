@@ -521,7 +521,8 @@ GPU_CONSTANTS = {
                  ROWS_TAIL_FWD_CAP_REGS={(2, 4096): 56, (2, 8192): 48},
                  ROWS_TAIL_BWD_WARPS={(2, 2048): 2, (2, 4096): 4, (2, 8192): 8},
                  COLS16_BWD_COOP_MAX_CHUNKS=16, COLS16_BWD_SPLIT_TILE=(128, 8, 4),
-                 COLS16_FWD_SPLIT_TILE=(128, 32, 4), COLS16_FWD_SPLIT_CHUNKS=(5, 17)),
+                 COLS16_FWD_SPLIT_TILE=(128, 32, 4), COLS16_FWD_SPLIT_CHUNKS=(5, 17), COLS16_MIN_VALUES=32,
+                 COLS16_SHORT_MIN_VALUES=32, COLS16_BWD_MIN_VALUES=(32, 128, 512, 0.8)),
 }
 
 
@@ -1609,6 +1610,12 @@ COLS16_VALUES = 64
 # columns) 2,573 GB/s at 4 warps, 2,964 at 2, 2,947 at 1 (probe_cols_wide16.log; backward: 3,037
 # at 4, kept). Wider tiles of BLOCK_N 256 to 1024 lost with fewer warps or more (the same log).
 COLS16_MIN_VALUES = 16
+# COLS16_SHORT_MIN_VALUES, COLS16_BWD_MIN_VALUES (the H200's: GPU_CONSTANTS; the H100's: none): the same cap on the
+# warps of the 16-bit one-tile forward of BLOCK_N <= COLS16_MAX_N (COLS16_SHORT_MIN_VALUES values a thread), and of
+# the 16-bit one-tile backward (COLS16_BWD_MIN_VALUES (values, short, padded, fill): where BLOCK_N <= short, or
+# BLOCK_N <= padded and N <= fill * BLOCK_N).
+COLS16_SHORT_MIN_VALUES = 0
+COLS16_BWD_MIN_VALUES = None
 # COLS16_PER_VALUE: the looped 16-bit forward keeps its running max and sum per value of the tile
 # (kernels/columns.py PER_VALUE): the loop then has no reduction across warps, for one exp more a
 # value. On the H100 at dispatch's tile (probe_cols_fwd.log, loop-t16n256w4): bf16 64 x 4096 x 64
@@ -1631,9 +1638,10 @@ def _columns_run(T: int, values: int) -> int:
 
 
 def _columns_tiling(B: int, N: int, T: int, itemsize: int, num_sms: int, force: str | None = None,
-                    forward: bool = True):
+                    forward: bool = True, gpu: str = ""):
     """(BLOCK_N, BLOCK_T, ONE_TILE, num_warps) of the one-tile or looped plan for a (B, N, T)
-    softmax over N. `force`: "one_tile", else the loop, regardless of N (tests)."""
+    softmax over N. `force`: "one_tile", else the loop, regardless of N (tests). `gpu`: the GPU's key of
+    GPU_CONSTANTS (COLS16_MIN_VALUES, COLS16_SHORT_MIN_VALUES, COLS16_BWD_MIN_VALUES)."""
     t_min = min(triton.next_power_of_2(T), COLS_MIN_RUN)
     n_pow = triton.next_power_of_2(N)
     one = _columns_one_tile(N, T) if force is None else force == "one_tile"
@@ -1657,7 +1665,12 @@ def _columns_tiling(B: int, N: int, T: int, itemsize: int, num_sms: int, force: 
     if num_warps is None:
         num_warps = min(16, max(COLS_WARPS, BLOCK_N * BLOCK_T // (32 * COLS_MAX_PER_THREAD)))
         if one and forward and itemsize <= 2:  # COLS16_MIN_VALUES
-            num_warps = max(1, min(num_warps, BLOCK_N * BLOCK_T // (32 * COLS16_MIN_VALUES)))
+            num_warps = max(1, min(num_warps, BLOCK_N * BLOCK_T // (32 * _tuned("COLS16_MIN_VALUES", gpu))))
+    elif forward and _tuned("COLS16_SHORT_MIN_VALUES", gpu):  # a short 16-bit tile: COLS16_SHORT_MIN_VALUES
+        num_warps = max(1, min(num_warps, BLOCK_N * BLOCK_T // (32 * _tuned("COLS16_SHORT_MIN_VALUES", gpu))))
+    cap = not forward and one and itemsize <= 2 and _tuned("COLS16_BWD_MIN_VALUES", gpu)
+    if cap and (BLOCK_N <= cap[1] or BLOCK_N <= cap[2] and N <= cap[3] * BLOCK_N):  # COLS16_BWD_MIN_VALUES
+        num_warps = max(1, min(num_warps, BLOCK_N * BLOCK_T // (32 * cap[0])))
     return BLOCK_N, BLOCK_T, one, num_warps
 
 
@@ -1802,7 +1815,7 @@ def plan_columns_forward(B: int, N: int, T: int, stride_xb: int, stride_xn: int,
                 Launch("softmax_fwd_norm_cols", ("x", "m_part", "s_part"),
                        (B, N, T, stride_xb, stride_xn, stride_yb, stride_yn, CHUNK, n_chunks),
                        (("y", (B, N, T), "io"),), grid, tuple(norm.items())))
-    BLOCK_N, BLOCK_T, one, num_warps = _columns_tiling(B, N, T, ITEMSIZE[dtype], num_sms, force)
+    BLOCK_N, BLOCK_T, one, num_warps = _columns_tiling(B, N, T, ITEMSIZE[dtype], num_sms, force, gpu=gpu)
     meta = dict(BLOCK_N=BLOCK_N, BLOCK_T=BLOCK_T, ONE_TILE=one, LOG=log,
                 ALIGN=alignment(T, stride_xb, stride_xn, stride_yb, stride_yn), ACC_FP64=dtype == "float64",
                 PER_VALUE=COLS16_PER_VALUE and not one and ITEMSIZE[dtype] <= 2,
@@ -1842,7 +1855,8 @@ def plan_columns_backward(B: int, N: int, T: int, stride_yb: int, stride_yn: int
                        (B, N, T, stride_yb, stride_yn, stride_dyb, stride_dyn, stride_dxb, stride_dxn, CHUNK, n_chunks),
                        (("dx", (B, N, T), "io"),), grid,
                        tuple(dict(common, BLOCK_C=triton.next_power_of_2(n_chunks), **acc).items())))
-    BLOCK_N, BLOCK_T, one, num_warps = _columns_tiling(B, N, T, ITEMSIZE[dtype], num_sms, force, forward=False)
+    BLOCK_N, BLOCK_T, one, num_warps = _columns_tiling(B, N, T, ITEMSIZE[dtype], num_sms, force, forward=False,
+                                                       gpu=gpu)
     meta = dict(BLOCK_N=BLOCK_N, BLOCK_T=BLOCK_T, ONE_TILE=one, LOG=log,
                 ALIGN=alignment(T, stride_yb, stride_yn, stride_dyb, stride_dyn, stride_dxb, stride_dxn),
                 ACC_FP64=dtype == "float64", num_warps=num_warps, num_stages=1 if one else 2)

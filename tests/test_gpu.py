@@ -304,6 +304,37 @@ def test_h200_wide_fill_rows_through_both_adapters():
     _check_random_rows(M, N, "float32")
 
 
+def _check_columns_both_adapters(dtype: str, shape: tuple, dim: int):
+    """softmax and log_softmax over `dim` of a random x of `shape`, forward and backward, through the torch adapter
+    (autograd) and the JAX adapter (jax.vjp): right against float64."""
+    import jax
+    import jax.numpy as jnp
+
+    import multisoftmax.jax as mj
+
+    g = torch.Generator(device="cuda").manual_seed(shape[dim] + math.prod(shape[dim + 1:]))
+    tdt = getattr(torch, dtype)
+    x = (torch.randn(shape, device="cuda", generator=g) * 3).to(tdt).requires_grad_()
+    dy = torch.randn(shape, device="cuda", generator=g).to(tdt)
+    for log, tf, jf in ((False, mt.softmax, mj.softmax), (True, mt.log_softmax, mj.log_softmax)):
+        y = tf(x, dim)
+        (dx,) = torch.autograd.grad(y, x, dy)
+        xj = jnp.asarray(x.detach().float().cpu().numpy()).astype(jnp.dtype(dtype))
+        yj, pull = jax.vjp(lambda a: jf(a, dim), xj)
+        (dxj,) = pull(jnp.asarray(dy.float().cpu().numpy()).astype(jnp.dtype(dtype)))
+        expected = (torch.log_softmax if log else torch.softmax)(x.detach().double(), dim).cpu()
+        for who, yo, dxo in (("torch", y.detach().double().cpu(), dx.double().cpu()),
+                             ("jax", torch.from_numpy(np.asarray(yj, np.float64)),
+                              torch.from_numpy(np.asarray(dxj, np.float64)))):
+            ref.assert_close(yo, expected, dtype, f"{who} fwd {shape} dim={dim} log={log}")
+            dyd = dy.double().cpu()
+            want = (dyd - torch.exp(yo) * dyd.sum(dim, keepdim=True) if log
+                    else yo * (dyd - (dyd * yo).sum(dim, keepdim=True)))
+            ref.assert_close(dxo, want, dtype, f"{who} bwd {shape} dim={dim} log={log}", scale_atol=True)
+    del x, dy, y, dx
+    torch.cuda.empty_cache()
+
+
 @pytest.mark.parametrize("dtype,shape,dim,h200,h200_fwd", [
     ("bfloat16", (4096, 2048), 0, "split", False),    # 32 chunks of 128 positions: the tile's split plan
     ("float16", (4, 3000, 256), 1, "split", False),   # 24 chunks; the forward's tile: 32 chunks, the rules'
@@ -321,11 +352,6 @@ def test_h200_cols16_through_both_adapters(dtype, shape, dim, h200, h200_fwd):
     positions a step, where that has 5-17 chunks) and the columns they leave to the rules, through the torch
     adapter (autograd) and the JAX adapter (jax.vjp), both ops: right against float64. On another GPU the same
     shapes run its own plans."""
-    import jax
-    import jax.numpy as jnp
-
-    import multisoftmax.jax as mj
-
     B, N, T = math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1:])
     gpu = dispatch.tuned_gpu(torch.cuda.get_device_name())
     if gpu == "H200":
@@ -347,27 +373,32 @@ def test_h200_cols16_through_both_adapters(dtype, shape, dim, h200, h200_fwd):
                     consts["COLS16_FWD_SPLIT_TILE"]
             else:
                 assert fwd == dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dtype, log, _sms())
-    g = torch.Generator(device="cuda").manual_seed(N + T)
-    tdt = getattr(torch, dtype)
-    x = (torch.randn(shape, device="cuda", generator=g) * 3).to(tdt).requires_grad_()
-    dy = torch.randn(shape, device="cuda", generator=g).to(tdt)
-    for log, tf, jf in ((False, mt.softmax, mj.softmax), (True, mt.log_softmax, mj.log_softmax)):
-        y = tf(x, dim)
-        (dx,) = torch.autograd.grad(y, x, dy)
-        xj = jnp.asarray(x.detach().float().cpu().numpy()).astype(jnp.dtype(dtype))
-        yj, pull = jax.vjp(lambda a: jf(a, dim), xj)
-        (dxj,) = pull(jnp.asarray(dy.float().cpu().numpy()).astype(jnp.dtype(dtype)))
-        expected = (torch.log_softmax if log else torch.softmax)(x.detach().double(), dim).cpu()
-        for who, yo, dxo in (("torch", y.detach().double().cpu(), dx.double().cpu()),
-                             ("jax", torch.from_numpy(np.asarray(yj, np.float64)),
-                              torch.from_numpy(np.asarray(dxj, np.float64)))):
-            ref.assert_close(yo, expected, dtype, f"{who} fwd {shape} dim={dim} log={log}")
-            dyd = dy.double().cpu()
-            want = (dyd - torch.exp(yo) * dyd.sum(dim, keepdim=True) if log
-                    else yo * (dyd - (dyd * yo).sum(dim, keepdim=True)))
-            ref.assert_close(dxo, want, dtype, f"{who} bwd {shape} dim={dim} log={log}", scale_atol=True)
-    del x, dy, y, dx
-    torch.cuda.empty_cache()
+    _check_columns_both_adapters(dtype, shape, dim)
+
+
+@pytest.mark.parametrize("dtype,shape,dim,h200_fwd,h200_bwd", [
+    ("bfloat16", (4096, 256, 4), 1, 1, 4),    # the forward at 32 values a thread; a full BLOCK_N: the backward's 4
+    ("float16", (2048, 150, 4), 1, 1, 1),     # N = 150 of 256: both at 1 warp
+    ("bfloat16", (1024, 300, 4), 1, 2, 2),    # N = 300 of 512: both at 2
+    ("bfloat16", (150, 8), 0, 2, 2),          # dim 0 of 2-D: N = 150 of 256 in 8 columns, both at 2
+    ("float16", (4096, 40, 8), 1, 1, 1),      # BLOCK_N 64: the forward's short tile, the backward's short BLOCK_N
+    ("bfloat16", (256, 1000, 4), 1, 4, 4),    # N = 1000 of 1024: the rules' warps
+    ("float32", (4096, 150, 4), 1, 4, 4)])    # float32: the rules'
+def test_h200_cols16_warps_through_both_adapters(dtype, shape, dim, h200_fwd, h200_bwd):
+    """The H200's warps for 16-bit one-tile columns (GPU_CONSTANTS' COLS16_MIN_VALUES, COLS16_SHORT_MIN_VALUES,
+    COLS16_BWD_MIN_VALUES: fewer warps where a thread would hold fewer than 32 values; the backward's where BLOCK_N
+    <= 128 or N fills at most 0.8 of a BLOCK_N <= 512) and the columns they leave to the rules, through the torch
+    adapter (autograd) and the JAX adapter (jax.vjp), both ops: right against float64. On another GPU the same
+    shapes run its own plans."""
+    B, N, T = math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1:])
+    if dispatch.tuned_gpu(torch.cuda.get_device_name()) == "H200":
+        for log in (False, True):
+            fwd = dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dtype, log, _sms(), gpu="H200")
+            bwd = dispatch.plan_columns_backward(B, N, T, N * T, T, N * T, T, N * T, T, dtype, log, _sms(),
+                                                 gpu="H200")
+            assert [(l.kernel, l.kwargs["num_warps"]) for l in fwd + bwd] == [("softmax_fwd_cols", h200_fwd),
+                                                                             ("softmax_bwd_cols", h200_bwd)]
+    _check_columns_both_adapters(dtype, shape, dim)
 
 
 def test_adapters_plan_with_the_gpu_s_tilings(monkeypatch):

@@ -1933,6 +1933,67 @@ def test_cols16_fwd_split_run(torch_device, dtype, log):
     assert torch.equal(x, x_before)
 
 
+def test_cols16_warps_rule():
+    """The H200's warps for 16-bit one-tile columns (GPU_CONSTANTS' COLS16_MIN_VALUES 32, COLS16_SHORT_MIN_VALUES 32,
+    COLS16_BWD_MIN_VALUES (32, 128, 512, 0.8)): fewer warps where a thread would hold fewer than 32 values (narrow
+    T), the forward's short tiles too, the backward's where BLOCK_N <= 128 or a column fills at most 0.8 of a
+    BLOCK_N <= 512; the tiles stay, float32, looped plans and the H100's rules keep their warps."""
+    consts = dispatch.GPU_CONSTANTS["H200"]
+    assert (consts["COLS16_MIN_VALUES"], consts["COLS16_SHORT_MIN_VALUES"]) == (32, 32)
+    assert consts["COLS16_BWD_MIN_VALUES"] == (32, 128, 512, 0.8)
+    assert (dispatch.COLS16_MIN_VALUES, dispatch.COLS16_SHORT_MIN_VALUES, dispatch.COLS16_BWD_MIN_VALUES) == \
+        (16, 0, None)
+    tiling = dispatch._columns_tiling
+    # (B, N, T, forward): the tile (BLOCK_N, BLOCK_T), the rules' warps, the H200's (probe_cols_narrow16*.log)
+    for B, N, T, forward, tile, rules, h200 in (
+            (65536, 256, 4, True, (256, 4), 2, 1), (32768, 512, 4, True, (512, 4), 4, 2),
+            (16384, 1024, 4, True, (1024, 4), 4, 4), (52428, 160, 8, True, (256, 8), 4, 2),
+            (209715, 40, 8, True, (64, 8), 2, 1), (52428, 80, 16, True, (128, 16), 2, 2),
+            (8, 150, 65536, True, (256, 32), 4, 4), (16, 21, 262144, True, (32, 64), 1, 1),
+            (111848, 150, 4, False, (256, 4), 4, 1), (52428, 160, 8, False, (256, 8), 4, 2),
+            (55924, 300, 4, False, (512, 4), 4, 2), (83886, 200, 4, False, (256, 4), 4, 1),
+            (131072, 64, 8, False, (64, 8), 4, 1), (32768, 128, 16, False, (128, 16), 4, 2),
+            (65536, 256, 4, False, (256, 4), 4, 4), (27962, 600, 4, False, (1024, 4), 4, 4),
+            (8, 150, 65536, False, (256, 32), 4, 4)):
+        for gpu, warps in (("", rules), ("H200", h200)):
+            assert tiling(B, N, T, 2, 132, forward=forward, gpu=gpu) == (*tile, True, warps), (B, N, T, forward, gpu)
+        assert tiling(B, N, T, 4, 132, forward=forward, gpu="H200") == tiling(B, N, T, 4, 132, forward=forward)
+    for forward in (True, False):
+        assert tiling(1, 8192, 8192, 2, 132, forward=forward, gpu="H200") == tiling(1, 8192, 8192, 2, 132,
+                                                                                    forward=forward)
+    for log in (False, True):  # the adapters' plans
+        fwd = dispatch.plan_columns_forward(65536, 256, 4, 1024, 4, 1024, 4, "bfloat16", log, 132, gpu="H200")
+        bwd = dispatch.plan_columns_backward(83886, 200, 4, 800, 4, 800, 4, 800, 4, "float16", log, 132, gpu="H200")
+        assert (fwd[0].kernel, fwd[0].kwargs["num_warps"], fwd[0].kwargs["LOG"]) == ("softmax_fwd_cols", 1, log)
+        assert (bwd[0].kernel, bwd[0].kwargs["num_warps"], bwd[0].kwargs["LOG"]) == ("softmax_bwd_cols", 1, log)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_cols16_warps_run(torch_device, dtype, log):
+    """The H200's 16-bit one-tile columns at their fewer warps (COLS16_*MIN_VALUES: 1 warp, N = 150 and 40 in tiles
+    of 256 and 64 positions), run (interpreted on the CPU) forward and backward, right against float64; no input
+    modified."""
+    for B, N, T in ((3, 150, 4), (5, 40, 8)):
+        fwd = dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dtype, log, 132, gpu="H200")
+        bwd = dispatch.plan_columns_backward(B, N, T, N * T, T, N * T, T, N * T, T, dtype, log, 132, gpu="H200")
+        assert [(l.kernel, l.kwargs["num_warps"]) for l in fwd + bwd] == [("softmax_fwd_cols", 1),
+                                                                         ("softmax_bwd_cols", 1)]
+        x = _random((B, N, T), dtype, torch_device, 47 + N)
+        x_before = x.clone()
+        y = _run(fwd, {"x": x}, dtype, torch_device, (B, N, T))
+        ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), 1, log), dtype,
+                         f"H200 cols16 warps fwd {(B, N, T)} log={log}")
+        assert torch.equal(x, x_before)
+        dy = _random((B, N, T), dtype, torch_device, 48 + N)
+        y_before, dy_before = y.clone(), dy.clone()
+        dx = _run(bwd, {"y": y, "dy": dy}, dtype, torch_device, (B, N, T))
+        want = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), 1, log)
+        ref.assert_close(dx.double().cpu(), want, dtype, f"H200 cols16 warps bwd {(B, N, T)} log={log}",
+                         scale_atol=True)
+        assert torch.equal(y, y_before) and torch.equal(dy, dy_before)
+
+
 def test_columns_tiling_rule():
     """Runs of 16 values or more (a 64-byte run of float32), columns of N <= 1024 held whole in 4096
     values (BLOCK_N <= 64) or 8192 at 4 warps, more warps past 64 values a thread; longer columns
