@@ -522,7 +522,7 @@ GPU_CONSTANTS = {
                  ROWS_TAIL_BWD_WARPS={(2, 2048): 2, (2, 4096): 4, (2, 8192): 8},
                  COLS16_BWD_COOP_MAX_CHUNKS=16, COLS16_BWD_SPLIT_TILE=(128, 8, 4),
                  COLS16_FWD_SPLIT_TILE=(128, 32, 4), COLS16_FWD_SPLIT_CHUNKS=(5, 17), COLS16_MIN_VALUES=32,
-                 COLS16_SHORT_MIN_VALUES=32, COLS16_BWD_MIN_VALUES=(32, 128, 512, 0.8)),
+                 COLS16_SHORT_MIN_VALUES=32, COLS16_BWD_MIN_VALUES=(32, 128, 512, 0.8), COLS32_MIN_VALUES=32),
 }
 
 
@@ -1616,6 +1616,9 @@ COLS16_MIN_VALUES = 16
 # BLOCK_N <= padded and N <= fill * BLOCK_N).
 COLS16_SHORT_MIN_VALUES = 0
 COLS16_BWD_MIN_VALUES = None
+# COLS32_MIN_VALUES (the H200's: GPU_CONSTANTS; the H100's: none): the same cap on the warps of the float32 one-tile
+# forward (COLS16_MIN_VALUES').
+COLS32_MIN_VALUES = 0
 # COLS16_PER_VALUE: the looped 16-bit forward keeps its running max and sum per value of the tile
 # (kernels/columns.py PER_VALUE): the loop then has no reduction across warps, for one exp more a
 # value. On the H100 at dispatch's tile (probe_cols_fwd.log, loop-t16n256w4): bf16 64 x 4096 x 64
@@ -1641,7 +1644,7 @@ def _columns_tiling(B: int, N: int, T: int, itemsize: int, num_sms: int, force: 
                     forward: bool = True, gpu: str = ""):
     """(BLOCK_N, BLOCK_T, ONE_TILE, num_warps) of the one-tile or looped plan for a (B, N, T)
     softmax over N. `force`: "one_tile", else the loop, regardless of N (tests). `gpu`: the GPU's key of
-    GPU_CONSTANTS (COLS16_MIN_VALUES, COLS16_SHORT_MIN_VALUES, COLS16_BWD_MIN_VALUES)."""
+    GPU_CONSTANTS (COLS16_MIN_VALUES, COLS16_SHORT_MIN_VALUES, COLS16_BWD_MIN_VALUES, COLS32_MIN_VALUES)."""
     t_min = min(triton.next_power_of_2(T), COLS_MIN_RUN)
     n_pow = triton.next_power_of_2(N)
     one = _columns_one_tile(N, T) if force is None else force == "one_tile"
@@ -1664,8 +1667,10 @@ def _columns_tiling(B: int, N: int, T: int, itemsize: int, num_sms: int, force: 
         BLOCK_N = max(1, min(n_pow, COLS_TILE_SHORT // BLOCK_T))
     if num_warps is None:
         num_warps = min(16, max(COLS_WARPS, BLOCK_N * BLOCK_T // (32 * COLS_MAX_PER_THREAD)))
-        if one and forward and itemsize <= 2:  # COLS16_MIN_VALUES
-            num_warps = max(1, min(num_warps, BLOCK_N * BLOCK_T // (32 * _tuned("COLS16_MIN_VALUES", gpu))))
+        name = {2: "COLS16_MIN_VALUES", 4: "COLS32_MIN_VALUES"}.get(itemsize) if one and forward else None
+        values = _tuned(name, gpu) if name else 0
+        if values:  # COLS16_MIN_VALUES, COLS32_MIN_VALUES
+            num_warps = max(1, min(num_warps, BLOCK_N * BLOCK_T // (32 * values)))
     elif forward and _tuned("COLS16_SHORT_MIN_VALUES", gpu):  # a short 16-bit tile: COLS16_SHORT_MIN_VALUES
         num_warps = max(1, min(num_warps, BLOCK_N * BLOCK_T // (32 * _tuned("COLS16_SHORT_MIN_VALUES", gpu))))
     cap = not forward and one and itemsize <= 2 and _tuned("COLS16_BWD_MIN_VALUES", gpu)

@@ -383,11 +383,13 @@ def test_h200_cols16_through_both_adapters(dtype, shape, dim, h200, h200_fwd):
     ("bfloat16", (150, 8), 0, 2, 2),          # dim 0 of 2-D: N = 150 of 256 in 8 columns, both at 2
     ("float16", (4096, 40, 8), 1, 1, 1),      # BLOCK_N 64: the forward's short tile, the backward's short BLOCK_N
     ("bfloat16", (256, 1000, 4), 1, 4, 4),    # N = 1000 of 1024: the rules' warps
-    ("float32", (4096, 150, 4), 1, 4, 4)])    # float32: the rules'
+    ("float32", (4096, 150, 4), 1, 1, 4),     # float32: the forward at 32 values a thread (COLS32_MIN_VALUES)
+    ("float32", (256, 16, 64), 1, 1, 4)])     # float32, N = 16: a 16 x 16 tile, 1 warp forward
 def test_h200_cols16_warps_through_both_adapters(dtype, shape, dim, h200_fwd, h200_bwd):
-    """The H200's warps for 16-bit one-tile columns (GPU_CONSTANTS' COLS16_MIN_VALUES, COLS16_SHORT_MIN_VALUES,
-    COLS16_BWD_MIN_VALUES: fewer warps where a thread would hold fewer than 32 values; the backward's where BLOCK_N
-    <= 128 or N fills at most 0.8 of a BLOCK_N <= 512) and the columns they leave to the rules, through the torch
+    """The H200's warps for one-tile columns (GPU_CONSTANTS' COLS16_MIN_VALUES, COLS16_SHORT_MIN_VALUES,
+    COLS16_BWD_MIN_VALUES, COLS32_MIN_VALUES: fewer warps where a thread would hold fewer than 32 values; the 16-bit
+    backward's where BLOCK_N <= 128 or N fills at most 0.8 of a BLOCK_N <= 512; float32's forward) and the columns
+    they leave to the rules, through the torch
     adapter (autograd) and the JAX adapter (jax.vjp), both ops: right against float64. On another GPU the same
     shapes run its own plans."""
     B, N, T = math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1:])

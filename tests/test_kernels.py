@@ -1934,15 +1934,16 @@ def test_cols16_fwd_split_run(torch_device, dtype, log):
 
 
 def test_cols16_warps_rule():
-    """The H200's warps for 16-bit one-tile columns (GPU_CONSTANTS' COLS16_MIN_VALUES 32, COLS16_SHORT_MIN_VALUES 32,
-    COLS16_BWD_MIN_VALUES (32, 128, 512, 0.8)): fewer warps where a thread would hold fewer than 32 values (narrow
-    T), the forward's short tiles too, the backward's where BLOCK_N <= 128 or a column fills at most 0.8 of a
-    BLOCK_N <= 512; the tiles stay, float32, looped plans and the H100's rules keep their warps."""
+    """The H200's warps for one-tile columns (GPU_CONSTANTS' COLS16_MIN_VALUES 32, COLS16_SHORT_MIN_VALUES 32,
+    COLS16_BWD_MIN_VALUES (32, 128, 512, 0.8), COLS32_MIN_VALUES 32): fewer warps where a thread would hold fewer than
+    32 values (narrow T), the 16-bit forward's short tiles too, the 16-bit backward's where BLOCK_N <= 128 or a column
+    fills at most 0.8 of a BLOCK_N <= 512, float32's forward; the tiles stay; float32's backward, float64, looped
+    plans and the H100's rules keep their warps."""
     consts = dispatch.GPU_CONSTANTS["H200"]
-    assert (consts["COLS16_MIN_VALUES"], consts["COLS16_SHORT_MIN_VALUES"]) == (32, 32)
+    assert (consts["COLS16_MIN_VALUES"], consts["COLS16_SHORT_MIN_VALUES"], consts["COLS32_MIN_VALUES"]) == (32, 32, 32)
     assert consts["COLS16_BWD_MIN_VALUES"] == (32, 128, 512, 0.8)
-    assert (dispatch.COLS16_MIN_VALUES, dispatch.COLS16_SHORT_MIN_VALUES, dispatch.COLS16_BWD_MIN_VALUES) == \
-        (16, 0, None)
+    assert (dispatch.COLS16_MIN_VALUES, dispatch.COLS16_SHORT_MIN_VALUES, dispatch.COLS16_BWD_MIN_VALUES,
+            dispatch.COLS32_MIN_VALUES) == (16, 0, None, 0)
     tiling = dispatch._columns_tiling
     # (B, N, T, forward): the tile (BLOCK_N, BLOCK_T), the rules' warps, the H200's (probe_cols_narrow16*.log)
     for B, N, T, forward, tile, rules, h200 in (
@@ -1957,7 +1958,16 @@ def test_cols16_warps_rule():
             (8, 150, 65536, False, (256, 32), 4, 4)):
         for gpu, warps in (("", rules), ("H200", h200)):
             assert tiling(B, N, T, 2, 132, forward=forward, gpu=gpu) == (*tile, True, warps), (B, N, T, forward, gpu)
-        assert tiling(B, N, T, 4, 132, forward=forward, gpu="H200") == tiling(B, N, T, 4, 132, forward=forward)
+        assert tiling(B, N, T, 8, 132, forward=forward, gpu="H200") == tiling(B, N, T, 8, 132, forward=forward)
+        if not forward:
+            assert tiling(B, N, T, 4, 132, forward=False, gpu="H200") == tiling(B, N, T, 4, 132, forward=False)
+    # float32's forward (probe_cols_narrow32*.log): (B, N, T), the tile, the rules' warps, the H200's
+    for B, N, T, tile, rules, h200 in ((65536, 150, 4, (256, 4), 4, 1), (65536, 64, 8, (64, 8), 4, 1),
+                                       (32768, 300, 4, (512, 4), 4, 2), (32768, 16, 64, (16, 64), 4, 1),
+                                       (32768, 160, 8, (256, 8), 4, 2), (16384, 1000, 4, (1024, 4), 4, 4),
+                                       (8, 150, 65536, (256, 32), 4, 4)):
+        for gpu, warps in (("", rules), ("H200", h200)):
+            assert tiling(B, N, T, 4, 132, gpu=gpu) == (*tile, True, warps), (B, N, T, gpu)
     for forward in (True, False):
         assert tiling(1, 8192, 8192, 2, 132, forward=forward, gpu="H200") == tiling(1, 8192, 8192, 2, 132,
                                                                                     forward=forward)
