@@ -522,7 +522,8 @@ GPU_CONSTANTS = {
                  ROWS_TAIL_BWD_WARPS={(2, 2048): 2, (2, 4096): 4, (2, 8192): 8},
                  COLS16_BWD_COOP_MAX_CHUNKS=16, COLS16_BWD_SPLIT_TILE=(128, 8, 4),
                  COLS16_FWD_SPLIT_TILE=(128, 32, 4), COLS16_FWD_SPLIT_CHUNKS=(5, 17), COLS16_MIN_VALUES=32,
-                 COLS16_SHORT_MIN_VALUES=32, COLS16_BWD_MIN_VALUES=(32, 128, 512, 0.8), COLS32_MIN_VALUES=32),
+                 COLS16_SHORT_MIN_VALUES=32, COLS16_BWD_MIN_VALUES=(32, 128, 512, 0.8), COLS32_MIN_VALUES=32,
+                 COLS16_FWD_TAIL=True),
 }
 
 
@@ -1619,6 +1620,13 @@ COLS16_BWD_MIN_VALUES = None
 # COLS32_MIN_VALUES (the H200's: GPU_CONSTANTS; the H100's: none): the same cap on the warps of the float32 one-tile
 # forward (COLS16_MIN_VALUES').
 COLS32_MIN_VALUES = 0
+# COLS16_FWD_TAIL (the H200's: GPU_CONSTANTS; the H100's: False): the 16-bit one-tile forward of a column of N at most
+# 1.5 x a power of two P of 128 to COLS16_TAIL_MAX_N holds it in two tiles, P positions and TAIL_N =
+# next_power_of_2(N - P) (kernels/columns.py TAIL_N), not in one of 2P, at the warps that give a thread
+# COLS16_TAIL_VALUES values (at most the rules').
+COLS16_FWD_TAIL = False
+COLS16_TAIL_MAX_N = 256
+COLS16_TAIL_VALUES = 64
 # COLS16_PER_VALUE: the looped 16-bit forward keeps its running max and sum per value of the tile
 # (kernels/columns.py PER_VALUE): the loop then has no reduction across warps, for one exp more a
 # value. On the H100 at dispatch's tile (probe_cols_fwd.log, loop-t16n256w4): bf16 64 x 4096 x 64
@@ -1716,6 +1724,19 @@ COLS16_BWD_SPLIT_TILE = None
 # Measured: bench/DISPATCH.md, COLS16_FWD_*.
 COLS16_FWD_SPLIT_TILE = None
 COLS16_FWD_SPLIT_CHUNKS = (0, 0)
+
+
+def _columns_tail(N: int, BLOCK_N: int, BLOCK_T: int, num_warps: int, itemsize: int, one: bool, force: str | None,
+                  gpu: str) -> tuple[int, int, int]:
+    """(BLOCK_N, TAIL_N, num_warps) of the one-tile forward of tile (BLOCK_N, BLOCK_T) at num_warps (`_columns_tiling`'s)
+    where COLS16_FWD_TAIL splits it on the GPU of key `gpu`, else (BLOCK_N, 0, num_warps)."""
+    half = BLOCK_N // 2
+    if not (force is None and one and itemsize <= 2 and 128 <= half <= COLS16_TAIL_MAX_N and N - half <= half // 2
+            and _tuned("COLS16_FWD_TAIL", gpu)):
+        return BLOCK_N, 0, num_warps
+    tail = triton.next_power_of_2(N - half)
+    warps = max(1, (half + tail) * BLOCK_T // (32 * COLS16_TAIL_VALUES))
+    return half, tail, min(num_warps, 1 << (warps.bit_length() - 1))
 
 
 def _columns_coop(B: int, N: int, T: int, itemsize: int, num_sms: int, forward: bool, force: str | None = None):
@@ -1821,10 +1842,11 @@ def plan_columns_forward(B: int, N: int, T: int, stride_xb: int, stride_xn: int,
                        (B, N, T, stride_xb, stride_xn, stride_yb, stride_yn, CHUNK, n_chunks),
                        (("y", (B, N, T), "io"),), grid, tuple(norm.items())))
     BLOCK_N, BLOCK_T, one, num_warps = _columns_tiling(B, N, T, ITEMSIZE[dtype], num_sms, force, gpu=gpu)
+    BLOCK_N, TAIL_N, num_warps = _columns_tail(N, BLOCK_N, BLOCK_T, num_warps, ITEMSIZE[dtype], one, force, gpu)
     meta = dict(BLOCK_N=BLOCK_N, BLOCK_T=BLOCK_T, ONE_TILE=one, LOG=log,
                 ALIGN=alignment(T, stride_xb, stride_xn, stride_yb, stride_yn), ACC_FP64=dtype == "float64",
                 PER_VALUE=COLS16_PER_VALUE and not one and ITEMSIZE[dtype] <= 2,
-                num_warps=num_warps, num_stages=1 if one else 2)
+                **(dict(TAIL_N=TAIL_N) if TAIL_N else {}), num_warps=num_warps, num_stages=1 if one else 2)
     return (Launch("softmax_fwd_cols", ("x",), (B, N, T, stride_xb, stride_xn, stride_yb, stride_yn),
                    (("y", (B, N, T), "io"),), (B * triton.cdiv(T, BLOCK_T),), tuple(meta.items())),)
 

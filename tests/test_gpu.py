@@ -403,6 +403,24 @@ def test_h200_cols16_warps_through_both_adapters(dtype, shape, dim, h200_fwd, h2
     _check_columns_both_adapters(dtype, shape, dim)
 
 
+@pytest.mark.parametrize("dtype,shape,dim,tail", [
+    ("bfloat16", (4, 150, 32, 32), 1, (128, 32)),   # segmentation logits of 150 classes: 128 + 32 positions
+    ("float16", (2, 300, 2048), 1, (256, 64)),
+    ("bfloat16", (129, 1024), 0, (128, 1)),         # dim 0 of 2-D: a tail of one position
+    ("bfloat16", (4, 200, 1024), 1, None)])         # 200 > 1.5 x 128: one tile of 256
+def test_h200_cols16_fwd_tail_through_both_adapters(dtype, shape, dim, tail):
+    """The H200's 16-bit one-tile forward in two tiles (GPU_CONSTANTS' COLS16_FWD_TAIL: BLOCK_N then TAIL_N
+    positions) and a column it leaves in one tile, through the torch adapter (autograd) and the JAX adapter
+    (jax.vjp), both ops: right against float64. On another GPU the same shapes run its own plans."""
+    B, N, T = math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1:])
+    if dispatch.tuned_gpu(torch.cuda.get_device_name()) == "H200":
+        for log in (False, True):
+            (fwd,) = dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dtype, log, _sms(), gpu="H200")
+            got = (fwd.kwargs["BLOCK_N"], fwd.kwargs["TAIL_N"]) if "TAIL_N" in fwd.kwargs else None
+            assert (fwd.kernel, got) == ("softmax_fwd_cols", tail)
+    _check_columns_both_adapters(dtype, shape, dim)
+
+
 def test_adapters_plan_with_the_gpu_s_tilings(monkeypatch):
     """Both adapters plan with the GPU's key of dispatch.ROWS_TILINGS and GPU_CONSTANTS (dispatch.tuned_gpu of
     its name: "H200" on an H200, "" elsewhere), forward and backward, and their results stay right."""

@@ -2004,6 +2004,60 @@ def test_cols16_warps_run(torch_device, dtype, log):
         assert torch.equal(y, y_before) and torch.equal(dy, dy_before)
 
 
+def test_cols16_fwd_tail_rule():
+    """The H200's 16-bit one-tile forward of a column of N in (P, 1.5 P], P a power of two of 128 or 256
+    (GPU_CONSTANTS' COLS16_FWD_TAIL): two tiles, P positions and TAIL_N = next_power_of_2(N - P), at the warps
+    giving a thread 64 values (at most the rules'); other N, float32, the backward, forced plans and the H100 keep
+    one tile of next_power_of_2(N)."""
+    assert dispatch.GPU_CONSTANTS["H200"]["COLS16_FWD_TAIL"] and not dispatch.COLS16_FWD_TAIL
+
+    def fwd(B, N, T, dtype="bfloat16", gpu="H200", force=None, log=False):
+        return dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dtype, log, 132, force, gpu=gpu)
+
+    # (B, N, T): BLOCK_N, TAIL_N, BLOCK_T, num_warps (probe_cols_tail.log)
+    for (B, N, T), want in (((8, 150, 65536), (128, 32, 32, 2)), ((8, 140, 65536), (128, 16, 32, 2)),
+                            ((8, 190, 65536), (128, 64, 32, 2)), ((8, 129, 65536), (128, 1, 32, 2)),
+                            ((4, 300, 65536), (256, 64, 16, 2)), ((4, 384, 65536), (256, 128, 16, 2)),
+                            ((3000, 150, 4), (128, 32, 4, 1))):
+        for dtype in ("bfloat16", "float16"):
+            for log in (False, True):
+                (one,) = fwd(B, N, T, dtype, log=log)
+                kw = one.kwargs
+                assert (one.kernel, kw["ONE_TILE"], kw["LOG"]) == ("softmax_fwd_cols", True, log), (B, N, T)
+                assert (kw["BLOCK_N"], kw["TAIL_N"], kw["BLOCK_T"], kw["num_warps"]) == want, (B, N, T, dtype)
+                assert kw["BLOCK_N"] + kw["TAIL_N"] >= N > kw["BLOCK_N"]
+                (rules,) = fwd(B, N, T, dtype, "", log=log)
+                assert "TAIL_N" not in rules.kwargs and rules.kwargs["BLOCK_N"] == 2 * want[0]
+    for B, N, T, dtype, force in ((8, 200, 65536, "bfloat16", None), (8, 128, 65536, "bfloat16", None),
+                                  (2, 600, 65536, "bfloat16", None), (8, 100, 65536, "bfloat16", None),
+                                  (8, 150, 65536, "float32", None), (8, 150, 65536, "bfloat16", "one_tile"),
+                                  (1, 8192, 8192, "bfloat16", None)):
+        assert "TAIL_N" not in fwd(B, N, T, dtype, force=force)[0].kwargs, (B, N, T, dtype, force)
+    assert "TAIL_N" not in dispatch.plan_columns_backward(8, 150, 65536, 150 * 65536, 65536, 150 * 65536, 65536,
+                                                          150 * 65536, 65536, "bfloat16", False, 132, gpu="H200")[0].kwargs
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_cols16_fwd_tail_run(torch_device, dtype, log):
+    """The H200's 16-bit one-tile forward in two tiles (COLS16_FWD_TAIL: N = 150 as 128 + 32, 129 as 128 + 1, 300 as
+    256 + 64), run (interpreted on the CPU), right against float64, with a NaN, a +inf and an all -inf column and a
+    huge magnitude among them; x not modified."""
+    for B, N, T in ((2, 150, 8), (3, 129, 4), (2, 300, 4)):
+        (plan,) = dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dtype, log, 132, gpu="H200")
+        assert plan.kwargs["TAIL_N"] == triton.next_power_of_2(N - plan.kwargs["BLOCK_N"])
+        x = _random((B, N, T), dtype, torch_device, 49 + N)
+        x[0, N - 1, 0] = float("nan")      # in the tail
+        x[1, 3, 1] = float("inf")          # in the first tile
+        x[0, :, 2] = -float("inf")         # all -inf: NaN, as torch
+        x[1, N - 2, 3] = 3e4 if dtype == "float16" else 1e38
+        x_before = x.clone()
+        y = _run((plan,), {"x": x}, dtype, torch_device, (B, N, T))
+        ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), 1, log), dtype,
+                         f"H200 cols16 tail fwd {(B, N, T)} log={log}")
+        assert torch.equal(x.isnan(), x_before.isnan()) and torch.equal(x.nan_to_num(), x_before.nan_to_num())
+
+
 def test_columns_tiling_rule():
     """Runs of 16 values or more (a 64-byte run of float32), columns of N <= 1024 held whole in 4096
     values (BLOCK_N <= 64) or 8192 at 4 warps, more warps past 64 values a thread; longer columns

@@ -166,11 +166,13 @@ def _cols_write_dx(y_cols, dy_cols, dx_cols, stride_yn, stride_dyn, stride_dxn, 
 def softmax_fwd_cols(
     x_ptr, B, N, T, stride_xb, stride_xn, stride_yb, stride_yn, y_ptr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, ONE_TILE: tl.constexpr, LOG: tl.constexpr,
-    ALIGN: tl.constexpr, ACC_FP64: tl.constexpr, PER_VALUE: tl.constexpr,
+    ALIGN: tl.constexpr, ACC_FP64: tl.constexpr, PER_VALUE: tl.constexpr, TAIL_N: tl.constexpr = 0,
 ):
     """y = softmax(x) (log_softmax if LOG) over axis 1 of (B, N, T) views of x and y, their
     last axis contiguous; grid (B * cdiv(T, BLOCK_T),). ALIGN divides T and the strides.
-    PER_VALUE (looped only): the first pass keeps its running max and sum per value."""
+    PER_VALUE (looped only): the first pass keeps its running max and sum per value. TAIL_N (one tile
+    only): the column in two tiles, BLOCK_N positions then TAIL_N (N <= BLOCK_N + TAIL_N), so that a
+    column just past a power of two does not take twice the registers (dispatch.COLS_FWD_TAIL)."""
     T, stride_xb, stride_xn = _aligned(T, ALIGN), _aligned(stride_xb, ALIGN), _aligned(stride_xn, ALIGN)
     stride_yb, stride_yn = _aligned(stride_yb, ALIGN), _aligned(stride_yn, ALIGN)
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
@@ -178,7 +180,23 @@ def softmax_fwd_cols(
     n = tl.arange(0, BLOCK_N).to(tl.int64)[:, None]
     x_cols = x_ptr + b * stride_xb + t
     y_cols = y_ptr + b * stride_yb + t
-    if ONE_TILE:
+    if ONE_TILE and TAIL_N:
+        mask = (n < N) & t_ok
+        n2 = BLOCK_N + tl.arange(0, TAIL_N).to(tl.int64)[:, None]
+        mask2 = (n2 < N) & t_ok
+        x = tl.load(x_cols + n * stride_xn, mask=mask, other=-float("inf")).to(acc_ty)
+        x2 = tl.load(x_cols + n2 * stride_xn, mask=mask2, other=-float("inf")).to(acc_ty)
+        m = tl.maximum(tl.max(x, axis=0), tl.max(x2, axis=0))[None, :]
+        z, z2 = x - m, x2 - m
+        e, e2 = tl.exp(z), tl.exp(z2)
+        s = (tl.sum(e, axis=0) + tl.sum(e2, axis=0))[None, :]
+        if LOG:
+            y, y2 = z - tl.log(s), z2 - tl.log(s)
+        else:
+            y, y2 = e * (1.0 / s), e2 * (1.0 / s)
+        tl.store(y_cols + n * stride_yn, y.to(y_ptr.dtype.element_ty), mask=mask)
+        tl.store(y_cols + n2 * stride_yn, y2.to(y_ptr.dtype.element_ty), mask=mask2)
+    elif ONE_TILE:
         mask = (n < N) & t_ok
         x = tl.load(x_cols + n * stride_xn, mask=mask, other=-float("inf")).to(acc_ty)
         m = tl.max(x, axis=0)[None, :]
