@@ -379,8 +379,8 @@ def test_h200_cols16_through_both_adapters(dtype, shape, dim, h200, h200_fwd):
 @pytest.mark.parametrize("dtype,shape,dim,h200_fwd,h200_bwd", [
     ("bfloat16", (4096, 256, 4), 1, 1, 4),    # the forward at 32 values a thread; a full BLOCK_N: the backward's 4
     ("float16", (2048, 150, 4), 1, 1, 1),     # N = 150 of 256: both at 1 warp
-    ("bfloat16", (1024, 300, 4), 1, 2, 2),    # N = 300 of 512: both at 2
-    ("bfloat16", (150, 8), 0, 2, 2),          # dim 0 of 2-D: N = 150 of 256 in 8 columns, both at 2
+    ("bfloat16", (1024, 300, 4), 1, 1, 2),    # N = 300 of 512: the backward at 2 (the forward: 256 + 64, 1 warp)
+    ("bfloat16", (150, 8), 0, 1, 2),          # dim 0 of 2-D, N = 150 in 8 columns: backward 2 (forward 128 + 32)
     ("float16", (4096, 40, 8), 1, 1, 1),      # BLOCK_N 64: the forward's short tile, the backward's short BLOCK_N
     ("bfloat16", (256, 1000, 4), 1, 4, 4),    # N = 1000 of 1024: the rules' warps
     ("float32", (4096, 150, 4), 1, 1, 4),     # float32: the forward at 32 values a thread (COLS32_MIN_VALUES)
