@@ -1614,16 +1614,20 @@ COLS16_MIN_VALUES = 16
 # COLS16_SHORT_MIN_VALUES, COLS16_BWD_MIN_VALUES (the H200's: GPU_CONSTANTS; the H100's: none): the same cap on the
 # warps of the 16-bit one-tile forward of BLOCK_N <= COLS16_MAX_N (COLS16_SHORT_MIN_VALUES values a thread), and of
 # the 16-bit one-tile backward (COLS16_BWD_MIN_VALUES (values, short, padded, fill): where BLOCK_N <= short, or
-# BLOCK_N <= padded and N <= fill * BLOCK_N).
+# BLOCK_N <= padded and N <= fill * BLOCK_N). COLS32_MIN_VALUES (the H200's; the H100's: none): the float32 one-tile
+# forward's, as COLS16_MIN_VALUES. The H200 takes 32 for each (COLS16_MIN_VALUES too): narrow T ran 1.1-1.8x at
+# fewer warps (bf16 65536 x 256 x 4 forward 3,543 -> 4,043 GB/s at 1 warp, 111848 x 150 x 4 backward 2,912 ->
+# 4,258, 209715 x 40 x 8 forward 1,122 -> 2,071; float32 65536 x 150 x 4 forward 3,081 -> 4,133); the 16-bit
+# backward of a full BLOCK_N of 256-1024 was fastest at 4 warps. Measured: bench/DISPATCH.md, COLS16_MIN_VALUES ...
 COLS16_SHORT_MIN_VALUES = 0
 COLS16_BWD_MIN_VALUES = None
-# COLS32_MIN_VALUES (the H200's: GPU_CONSTANTS; the H100's: none): the same cap on the warps of the float32 one-tile
-# forward (COLS16_MIN_VALUES').
 COLS32_MIN_VALUES = 0
 # COLS16_FWD_TAIL (the H200's: GPU_CONSTANTS; the H100's: False): the 16-bit one-tile forward of a column of N at most
 # 1.5 x a power of two P of 128 to COLS16_TAIL_MAX_N holds it in two tiles, P positions and TAIL_N =
 # next_power_of_2(N - P) (kernels/columns.py TAIL_N), not in one of 2P, at the warps that give a thread
-# COLS16_TAIL_VALUES values (at most the rules').
+# COLS16_TAIL_VALUES values (at most the rules'): on the H200 1.10-1.48x (bf16 8 x 150 x 65536 2,460 -> 2,839
+# GB/s, 8 x 129 x 65536 2,199 -> 3,262, 4 x 280 x 65536 1,982 -> 2,553). Measured: bench/DISPATCH.md,
+# COLS16_FWD_TAIL.
 COLS16_FWD_TAIL = False
 COLS16_TAIL_MAX_N = 256
 COLS16_TAIL_VALUES = 64
