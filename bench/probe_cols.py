@@ -46,6 +46,19 @@ def directions(x):
     yield "bwd", {"y": y, "dy": dy}, ("y", "dy"), 3 * size, yf * (dy.float() - (dy.float() * yf).sum(1, keepdim=True))
 
 
+def probe_args(description: str, shapes: str, dtypes: str, variants_help: str):
+    """The columns probes' command line (--shapes, --dtypes, --dirs, --variants), parsed, and the device's header
+    printed: (args, SMs, L2 bytes, the GPU's key of dispatch.GPU_CONSTANTS)."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--shapes", default=shapes, help="BxNxT,...")
+    ap.add_argument("--dtypes", default=dtypes)
+    ap.add_argument("--dirs", default="fwd,bwd")
+    ap.add_argument("--variants", required=True, help=variants_help)
+    args = ap.parse_args()
+    sms, l2 = device_header()
+    return args, sms, l2, dispatch.tuned_gpu(torch.cuda.get_device_name())
+
+
 def cases(dtypes: str, shapes: str, dirs: str = "fwd,bwd"):
     """For each dtype of `dtypes` and (B, N, T) of `shapes` ("BxNxT,..."), a random x (B, N, T) (times 3) and each
     direction of `dirs` ("fwd,bwd"): (dtype, (B, N, T), direction, then `directions`' tuple but the direction, then

@@ -13,14 +13,12 @@ one-launch columns plan's grid follows BLOCK_T; a constexpr the kernel lacks fai
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import os
 import sys
 from unittest import mock
 
-import torch
 import triton
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -58,14 +56,8 @@ def describe(launches):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--shapes", default="8x150x65536,64x4096x64,1x8192x8192", help="BxNxT,...")
-    ap.add_argument("--dtypes", default="bfloat16")
-    ap.add_argument("--dirs", default="fwd,bwd")
-    ap.add_argument("--variants", required=True, help="LABEL:KEY=VALUE,...;...")
-    args = ap.parse_args()
-    sms, l2 = probe_cols.device_header()
-    gpu = dispatch.tuned_gpu(torch.cuda.get_device_name())
+    args, sms, l2, gpu = probe_cols.probe_args(__doc__.splitlines()[0], "8x150x65536,64x4096x64,1x8192x8192",
+                                               "bfloat16", "LABEL:KEY=VALUE,...;...")
     for dtype, (B, N, T), direction, bufs, names, nbytes, ref, out in probe_cols.cases(args.dtypes, args.shapes,
                                                                                          args.dirs):
         variants = [("dispatch", plan(B, N, T, dtype, direction, sms, gpu=gpu))]

@@ -15,7 +15,6 @@ plan_columns_forward / _backward with force="split".
 """
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import sys
@@ -44,14 +43,8 @@ def plan(B, N, T, dtype, direction, sms, spec=None, gpu=""):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--shapes", default="1x8192x8192,64x4096x64", help="BxNxT,...")
-    ap.add_argument("--dtypes", default="bfloat16,float32")
-    ap.add_argument("--dirs", default="fwd,bwd")
-    ap.add_argument("--variants", required=True, help="BLOCK_TxBLOCK_NwWARPSpPER_SM,...")
-    args = ap.parse_args()
-    sms, l2 = probe_cols.device_header()
-    gpu = dispatch.tuned_gpu(torch.cuda.get_device_name())
+    args, sms, l2, gpu = probe_cols.probe_args(__doc__.splitlines()[0], "1x8192x8192,64x4096x64", "bfloat16,float32",
+                                               "BLOCK_TxBLOCK_NwWARPSpPER_SM,...")
     for dtype, (B, N, T), direction, bufs, names, nbytes, ref, out in probe_cols.cases(args.dtypes, args.shapes,
                                                                                          args.dirs):
         variants = [("dispatch", plan(B, N, T, dtype, direction, sms, gpu=gpu))]

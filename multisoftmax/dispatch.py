@@ -1732,8 +1732,8 @@ COLS16_FWD_SPLIT_CHUNKS = (0, 0)
 
 def _columns_tail(N: int, BLOCK_N: int, BLOCK_T: int, num_warps: int, itemsize: int, one: bool, force: str | None,
                   gpu: str) -> tuple[int, int, int]:
-    """(BLOCK_N, TAIL_N, num_warps) of the one-tile forward of tile (BLOCK_N, BLOCK_T) at num_warps (`_columns_tiling`'s)
-    where COLS16_FWD_TAIL splits it on the GPU of key `gpu`, else (BLOCK_N, 0, num_warps)."""
+    """(BLOCK_N, TAIL_N, num_warps) of the one-tile forward of tile (BLOCK_N, BLOCK_T) at num_warps
+    (`_columns_tiling`'s) where COLS16_FWD_TAIL splits it on the GPU of key `gpu`, else (BLOCK_N, 0, num_warps)."""
     half = BLOCK_N // 2
     if not (force is None and one and itemsize <= 2 and 128 <= half <= COLS16_TAIL_MAX_N and N - half <= half // 2
             and _tuned("COLS16_FWD_TAIL", gpu)):

@@ -14,7 +14,8 @@ BLOCK_N reduced positions: coalesced as in a row, the reduction runs across the 
 (axis 0) instead of along them.
 
 * ONE_TILE (N <= BLOCK_N): the program holds its (BLOCK_N, BLOCK_T) tile in registers: one
-  read, one write, as `softmax_fwd_rows`.
+  read, one write, as `softmax_fwd_rows`; the forward's TAIL_N holds a column just past a power of
+  two as two tiles, BLOCK_N positions then TAIL_N.
 * coop (`softmax_fwd_coop_cols`, `softmax_bwd_coop_cols`): longer columns cut into chunks of CHUNK_N
   positions, a program a chunk held in registers, which publishes each column's partials, waits for
   the other chunks of its group of columns and writes: one read, one write, as `softmax_fwd_coop`
@@ -172,7 +173,7 @@ def softmax_fwd_cols(
     last axis contiguous; grid (B * cdiv(T, BLOCK_T),). ALIGN divides T and the strides.
     PER_VALUE (looped only): the first pass keeps its running max and sum per value. TAIL_N (one tile
     only): the column in two tiles, BLOCK_N positions then TAIL_N (N <= BLOCK_N + TAIL_N), so that a
-    column just past a power of two does not take twice the registers (dispatch.COLS_FWD_TAIL)."""
+    column just past a power of two does not take twice the registers (dispatch.COLS16_FWD_TAIL)."""
     T, stride_xb, stride_xn = _aligned(T, ALIGN), _aligned(stride_xb, ALIGN), _aligned(stride_xn, ALIGN)
     stride_yb, stride_yn = _aligned(stride_yb, ALIGN), _aligned(stride_yn, ALIGN)
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
