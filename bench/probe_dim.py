@@ -143,7 +143,8 @@ def plot(paths, png):
             ax.axhline(run_["meta"]["copy_gbps"], color="k", ls="--", lw=1, label="copy")
             ax.set_xticks([c + 0.4 - width / 2 for c in range(len(cases))], cases, rotation=20, fontsize=8)
             ax.set_ylabel("GB/s")
-            ax.set_title(f"softmax over a middle dim, {dtype} {direction} ({run_['meta']['device']})", fontsize=9)
+            ax.set_title(f"softmax over a middle dim, {dtype} {direction} ({run_['meta']['device']}, "
+                         f"{run_['meta']['date'][:16]} UTC)", fontsize=9)
             ax.legend(fontsize=7, ncol=3)
     fig.tight_layout()
     fig.savefig(png, dpi=90)
