@@ -389,9 +389,8 @@ def test_h200_cols16_warps_through_both_adapters(dtype, shape, dim, h200_fwd, h2
     """The H200's warps for one-tile columns (GPU_CONSTANTS' COLS16_MIN_VALUES, COLS16_SHORT_MIN_VALUES,
     COLS16_BWD_MIN_VALUES, COLS32_MIN_VALUES: fewer warps where a thread would hold fewer than 32 values; the 16-bit
     backward's where BLOCK_N <= 128 or N fills at most 0.8 of a BLOCK_N <= 512; float32's forward) and the columns
-    they leave to the rules, through the torch
-    adapter (autograd) and the JAX adapter (jax.vjp), both ops: right against float64. On another GPU the same
-    shapes run its own plans."""
+    they leave to the rules, through the torch adapter (autograd) and the JAX adapter (jax.vjp), both ops: right
+    against float64. On another GPU the same shapes run its own plans."""
     B, N, T = math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1:])
     if dispatch.tuned_gpu(torch.cuda.get_device_name()) == "H200":
         for log in (False, True):
