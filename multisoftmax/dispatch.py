@@ -1682,13 +1682,21 @@ def _columns_tiling(B: int, N: int, T: int, itemsize: int, num_sms: int, force: 
         name = {2: "COLS16_MIN_VALUES", 4: "COLS32_MIN_VALUES"}.get(itemsize) if one and forward else None
         values = _tuned(name, gpu) if name else 0
         if values:  # COLS16_MIN_VALUES, COLS32_MIN_VALUES
-            num_warps = max(1, min(num_warps, BLOCK_N * BLOCK_T // (32 * values)))
-    elif forward and _tuned("COLS16_SHORT_MIN_VALUES", gpu):  # a short 16-bit tile: COLS16_SHORT_MIN_VALUES
-        num_warps = max(1, min(num_warps, BLOCK_N * BLOCK_T // (32 * _tuned("COLS16_SHORT_MIN_VALUES", gpu))))
+            num_warps = _cols_warps(num_warps, BLOCK_N * BLOCK_T, values)
+    elif forward and (values := _tuned("COLS16_SHORT_MIN_VALUES", gpu)):  # a short 16-bit tile
+        num_warps = _cols_warps(num_warps, BLOCK_N * BLOCK_T, values)
     cap = not forward and one and itemsize <= 2 and _tuned("COLS16_BWD_MIN_VALUES", gpu)
     if cap and (BLOCK_N <= cap[1] or BLOCK_N <= cap[2] and N <= cap[3] * BLOCK_N):  # COLS16_BWD_MIN_VALUES
-        num_warps = max(1, min(num_warps, BLOCK_N * BLOCK_T // (32 * cap[0])))
+        num_warps = _cols_warps(num_warps, BLOCK_N * BLOCK_T, cap[0])
     return BLOCK_N, BLOCK_T, one, num_warps
+
+
+def _cols_warps(num_warps: int, tile: int, values: int) -> int:
+    """At most `num_warps` warps (a power of two), fewer where a thread of a `tile`-value tile would hold fewer than
+    `values` values: the largest power of two <= tile / (32 * values), at least 1 (COLS16_MIN_VALUES and its kin,
+    COLS16_TAIL_VALUES)."""
+    fit = max(1, tile // (32 * values))
+    return min(num_warps, 1 << (fit.bit_length() - 1))
 
 
 # Long columns (N past one tile; the loop idles the GPU at few groups): three plans. COLS_COOP_*:
@@ -1739,8 +1747,7 @@ def _columns_tail(N: int, BLOCK_N: int, BLOCK_T: int, num_warps: int, itemsize: 
             and _tuned("COLS16_FWD_TAIL", gpu)):
         return BLOCK_N, 0, num_warps
     tail = triton.next_power_of_2(N - half)
-    warps = max(1, (half + tail) * BLOCK_T // (32 * COLS16_TAIL_VALUES))
-    return half, tail, min(num_warps, 1 << (warps.bit_length() - 1))
+    return half, tail, _cols_warps(num_warps, (half + tail) * BLOCK_T, COLS16_TAIL_VALUES)
 
 
 def _columns_coop(B: int, N: int, T: int, itemsize: int, num_sms: int, forward: bool, force: str | None = None):
