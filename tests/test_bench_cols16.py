@@ -6,13 +6,9 @@ probe_cols16_bwd_rule.log, probe_cols16_rule.log (the plans the H200 takes now, 
 those differ).
 """
 
-import functools
-import os
-import re
-
+import cols_logs
 from multisoftmax import dispatch
 
-RESULTS = os.path.join(os.path.dirname(__file__), os.pardir, "bench", "results", "h200")
 H200 = dispatch.GPU_CONSTANTS["H200"]
 TILE = H200["COLS16_BWD_SPLIT_TILE"]
 VARIANT = f"{TILE[0]}x{TILE[1]}w{TILE[2]}p{dispatch.COLS_SPLIT_PROGRAMS_PER_SM}"  # the tile as the probe names it
@@ -20,18 +16,10 @@ FWD_TILE = H200["COLS16_FWD_SPLIT_TILE"]
 FWD_VARIANT = f"{FWD_TILE[0]}x{FWD_TILE[1]}w{FWD_TILE[2]}p{dispatch.COLS_SPLIT_PROGRAMS_PER_SM}"
 
 
-@functools.cache
 def _parsed(name: str, direction: str = "bwd") -> dict:
     """{(dtype, B, N, T): {label: GB/s}} of a probe_cols_wide.py log's lines of `direction` (a variant's label
     without its chunk count)."""
-    cases = {}
-    with open(os.path.join(RESULTS, name)) as f:
-        for line in f:
-            m = re.match(rf"(\w+) (\d+)x(\d+)x(\d+) {direction} \|.*\| GB/s (.*)$", line)
-            if m:
-                cells = (re.fullmatch(r"\s*(\S+?)(?:c\d+)?\s+(\d+)\s*", c) for c in m[5].split("|"))
-                cases[(m[1], int(m[2]), int(m[3]), int(m[4]))] = {c[1]: int(c[2]) for c in cells}
-    return cases
+    return {case[:4]: cells for case, cells in cols_logs.gbps(name).items() if case[4] == direction}
 
 
 def _rules(dtype, B, N, T):

@@ -4,28 +4,11 @@ bench/results/h200/probe_cols_narrow*.log (bench/probe_cols_meta.py: the plan of
 "wN") and probe_cols_tail*.log (the forward in two tiles beside the one tile).
 """
 
-import functools
-import os
-import re
-
+import cols_logs
 from multisoftmax import dispatch
 
-RESULTS = os.path.join(os.path.dirname(__file__), os.pardir, "bench", "results", "h200")
 WARPS_LOGS = ("probe_cols_narrow16.log", "probe_cols_narrow16_rule.log", "probe_cols_narrow16_check.log",
               "probe_cols_narrow16_short_bwd.log", "probe_cols_narrow32.log", "probe_cols_narrow32_check.log")
-
-
-@functools.cache
-def _parsed(name: str) -> dict:
-    """{(dtype, B, N, T, direction): {label: GB/s}} of a probe_cols_meta.py log."""
-    cases = {}
-    with open(os.path.join(RESULTS, name)) as f:
-        for line in f:
-            m = re.match(r"(\w+) (\d+)x(\d+)x(\d+) (fwd|bwd) \(\d+ MB\) \| GB/s (.*)$", line)
-            if m:
-                cells = (re.fullmatch(r"\s*(\S+)\s+(\d+)\s*", c) for c in m[6].split("|"))
-                cases[(m[1], int(m[2]), int(m[3]), int(m[4]), m[5])] = {c[1]: int(c[2]) for c in cells}
-    return cases
 
 
 def _plan(dtype, B, N, T, direction, gpu):
@@ -39,7 +22,7 @@ def test_the_h200_s_warps_against_the_rules_warps():
     the rules' warps or ahead, and 40 cases or more ran 10% ahead or more."""
     compared = ahead = 0
     for name in WARPS_LOGS:
-        for (dtype, B, N, T, direction), gbps in _parsed(name).items():
+        for (dtype, B, N, T, direction), gbps in cols_logs.gbps(name).items():
             (h200,), (rules,) = _plan(dtype, B, N, T, direction, "H200"), _plan(dtype, B, N, T, direction, "")
             if "TAIL_N" in h200.kwargs:
                 continue  # two tiles: test_the_tails_run_ahead
@@ -55,12 +38,12 @@ def test_the_tails_run_ahead():
     """probe_cols_tail_check.log (shapes the rule was not read from, but 8 x 150 x 65536): the forward in two tiles
     ("dispatch") ran 8% or more ahead of the one tile at the warps the H200 took before ("one") and of the rules'
     plan, on every case; probe_cols_tail.log: at the rule's warps (2) ahead of the one tile for the N it takes."""
-    cases = _parsed("probe_cols_tail_check.log")
+    cases = cols_logs.gbps("probe_cols_tail_check.log")
     assert len(cases) == 12
     for (dtype, B, N, T, direction), gbps in cases.items():
         assert "TAIL_N" in _plan(dtype, B, N, T, direction, "H200")[0].kwargs
         assert gbps["dispatch"] >= 1.08 * max(gbps["one"], gbps["rules"]), (dtype, B, N, T)
-    for (dtype, B, N, T, direction), gbps in _parsed("probe_cols_tail.log").items():
+    for (dtype, B, N, T, direction), gbps in cols_logs.gbps("probe_cols_tail.log").items():
         (h200,) = _plan(dtype, B, N, T, direction, "H200")
         if dtype == "float32" or N > 384:
             assert "TAIL_N" not in h200.kwargs, (dtype, N)
