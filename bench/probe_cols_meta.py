@@ -8,8 +8,10 @@ the adapters make on this GPU.
 A variant is LABEL:KEY=VALUE,...: `force` is plan_columns_forward / _backward's force ("one_tile", "loop",
 "split", "coop"), `gpu` the key of dispatch.GPU_CONSTANTS planned for ("rules": the H100's rules); a KEY that
 names a constant of multisoftmax.dispatch (COLS_COOP_VALUES, COLS16_COOP_FWD, ...) replaces it while the plan is
-made; any other KEY (maxnreg, num_warps, BLOCK_T, ...) replaces that meta value of every launch of the plan (a
-one-launch columns plan's grid follows BLOCK_T; a constexpr the kernel lacks fails at its launch).
+made; any other KEY (maxnreg, num_warps, BLOCK_T, ONE_EXP, ...) replaces that meta value of every launch of the plan
+whose kernel takes it (a launch option: num_warps, num_stages, maxnreg; or a constexpr of the kernel's; a one-launch
+columns plan's grid follows BLOCK_T); `I.KEY` (e.g. `1.PREFETCH=1`) replaces it in launch I only; `first=K` keeps the
+plan's first K launches (timed against the plan's bytes; the result is not the softmax: ERR).
 """
 from __future__ import annotations
 
@@ -24,13 +26,14 @@ import triton
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import probe_cols  # noqa: E402
-from multisoftmax import dispatch  # noqa: E402
+from multisoftmax import dispatch, kernels  # noqa: E402
 
 
 def plan(B, N, T, dtype, direction, sms, spec="", gpu=""):
     """The plan of (B, N, T) for variant `spec` (KEY=VALUE,...; the module's docstring)."""
     kv = dict(item.split("=") for item in spec.split(",") if item)
     force = kv.pop("force", None)
+    first = int(kv.pop("first", 0))
     if "gpu" in kv:
         gpu = kv.pop("gpu").replace("rules", "")
     consts = {k: eval(v) for k, v in kv.items() if hasattr(dispatch, k)}  # numbers, booleans, tuples
@@ -40,13 +43,16 @@ def plan(B, N, T, dtype, direction, sms, spec="", gpu=""):
     with mock.patch.multiple(dispatch, **consts) if consts else contextlib.nullcontext():
         launches = make.__wrapped__(*args, dtype, False, sms, force, gpu=gpu)
     out = []
-    for launch in launches:
-        kw = {**launch.kwargs, **meta}
+    for i, launch in enumerate(launches):
+        takes = set(kernels.get(launch.kernel).arg_names) | {"num_warps", "num_stages", "maxnreg"}
+        mine = {k.partition(".")[2] if "." in k else k: v for k, v in meta.items()
+                if "." not in k or k.partition(".")[0] == str(i)}
+        kw = {**launch.kwargs, **{k: v for k, v in mine.items() if k in takes}}
         grid = launch.grid
         if "BLOCK_T" in meta and len(launches) == 1 and launch.kernel in ("softmax_fwd_cols", "softmax_bwd_cols"):
             grid = (B * triton.cdiv(T, kw["BLOCK_T"]),)
         out.append(dataclasses.replace(launch, meta=tuple(kw.items()), grid=grid))
-    return tuple(out)
+    return tuple(out[:first] if first else out)
 
 
 def describe(launches):

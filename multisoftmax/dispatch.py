@@ -523,7 +523,7 @@ GPU_CONSTANTS = {
                  COLS16_BWD_COOP_MAX_CHUNKS=16, COLS16_BWD_SPLIT_TILE=(128, 8, 4),
                  COLS16_FWD_SPLIT_TILE=(128, 32, 4), COLS16_FWD_SPLIT_CHUNKS=(5, 17), COLS16_MIN_VALUES=32,
                  COLS16_SHORT_MIN_VALUES=32, COLS16_BWD_MIN_VALUES=(32, 128, 512, 0.8), COLS32_MIN_VALUES=32,
-                 COLS16_FWD_TAIL=True),
+                 COLS16_FWD_TAIL=True, COLS16_FTZ=True, COLS16_FWD_STATS_N=16),
 }
 
 
@@ -1736,6 +1736,16 @@ COLS16_BWD_SPLIT_TILE = None
 # Measured: bench/DISPATCH.md, COLS16_FWD_*.
 COLS16_FWD_SPLIT_TILE = None
 COLS16_FWD_SPLIT_CHUNKS = (0, 0)
+# COLS16_FTZ, COLS16_FWD_STATS_N (the H200's: GPU_CONSTANTS; the H100's: False, None): the 16-bit forward's first
+# pass over long columns (the split plan's stats launch, the loop's first pass: PER_VALUE) takes its exps by
+# ex2.approx.ftz and its running maxes from the lowest float32 (kernels/columns.py FTZ): ~11 instructions a value,
+# not ~20. The stats launch was bound by its instructions (Nsight Compute on bf16 1 x 8192 x 8192: issue slots 67%
+# busy, x read at 1.6 TB/s): alone 67 -> 52 us. Split plans ran bf16 1.08-1.13x (1 x 8192 x 8192 1,939 -> 2,150
+# GB/s), float16 1.03-1.07x, loops 1.01-1.13x. COLS16_FWD_STATS_N: the stats launch of COLS16_FWD_SPLIT_TILE's plans
+# steps that many positions, not the tile's 32: 1.004-1.09x more (1 x 8192 x 8192 2,165 -> 2,236). Measured:
+# bench/DISPATCH.md, COLS16_FTZ.
+COLS16_FTZ = False
+COLS16_FWD_STATS_N = None
 
 
 def _columns_tail(N: int, BLOCK_N: int, BLOCK_T: int, num_warps: int, itemsize: int, one: bool, force: str | None,
@@ -1836,12 +1846,16 @@ def plan_columns_forward(B: int, N: int, T: int, stride_xb: int, stride_xn: int,
     wide = split and _cols16_split(B, N, T, ITEMSIZE[dtype], num_sms, True, force, gpu)  # COLS16_FWD_*
     lo, hi = _tuned("COLS16_FWD_SPLIT_CHUNKS", gpu)
     split = wide if wide and lo <= wide[3] <= hi else split
+    per_value = COLS16_PER_VALUE and ITEMSIZE[dtype] <= 2
+    ftz = dict(FTZ=True) if per_value and _tuned("COLS16_FTZ", gpu) else {}  # COLS16_FTZ (left out where off)
     if split:
         BLOCK_N, BLOCK_T, CHUNK, n_chunks, num_warps = split
         align = alignment(T, stride_xb, stride_xn, stride_yb, stride_yn)
         common = dict(BLOCK_N=BLOCK_N, BLOCK_T=BLOCK_T)
-        stats = dict(common, ALIGN=align, ALIGN_N=alignment(N, CHUNK, n_chunks), ACC_FP64=dtype == "float64",
-                     PER_VALUE=COLS16_PER_VALUE and ITEMSIZE[dtype] <= 2, num_warps=num_warps, num_stages=2)
+        stats_n = _tuned("COLS16_FWD_STATS_N", gpu) if split is wide else None  # COLS16_FWD_STATS_N
+        stats = dict(common, **(dict(BLOCK_N=stats_n) if stats_n else {}), ALIGN=align,
+                     ALIGN_N=alignment(N, CHUNK, n_chunks), ACC_FP64=dtype == "float64", PER_VALUE=per_value, **ftz,
+                     num_warps=num_warps, num_stages=2)
         norm = dict(common, BLOCK_C=triton.next_power_of_2(n_chunks), LOG=log, ALIGN=align,
                     ALIGN_N=alignment(N, CHUNK, n_chunks), ACC_FP64=dtype == "float64", num_warps=num_warps,
                     num_stages=2)
@@ -1856,8 +1870,8 @@ def plan_columns_forward(B: int, N: int, T: int, stride_xb: int, stride_xn: int,
     BLOCK_N, TAIL_N, num_warps = _columns_tail(N, BLOCK_N, BLOCK_T, num_warps, ITEMSIZE[dtype], one, force, gpu)
     meta = dict(BLOCK_N=BLOCK_N, BLOCK_T=BLOCK_T, ONE_TILE=one, LOG=log,
                 ALIGN=alignment(T, stride_xb, stride_xn, stride_yb, stride_yn), ACC_FP64=dtype == "float64",
-                PER_VALUE=COLS16_PER_VALUE and not one and ITEMSIZE[dtype] <= 2,
-                **(dict(TAIL_N=TAIL_N) if TAIL_N else {}), num_warps=num_warps, num_stages=1 if one else 2)
+                PER_VALUE=per_value and not one, **(dict(TAIL_N=TAIL_N) if TAIL_N else {}),
+                **({} if one else ftz), num_warps=num_warps, num_stages=1 if one else 2)
     return (Launch("softmax_fwd_cols", ("x",), (B, N, T, stride_xb, stride_xn, stride_yb, stride_yn),
                    (("y", (B, N, T), "io"),), (B * triton.cdiv(T, BLOCK_T),), tuple(meta.items())),)
 

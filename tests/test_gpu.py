@@ -420,6 +420,41 @@ def test_h200_cols16_fwd_tail_through_both_adapters(dtype, shape, dim, tail):
     _check_columns_both_adapters(dtype, shape, dim)
 
 
+@pytest.mark.parametrize("dtype,shape,kernel,stats_n", [
+    ("bfloat16", (1, 1100, 256), "softmax_fwd_stats_cols", 16),  # the tile's split plan: stats 16 positions a step
+    ("float16", (4, 3000, 256), "softmax_fwd_stats_cols", 64),   # the rules' split tile
+    ("bfloat16", (2, 4096, 192), "softmax_fwd_stats_cols", 64),  # T not a multiple of 128
+    ("float16", (2048, 1100, 16), "softmax_fwd_cols", 256)])     # the loop
+def test_h200_cols16_ftz_through_both_adapters(dtype, shape, kernel, stats_n):
+    """The H200's 16-bit forward's first pass by ex2.approx.ftz (GPU_CONSTANTS' COLS16_FTZ, COLS16_FWD_STATS_N) on
+    split and looped plans, softmax over dim 1, through the torch adapter and the JAX adapter, both ops, with a NaN,
+    a +inf, an all -inf column, a column -inf but for its lowest finite value, one whose -inf come first, the largest
+    and lowest finite values: right against float64 (NaN where torch's float64 softmax has it); then random x,
+    forward and backward (_check_columns_both_adapters). On another GPU the same shapes run its own plans."""
+    import jax
+    import jax.numpy as jnp
+
+    import multisoftmax.jax as mj
+
+    B, N, T = shape
+    if dispatch.tuned_gpu(torch.cuda.get_device_name()) == "H200":
+        first = dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dtype, False, _sms(), gpu="H200")[0]
+        assert (first.kernel, first.kwargs["FTZ"], first.kwargs["BLOCK_N"]) == (kernel, True, stats_n)
+    big = torch.finfo(getattr(torch, dtype)).max
+    g = torch.Generator(device="cuda").manual_seed(N + T)
+    x = (torch.randn(shape, device="cuda", generator=g) * 3).to(getattr(torch, dtype))
+    x[0, 5, 1], x[0, 7, 2], x[0, :, 3], x[0, :, 4] = float("nan"), float("inf"), -float("inf"), -float("inf")
+    x[0, N - 1, 4], x[0, : N // 5, 5], x[0, 9, 6], x[0, 10, 7] = -big, -float("inf"), big, -big
+    for log, tf, jf in ((False, mt.softmax, mj.softmax), (True, mt.log_softmax, mj.log_softmax)):
+        expected = (torch.log_softmax if log else torch.softmax)(x.double(), 1).cpu()
+        yj = jax.jit(lambda a: jf(a, 1))(jnp.asarray(x.float().cpu().numpy()).astype(jnp.dtype(dtype)))
+        for who, y in (("torch", tf(x, 1).double().cpu()), ("jax", torch.from_numpy(np.asarray(yj, np.float64)))):
+            ref.assert_close(y, expected, dtype, f"{who} {shape} log={log}")
+    del x
+    torch.cuda.empty_cache()
+    _check_columns_both_adapters(dtype, shape, 1)
+
+
 def test_adapters_plan_with_the_gpu_s_tilings(monkeypatch):
     """Both adapters plan with the GPU's key of dispatch.ROWS_TILINGS and GPU_CONSTANTS (dispatch.tuned_gpu of
     its name: "H200" on an H200, "" elsewhere), forward and backward, and their results stay right."""

@@ -1243,9 +1243,10 @@ def test_launches_match_kernel_signatures():
             meta = {k for k in launch.kernel_meta(one) if k not in ("num_warps", "num_stages", "maxnreg")}
             runtime = len(one.inputs) + len(one.scalars) + len(one.outputs)
             assert fn.arg_names[:runtime] + sorted(meta) == fn.arg_names[:runtime] + sorted(fn.arg_names[runtime:])
-            # a constexpr left out where off has a default (launch.kernel_meta): softmax_bwd_rows' RELOAD and
-            # softmax_fwd_cols' TAIL_N alone
-            left_out = {"softmax_bwd_rows": {"RELOAD"}, "softmax_fwd_cols": {"TAIL_N"}}.get(one.kernel, set())
+            # a constexpr left out where off has a default (launch.kernel_meta): softmax_bwd_rows' RELOAD,
+            # softmax_fwd_cols' TAIL_N and FTZ, softmax_fwd_stats_cols' FTZ alone
+            left_out = {"softmax_bwd_rows": {"RELOAD"}, "softmax_fwd_cols": {"TAIL_N", "FTZ"},
+                        "softmax_fwd_stats_cols": {"FTZ"}}.get(one.kernel, set())
             assert set(launch.kernel_meta(one)) - set(one.kwargs) <= left_out, one.kernel
             assert all(g >= 1 for g in one.grid)
 
@@ -1905,9 +1906,9 @@ def test_cols16_fwd_split_rule():
         for log in (False, True):
             rules, (stats, norm) = fwd(B, N, T, dtype, "", log=log), fwd(B, N, T, dtype, log=log)
             assert rules[0].kernel == stats.kernel == "softmax_fwd_stats_cols" and norm.kernel == rules[1].kernel
-            for one in (stats, norm):
+            for one, step in ((stats, consts["COLS16_FWD_STATS_N"]), (norm, tile[1])):  # the stats' COLS16_FWD_STATS_N
                 kw = one.kwargs
-                assert (kw["BLOCK_T"], kw["BLOCK_N"], kw["num_warps"]) == tile, (B, N, T)
+                assert (kw["BLOCK_T"], kw["BLOCK_N"], kw["num_warps"]) == (tile[0], step, tile[2]), (B, N, T)
             assert stats.kwargs["PER_VALUE"] and norm.kwargs["LOG"] == log and stats.grid == norm.grid
             assert stats.grid[0] == B * T // tile[0] and lo <= stats.grid[1] <= hi, (B, N, T)
     for B, N, T, dtype, force in ((4, 2048, 16384, "bfloat16", None), (4, 32768, 512, "bfloat16", None),
@@ -1916,7 +1917,9 @@ def test_cols16_fwd_split_rule():
                                   (2, 4096, 192, "float16", None), (1, 8192, 8192, "float32", None),
                                   (1, 8192, 8192, "bfloat16", "split"), (1, 8192, 8192, "bfloat16", "loop"),
                                   (32, 1000, 256, "bfloat16", None)):
-        assert fwd(B, N, T, dtype, force=force) == fwd(B, N, T, dtype, "", force), (B, N, T, dtype, force)
+        no_ftz = tuple(dataclasses.replace(one, meta=tuple((k, v) for k, v in one.meta if k != "FTZ"))
+                       for one in fwd(B, N, T, dtype, force=force))  # COLS16_FTZ: test_cols16_ftz_rule
+        assert no_ftz == fwd(B, N, T, dtype, "", force), (B, N, T, dtype, force)
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -2058,6 +2061,68 @@ def test_cols16_fwd_tail_run(torch_device, dtype, log):
         y = _run((plan,), {"x": x}, dtype, torch_device, (B, N, T))
         ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), 1, log), dtype,
                          f"H200 cols16 tail fwd {(B, N, T)} log={log}")
+        assert torch.equal(x.isnan(), x_before.isnan()) and torch.equal(x.nan_to_num(), x_before.nan_to_num())
+
+
+def test_cols16_ftz_rule():
+    """The H200's 16-bit forward's first pass over long columns by ex2.approx.ftz (GPU_CONSTANTS' COLS16_FTZ: the
+    split plan's stats launch and the loop, both PER_VALUE), the stats launch of COLS16_FWD_SPLIT_TILE's plans 16
+    positions a step (COLS16_FWD_STATS_N, the norm launch the tile's 32); float32, one-tile plans, the norm launch
+    and the H100's rules leave FTZ out (its default: off) and keep their steps."""
+    consts = dispatch.GPU_CONSTANTS["H200"]
+    assert (consts["COLS16_FTZ"], consts["COLS16_FWD_STATS_N"]) == (True, 16)
+    assert (dispatch.COLS16_FTZ, dispatch.COLS16_FWD_STATS_N) == (False, None)
+
+    def fwd(B, N, T, dtype, gpu="H200", force=None):
+        return dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dtype, False, 132, force, gpu=gpu)
+
+    for dtype in ("bfloat16", "float16"):
+        stats, norm = fwd(1, 8192, 8192, dtype)                   # the tile's split plan (16 chunks)
+        assert (stats.kernel, stats.kwargs["FTZ"], stats.kwargs["BLOCK_N"], norm.kwargs["BLOCK_N"]) == (
+            "softmax_fwd_stats_cols", True, 16, 32)
+        assert "FTZ" not in norm.kwargs and stats.scalars[-2] % 32 == 0  # CHUNK: whole steps of both launches
+        stats, norm = fwd(64, 4096, 64, dtype)                    # the rules' split tile: its own step
+        assert stats.kwargs["FTZ"] and stats.kwargs["BLOCK_N"] == norm.kwargs["BLOCK_N"] == 64
+        (loop,) = fwd(2048, 1100, 16, dtype)                      # the loop
+        assert loop.kwargs["PER_VALUE"] and loop.kwargs["FTZ"] and not loop.kwargs["ONE_TILE"]
+        assert fwd(1, 8192, 8192, dtype, gpu="")[0].kwargs["BLOCK_N"] == 64
+    for B, N, T, dtype, gpu, force in ((1, 8192, 8192, "float32", "H200", None),
+                                       (2048, 1100, 16, "float32", "H200", None),
+                                       (1, 8192, 8192, "float32", "H200", "split"),
+                                       (8, 150, 65536, "bfloat16", "H200", None),
+                                       (1, 8192, 8192, "bfloat16", "", None), (2048, 1100, 16, "float16", "", None),
+                                       (1, 8192, 8192, "float64", "H200", "split")):
+        assert all("FTZ" not in one.kwargs for one in fwd(B, N, T, dtype, gpu, force)), (B, N, T, dtype, gpu)
+    bwd = dispatch.plan_columns_backward(1, 8192, 8192, 8192 ** 2, 8192, 8192 ** 2, 8192, 8192 ** 2, 8192,
+                                         "bfloat16", False, 132, gpu="H200")
+    assert all("FTZ" not in one.kwargs for one in bwd)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_cols16_ftz_run(torch_device, dtype, log):
+    """The H200's FTZ plans (COLS16_FTZ, COLS16_FWD_STATS_N: the tile's split plan, the rules' split tile, the loop
+    forced), run (interpreted on the CPU: FTZ's arithmetic, its exps by tl.exp2), right against float64 with a NaN,
+    a +inf, an all -inf column, a column -inf but for one value, one whose -inf come first, the dtype's largest and
+    lowest finite values; x not modified."""
+    big = 65504.0 if dtype == "float16" else 3.3895313892515355e38
+    for B, N, T, force, kernels in ((1, 1100, 128, None, ("softmax_fwd_stats_cols", "softmax_fwd_norm_cols")),
+                                    (1, 300, 64, "split", ("softmax_fwd_stats_cols", "softmax_fwd_norm_cols")),
+                                    (1, 300, 64, "loop", ("softmax_fwd_cols",))):
+        plan = dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dtype, log, 132, force, gpu="H200")
+        assert tuple(one.kernel for one in plan) == kernels and plan[0].kwargs["FTZ"], (N, T, force)
+        x = _random((B, N, T), dtype, torch_device, 53 + N)
+        x[0, 5, 1] = float("nan")
+        x[0, 7, 2] = float("inf")
+        x[0, :, 3] = -float("inf")           # all -inf: NaN, as torch
+        x[0, :, 4] = -float("inf")
+        x[0, N - 1, 4] = -big                # -inf but for the lowest finite value: 1 there (log: 0)
+        x[0, :200, 5] = -float("inf")        # -inf first, then finite values
+        x[0, 9, 6], x[0, 10, 7] = big, -big
+        x_before = x.clone()
+        y = _run(plan, {"x": x}, dtype, torch_device, (B, N, T))
+        ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), 1, log), dtype,
+                         f"H200 cols16 FTZ fwd {(B, N, T)} {force} log={log}")
         assert torch.equal(x.isnan(), x_before.isnan()) and torch.equal(x.nan_to_num(), x_before.nan_to_num())
 
 

@@ -45,7 +45,8 @@ cooperative kernels) divides N, the chunk and their count, as ALIGN the rest.
 import triton
 import triton.language as tl
 
-from .softmax import _aligned, _bwd_apply, _bwd_terms, _coop_item, _leave_row, _normalize, _online_update, _wait_for_row
+from .softmax import (LOG2E, _aligned, _bwd_apply, _bwd_terms, _coop_item, _exp2_ftz, _leave_row, _normalize,
+                      _online_update, _wait_for_row)
 
 
 @triton.jit
@@ -72,28 +73,49 @@ def _chunk(N, CHUNK, n_chunks, REVERSE: tl.constexpr):
     return chunk, lo, tl.minimum(lo + CHUNK, N)
 
 
+# `_exp2_ftz`'s PHASE for FTZ: 3 (its ex2.approx.ftz) compiled; under Triton's interpreter, which runs no asm, 1
+# (tl.exp2), so that CI runs FTZ's arithmetic but for the flush.
+_FTZ_PHASE = tl.constexpr(1 if triton.knobs.runtime.interpret else 3)
+
+
+@triton.jit
+def _exp_ftz(z):
+    """exp(z) (float32) by one FMUL and one MUFU.EX2 (softmax.py's `_exp2_ftz`): results below 2 ** -126 are
+    flushed to 0, where tl.exp adds a compare and two multiplies a value to keep them."""
+    return _exp2_ftz(z * LOG2E, _FTZ_PHASE)
+
+
 @triton.jit
 def _cols_max_sum(x_cols, stride_xn, lo, hi, n, t_ok, BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr,
-                  ACC_FP64: tl.constexpr, PER_VALUE: tl.constexpr):
+                  ACC_FP64: tl.constexpr, PER_VALUE: tl.constexpr, FTZ: tl.constexpr = False):
     """Each column's max and sum of exp(x - max) over positions [lo, hi), BLOCK_N a step: two
     (BLOCK_T,) blocks; a column all -inf there has max -inf and sum 0. Online (Milakov &
     Gimelshein 2018); with PER_VALUE the running max and sum are kept per value of the tile, so
-    the loop has no reduction across threads (one exp more a value), and are reduced once after it."""
+    the loop has no reduction across threads (one exp more a value), and are reduced once after it.
+    FTZ (PER_VALUE, float32 arithmetic): the loop's exps by `_exp_ftz`, and the running maxes start at the
+    lowest float32, not -inf, so that no -inf - -inf needs a guard (a -inf adds exp(-inf) = 0, a NaN or +inf
+    makes the sum NaN as before); ~11 instructions a value, not ~20. A term flushed is below 2 ** -126
+    of a sum of at least 1 (its own max's term), so the sums keep their float32 accuracy."""
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     if PER_VALUE:
-        m_v = tl.full((BLOCK_N, BLOCK_T), -float("inf"), acc_ty)
+        m_v = tl.full((BLOCK_N, BLOCK_T), -3.4028234663852886e38 if FTZ else -float("inf"), acc_ty)
         s_v = tl.zeros((BLOCK_N, BLOCK_T), acc_ty)
         for start in range(lo, hi, BLOCK_N):
             mask = (start + n < hi) & t_ok
             x = tl.load(x_cols + (start + n) * stride_xn, mask=mask, other=-float("inf")).to(acc_ty)
             m_new = tl.maximum(m_v, x)
-            m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)  # as _online_update
-            s_v = s_v * tl.exp(m_v - m_safe) + tl.exp(x - m_safe)
+            if FTZ:
+                s_v = s_v * _exp_ftz(m_v - m_new) + _exp_ftz(x - m_new)
+            else:
+                m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)  # as _online_update
+                s_v = s_v * tl.exp(m_v - m_safe) + tl.exp(x - m_safe)
             m_v = m_new
         m = tl.max(m_v, axis=0)
         # A value never above -inf holds s_v = 0 (its term is 0, even where m = -inf).
         m_safe = tl.where(m == -float("inf"), 0.0, m)
         s = tl.sum(s_v * tl.exp(m_v - m_safe[None, :]), axis=0)
+        if FTZ:  # a column all -inf: its max back to -inf
+            m = tl.where(s == 0.0, -float("inf"), m)
     else:
         m = tl.full((BLOCK_T,), -float("inf"), acc_ty)
         s = tl.zeros((BLOCK_T,), acc_ty)
@@ -168,11 +190,12 @@ def softmax_fwd_cols(
     x_ptr, B, N, T, stride_xb, stride_xn, stride_yb, stride_yn, y_ptr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, ONE_TILE: tl.constexpr, LOG: tl.constexpr,
     ALIGN: tl.constexpr, ACC_FP64: tl.constexpr, PER_VALUE: tl.constexpr, TAIL_N: tl.constexpr = 0,
+    FTZ: tl.constexpr = False,
 ):
     """y = softmax(x) (log_softmax if LOG) over axis 1 of (B, N, T) views of x and y, their
     last axis contiguous; grid (B * cdiv(T, BLOCK_T),). ALIGN divides T and the strides.
-    PER_VALUE (looped only): the first pass keeps its running max and sum per value. TAIL_N (one tile
-    only): the column in two tiles, BLOCK_N positions then TAIL_N (N <= BLOCK_N + TAIL_N), so that a
+    PER_VALUE (looped only): the first pass keeps its running max and sum per value (FTZ: `_cols_max_sum`'s).
+    TAIL_N (one tile only): the column in two tiles, BLOCK_N positions then TAIL_N (N <= BLOCK_N + TAIL_N), so that a
     column just past a power of two does not take twice the registers (dispatch.COLS16_FWD_TAIL)."""
     T, stride_xb, stride_xn = _aligned(T, ALIGN), _aligned(stride_xb, ALIGN), _aligned(stride_xn, ALIGN)
     stride_yb, stride_yn = _aligned(stride_yb, ALIGN), _aligned(stride_yn, ALIGN)
@@ -210,7 +233,7 @@ def softmax_fwd_cols(
             y = e * (1.0 / s)
         tl.store(y_cols + n * stride_yn, y.to(y_ptr.dtype.element_ty), mask=mask)
     else:
-        m, s = _cols_max_sum(x_cols, stride_xn, 0, N, n, t_ok, BLOCK_N, BLOCK_T, ACC_FP64, PER_VALUE)
+        m, s = _cols_max_sum(x_cols, stride_xn, 0, N, n, t_ok, BLOCK_N, BLOCK_T, ACC_FP64, PER_VALUE, FTZ)
         _cols_write_y(x_cols, y_cols, stride_xn, stride_yn, 0, N, n, t_ok, m, s, BLOCK_N, LOG, ACC_FP64)
 
 
@@ -253,17 +276,17 @@ def softmax_bwd_cols(
 def softmax_fwd_stats_cols(
     x_ptr, B, N, T, stride_xb, stride_xn, CHUNK, n_chunks, m_part_ptr, s_part_ptr,
     BLOCK_N: tl.constexpr, BLOCK_T: tl.constexpr, ALIGN: tl.constexpr, ALIGN_N: tl.constexpr, ACC_FP64: tl.constexpr,
-    PER_VALUE: tl.constexpr,
+    PER_VALUE: tl.constexpr, FTZ: tl.constexpr = False,
 ):
     """Each column's max and sum of exp(x - max) over chunk program_id(1) of N (a column all -inf
-    there: -inf and 0), into m_part and s_part, (B, n_chunks, T)."""
+    there: -inf and 0), into m_part and s_part, (B, n_chunks, T). PER_VALUE, FTZ: `_cols_max_sum`'s."""
     N, CHUNK, n_chunks = _aligned(N, ALIGN_N), _aligned(CHUNK, ALIGN_N), _aligned(n_chunks, ALIGN_N)
     T, stride_xb, stride_xn = _aligned(T, ALIGN), _aligned(stride_xb, ALIGN), _aligned(stride_xn, ALIGN)
     b, t, t_ok = _columns(B, T, BLOCK_T, False)
     chunk, lo, hi = _chunk(N, CHUNK, n_chunks, False)
     n = tl.arange(0, BLOCK_N).to(tl.int64)[:, None]
     m, s = _cols_max_sum(x_ptr + b * stride_xb + t, stride_xn, lo, hi, n, t_ok, BLOCK_N, BLOCK_T, ACC_FP64,
-                         PER_VALUE)
+                         PER_VALUE, FTZ)
     part = (b * n_chunks + chunk) * T + t
     tl.store(m_part_ptr + part, m[None, :], mask=t_ok)
     tl.store(s_part_ptr + part, s[None, :], mask=t_ok)
