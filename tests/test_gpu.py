@@ -3,6 +3,7 @@
 Skipped cleanly without a CUDA device; run on the GPU machine with the rest of the suite.
 """
 
+import dataclasses
 import math
 
 import numpy as np
@@ -367,12 +368,16 @@ def test_h200_cols16_through_both_adapters(dtype, shape, dim, h200, h200_fwd):
                                                              _sms())
                 assert bwd[0].kernel == "softmax_bwd_coop_cols"
             fwd = dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dtype, log, _sms(), gpu=gpu)
-            if h200_fwd:
+            if h200_fwd:  # the stats launch COLS16_FWD_STATS_N positions a step, the norm launch the tile's
+                tile, step = consts["COLS16_FWD_SPLIT_TILE"], consts["COLS16_FWD_STATS_N"]
                 assert [l.kernel for l in fwd] == ["softmax_fwd_stats_cols", "softmax_fwd_norm_cols"]
-                assert (fwd[0].kwargs["BLOCK_T"], fwd[0].kwargs["BLOCK_N"], fwd[0].kwargs["num_warps"]) == \
-                    consts["COLS16_FWD_SPLIT_TILE"]
-            else:
-                assert fwd == dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dtype, log, _sms())
+                assert [(l.kwargs["BLOCK_T"], l.kwargs["BLOCK_N"], l.kwargs["num_warps"]) for l in fwd] == [
+                    (tile[0], step, tile[2]), tile]
+            else:  # the rules' plan, with COLS16_FTZ where it has PER_VALUE
+                assert tuple(dataclasses.replace(l, meta=tuple((k, v) for k, v in l.meta if k != "FTZ"))
+                             for l in fwd) == dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dtype, log,
+                                                                            _sms())
+                assert all(l.kwargs.get("FTZ", False) == l.kwargs.get("PER_VALUE", False) for l in fwd)
     _check_columns_both_adapters(dtype, shape, dim)
 
 
