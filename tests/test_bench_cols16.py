@@ -70,8 +70,8 @@ def test_the_h200_s_plans_ran_ahead_of_the_rules():
 
 
 def _fwd(dtype, B, N, T, gpu=""):
-    """The forward's plan, but for COLS16_FTZ and COLS16_FWD_STATS_N, which these logs predate (the H200's: its stats
-    launch FTZ, at the norm launch's step; test_bench_cols16_ftz.py)."""
+    """The forward's plan as these logs knew it: no FTZ (COLS16_FTZ) and the stats launch at the norm launch's step
+    (COLS16_FWD_STATS_N), both later than the logs (test_bench_cols16_ftz.py holds them to theirs)."""
     plan = dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dtype, False, 132, gpu=gpu)
     metas = [{k: v for k, v in one.meta if k != "FTZ"} for one in plan]
     if plan[0].kernel == "softmax_fwd_stats_cols":

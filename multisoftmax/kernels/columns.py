@@ -26,7 +26,8 @@ BLOCK_N reduced positions: coalesced as in a row, the reduction runs across the 
 * otherwise a loop over N in BLOCK_N steps: a running max and a rescaled running sum per
   column (Milakov & Gimelshein 2018, "Online normalizer calculation for softmax", as
   `softmax_fwd_online`), or with PER_VALUE (16-bit types: dispatch.COLS16_PER_VALUE) per value of
-  the tile, reduced over the tile's rows once after the loop; then a second pass, backwards, that
+  the tile, reduced over the tile's rows once after the loop (FTZ: its exps by ex2.approx.ftz, about half
+  the instructions: dispatch.COLS16_FTZ); then a second pass, backwards, that
   normalizes (the backward: a first pass accumulating the dot product per value, reduced once,
   a second writing dx). x is read twice. The split plans' kernels walk their chunks the same way.
 
