@@ -46,8 +46,8 @@ cooperative kernels) divides N, the chunk and their count, as ALIGN the rest.
 import triton
 import triton.language as tl
 
-from .softmax import (LOG2E, _aligned, _bwd_apply, _bwd_terms, _coop_item, _exp2_ftz, _leave_row, _normalize,
-                      _online_update, _wait_for_row)
+from .softmax import (_aligned, _bwd_apply, _bwd_terms, _coop_item, _exp_ftz, _leave_row, _normalize, _online_update,
+                      _wait_for_row)
 
 
 @triton.jit
@@ -72,18 +72,6 @@ def _chunk(N, CHUNK, n_chunks, REVERSE: tl.constexpr):
         chunk = n_chunks - 1 - chunk
     lo = chunk * CHUNK
     return chunk, lo, tl.minimum(lo + CHUNK, N)
-
-
-# `_exp2_ftz`'s PHASE for FTZ: 3 (its ex2.approx.ftz) compiled; under Triton's interpreter, which runs no asm, 1
-# (tl.exp2), so that CI runs FTZ's arithmetic but for the flush.
-_FTZ_PHASE = tl.constexpr(1 if triton.knobs.runtime.interpret else 3)
-
-
-@triton.jit
-def _exp_ftz(z):
-    """exp(z) (float32) by one FMUL and one MUFU.EX2 (softmax.py's `_exp2_ftz`): results below 2 ** -126 are
-    flushed to 0, where tl.exp adds a compare and two multiplies a value to keep them."""
-    return _exp2_ftz(z * LOG2E, _FTZ_PHASE)
 
 
 @triton.jit

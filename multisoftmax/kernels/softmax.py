@@ -252,6 +252,19 @@ def _exp2_ftz(z, PHASE: tl.constexpr):
     return z
 
 
+# `_exp2_ftz`'s PHASE for `_exp_ftz`: 3 (its ex2.approx.ftz) compiled; under Triton's interpreter, which runs no asm,
+# 1 (tl.exp2), so that CI runs the arithmetic of the kernels' FTZ paths but for the flush.
+_FTZ_PHASE = tl.constexpr(1 if triton.knobs.runtime.interpret else 3)
+
+
+@triton.jit
+def _exp_ftz(z):
+    """exp(z) (float32) by one FMUL and one MUFU.EX2 (`_exp2_ftz`): results below 2 ** -126 are flushed to 0,
+    where tl.exp adds a compare and two multiplies a value to keep them (the FTZ of kernels/columns.py and
+    kernels/where.py)."""
+    return _exp2_ftz(z * LOG2E, _FTZ_PHASE)
+
+
 @triton.jit
 def _exp2_poly(z):
     """2 ** z (float32) on the FMA and integer pipes, not on MUFU (POLY): about ten instructions a

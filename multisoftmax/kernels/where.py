@@ -44,8 +44,8 @@ import triton
 import triton.language as tl
 
 from .softmax import (COOP_FAST_MAX, LOG2E, _aligned, _base, _bwd_apply, _bwd_terms, _combine, _coop_edges, _coop_item,
-                      _exp2_ftz, _fresh, _leave_row, _pack, _pack_x2, _packed_sum, _tag_gather, _tag_of, _tag_publish,
-                      _tag_take, _unpack, _wait_for_row, _words)
+                      _exp2_ftz, _exp_ftz, _fresh, _leave_row, _pack, _pack_x2, _packed_sum, _tag_gather, _tag_of,
+                      _tag_publish, _tag_take, _unpack, _wait_for_row, _words)
 
 
 @triton.jit
@@ -209,7 +209,7 @@ def softmax_fwd_rows_where(
     m = _row_max(x)
     z = x - m  # a fully masked row: NaN here, masked below
     if FTZ:
-        e = _exp2_ftz(z * LOG2E, 3)
+        e = _exp_ftz(z)
     else:
         e = tl.exp(z)
     s = _row_sum(e)
