@@ -1741,7 +1741,10 @@ COLS16_FWD_SPLIT_CHUNKS = (0, 0)
 # ex2.approx.ftz and its running maxes from the lowest float32 (kernels/columns.py FTZ): ~11 instructions a value,
 # not ~20. The stats launch was bound by its instructions (Nsight Compute on bf16 1 x 8192 x 8192: issue slots 67%
 # busy, x read at 1.6 TB/s): alone 67 -> 52 us. Split plans ran bf16 1.08-1.13x (1 x 8192 x 8192 1,939 -> 2,150
-# GB/s), float16 1.03-1.07x, loops 1.01-1.13x. COLS16_FWD_STATS_N: the stats launch of COLS16_FWD_SPLIT_TILE's plans
+# GB/s), float16 1.03-1.07x, loops 1.01-1.13x. The one-tile forward's exps too (FTZ: its y below 2 ** -126 flushed
+# to 0, bfloat16's subnormals, as the rows kernels' 16-bit forwards): 1.00-1.18x (bf16 8 x 150 x 65536 2,851 ->
+# 3,369, 16 x 21 x 262144 3,359 -> 3,820; probe_cols_one_tile_ftz.log). COLS16_FWD_STATS_N: the stats launch of
+# COLS16_FWD_SPLIT_TILE's plans
 # steps that many positions, not the tile's 32: 1.004-1.09x more (1 x 8192 x 8192 2,165 -> 2,236). Measured:
 # bench/DISPATCH.md, COLS16_FTZ.
 COLS16_FTZ = False
@@ -1847,7 +1850,7 @@ def plan_columns_forward(B: int, N: int, T: int, stride_xb: int, stride_xn: int,
     lo, hi = _tuned("COLS16_FWD_SPLIT_CHUNKS", gpu)
     split = wide if wide and lo <= wide[3] <= hi else split
     per_value = COLS16_PER_VALUE and ITEMSIZE[dtype] <= 2
-    ftz = dict(FTZ=True) if per_value and _tuned("COLS16_FTZ", gpu) else {}  # COLS16_FTZ (left out where off)
+    ftz = dict(FTZ=True) if ITEMSIZE[dtype] <= 2 and _tuned("COLS16_FTZ", gpu) else {}  # COLS16_FTZ (left out: off)
     if split:
         BLOCK_N, BLOCK_T, CHUNK, n_chunks, num_warps = split
         align = alignment(T, stride_xb, stride_xn, stride_yb, stride_yn)
@@ -1871,7 +1874,7 @@ def plan_columns_forward(B: int, N: int, T: int, stride_xb: int, stride_xn: int,
     meta = dict(BLOCK_N=BLOCK_N, BLOCK_T=BLOCK_T, ONE_TILE=one, LOG=log,
                 ALIGN=alignment(T, stride_xb, stride_xn, stride_yb, stride_yn), ACC_FP64=dtype == "float64",
                 PER_VALUE=per_value and not one, **(dict(TAIL_N=TAIL_N) if TAIL_N else {}),
-                **({} if one else ftz), num_warps=num_warps, num_stages=1 if one else 2)
+                **ftz, num_warps=num_warps, num_stages=1 if one else 2)
     return (Launch("softmax_fwd_cols", ("x",), (B, N, T, stride_xb, stride_xn, stride_yb, stride_yn),
                    (("y", (B, N, T), "io"),), (B * triton.cdiv(T, BLOCK_T),), tuple(meta.items())),)
 

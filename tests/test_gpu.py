@@ -429,10 +429,12 @@ def test_h200_cols16_fwd_tail_through_both_adapters(dtype, shape, dim, tail):
     ("bfloat16", (1, 1100, 256), "softmax_fwd_stats_cols", 16),  # the tile's split plan: stats 16 positions a step
     ("float16", (4, 3000, 256), "softmax_fwd_stats_cols", 64),   # the rules' split tile
     ("bfloat16", (2, 4096, 192), "softmax_fwd_stats_cols", 64),  # T not a multiple of 128
-    ("float16", (2048, 1100, 16), "softmax_fwd_cols", 256)])     # the loop
+    ("float16", (2048, 1100, 16), "softmax_fwd_cols", 256),      # the loop
+    ("bfloat16", (8, 150, 4096), "softmax_fwd_cols", 128),       # one tile of 128 + 32 positions (COLS16_FWD_TAIL)
+    ("float16", (16, 100, 2048), "softmax_fwd_cols", 128)])      # one tile of 128
 def test_h200_cols16_ftz_through_both_adapters(dtype, shape, kernel, stats_n):
-    """The H200's 16-bit forward's first pass by ex2.approx.ftz (GPU_CONSTANTS' COLS16_FTZ, COLS16_FWD_STATS_N) on
-    split and looped plans, softmax over dim 1, through the torch adapter and the JAX adapter, both ops, with a NaN,
+    """The H200's 16-bit forward's exps by ex2.approx.ftz (GPU_CONSTANTS' COLS16_FTZ, COLS16_FWD_STATS_N) on
+    split, looped and one-tile plans, softmax over dim 1, through the torch adapter and the JAX adapter, both ops, with a NaN,
     a +inf, an all -inf column, a column -inf but for its lowest finite value, one whose -inf come first, the largest
     and lowest finite values: right against float64 (NaN where torch's float64 softmax has it); then random x,
     forward and backward (_check_columns_both_adapters). On another GPU the same shapes run its own plans."""

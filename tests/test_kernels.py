@@ -2065,10 +2065,10 @@ def test_cols16_fwd_tail_run(torch_device, dtype, log):
 
 
 def test_cols16_ftz_rule():
-    """The H200's 16-bit forward's first pass over long columns by ex2.approx.ftz (GPU_CONSTANTS' COLS16_FTZ: the
-    split plan's stats launch and the loop, both PER_VALUE), the stats launch of COLS16_FWD_SPLIT_TILE's plans 16
-    positions a step (COLS16_FWD_STATS_N, the norm launch the tile's 32); float32, one-tile plans, the norm launch
-    and the H100's rules leave FTZ out (its default: off) and keep their steps."""
+    """The H200's 16-bit forward's exps by ex2.approx.ftz (GPU_CONSTANTS' COLS16_FTZ: the split plan's stats launch
+    and the loop, both PER_VALUE, and the one tile), the stats launch of COLS16_FWD_SPLIT_TILE's plans 16 positions
+    a step (COLS16_FWD_STATS_N, the norm launch the tile's 32); float32, the norm launch, the backward and the
+    H100's rules leave FTZ out (its default: off) and keep their steps."""
     consts = dispatch.GPU_CONSTANTS["H200"]
     assert (consts["COLS16_FTZ"], consts["COLS16_FWD_STATS_N"]) == (True, 16)
     assert (dispatch.COLS16_FTZ, dispatch.COLS16_FWD_STATS_N) == (False, None)
@@ -2086,10 +2086,13 @@ def test_cols16_ftz_rule():
         (loop,) = fwd(2048, 1100, 16, dtype)                      # the loop
         assert loop.kwargs["PER_VALUE"] and loop.kwargs["FTZ"] and not loop.kwargs["ONE_TILE"]
         assert fwd(1, 8192, 8192, dtype, gpu="")[0].kwargs["BLOCK_N"] == 64
+        for B, N, T in ((8, 150, 65536), (16, 21, 262144), (32, 1000, 196)):  # one tile (a tail or not)
+            (one,) = fwd(B, N, T, dtype)
+            assert one.kwargs["ONE_TILE"] and one.kwargs["FTZ"], (B, N, T)
     for B, N, T, dtype, gpu, force in ((1, 8192, 8192, "float32", "H200", None),
                                        (2048, 1100, 16, "float32", "H200", None),
                                        (1, 8192, 8192, "float32", "H200", "split"),
-                                       (8, 150, 65536, "bfloat16", "H200", None),
+                                       (8, 150, 65536, "float32", "H200", None), (8, 150, 65536, "bfloat16", "", None),
                                        (1, 8192, 8192, "bfloat16", "", None), (2048, 1100, 16, "float16", "", None),
                                        (1, 8192, 8192, "float64", "H200", "split")):
         assert all("FTZ" not in one.kwargs for one in fwd(B, N, T, dtype, gpu, force)), (B, N, T, dtype, gpu)
@@ -2102,13 +2105,15 @@ def test_cols16_ftz_rule():
 @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
 def test_cols16_ftz_run(torch_device, dtype, log):
     """The H200's FTZ plans (COLS16_FTZ, COLS16_FWD_STATS_N: the tile's split plan, the rules' split tile, the loop
-    forced), run (interpreted on the CPU: FTZ's arithmetic, its exps by tl.exp2), right against float64 with a NaN,
+    forced, one tile with a tail and without), run (interpreted on the CPU: FTZ's arithmetic, its exps by tl.exp2), right against float64 with a NaN,
     a +inf, an all -inf column, a column -inf but for one value, one whose -inf come first, the dtype's largest and
     lowest finite values; x not modified."""
     big = 65504.0 if dtype == "float16" else 3.3895313892515355e38
     for B, N, T, force, kernels in ((1, 1100, 128, None, ("softmax_fwd_stats_cols", "softmax_fwd_norm_cols")),
                                     (1, 300, 64, "split", ("softmax_fwd_stats_cols", "softmax_fwd_norm_cols")),
-                                    (1, 300, 64, "loop", ("softmax_fwd_cols",))):
+                                    (1, 300, 64, "loop", ("softmax_fwd_cols",)),
+                                    (1, 150, 64, None, ("softmax_fwd_cols",)),    # one tile: 128 + 32 positions
+                                    (1, 100, 64, None, ("softmax_fwd_cols",))):   # one tile of 128
         plan = dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dtype, log, 132, force, gpu="H200")
         assert tuple(one.kernel for one in plan) == kernels and plan[0].kwargs["FTZ"], (N, T, force)
         x = _random((B, N, T), dtype, torch_device, 53 + N)
@@ -2117,7 +2122,7 @@ def test_cols16_ftz_run(torch_device, dtype, log):
         x[0, :, 3] = -float("inf")           # all -inf: NaN, as torch
         x[0, :, 4] = -float("inf")
         x[0, N - 1, 4] = -big                # -inf but for the lowest finite value: 1 there (log: 0)
-        x[0, :200, 5] = -float("inf")        # -inf first, then finite values
+        x[0, :min(200, N // 2), 5] = -float("inf")  # -inf first, then finite values
         x[0, 9, 6], x[0, 10, 7] = big, -big
         x_before = x.clone()
         y = _run(plan, {"x": x}, dtype, torch_device, (B, N, T))

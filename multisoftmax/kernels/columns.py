@@ -27,7 +27,7 @@ BLOCK_N reduced positions: coalesced as in a row, the reduction runs across the 
   column (Milakov & Gimelshein 2018, "Online normalizer calculation for softmax", as
   `softmax_fwd_online`), or with PER_VALUE (16-bit types: dispatch.COLS16_PER_VALUE) per value of
   the tile, reduced over the tile's rows once after the loop (FTZ: its exps by ex2.approx.ftz, about half
-  the instructions: dispatch.COLS16_FTZ); then a second pass, backwards, that
+  the instructions: dispatch.COLS16_FTZ, as the one tile's); then a second pass, backwards, that
   normalizes (the backward: a first pass accumulating the dot product per value, reduced once,
   a second writing dx). x is read twice. The split plans' kernels walk their chunks the same way.
 
@@ -183,7 +183,9 @@ def softmax_fwd_cols(
 ):
     """y = softmax(x) (log_softmax if LOG) over axis 1 of (B, N, T) views of x and y, their
     last axis contiguous; grid (B * cdiv(T, BLOCK_T),). ALIGN divides T and the strides.
-    PER_VALUE (looped only): the first pass keeps its running max and sum per value (FTZ: `_cols_max_sum`'s).
+    PER_VALUE (looped only): the first pass keeps its running max and sum per value.
+    FTZ (16-bit y; dispatch.COLS16_FTZ): one tile, its exps by `_exp_ftz` (a y below 2 ** -126, a bfloat16
+    subnormal, becomes 0: float16 has none so small; as softmax.py's 16-bit forwards); looped, `_cols_max_sum`'s.
     TAIL_N (one tile only): the column in two tiles, BLOCK_N positions then TAIL_N (N <= BLOCK_N + TAIL_N), so that a
     column just past a power of two does not take twice the registers (dispatch.COLS16_FWD_TAIL)."""
     T, stride_xb, stride_xn = _aligned(T, ALIGN), _aligned(stride_xb, ALIGN), _aligned(stride_xn, ALIGN)
@@ -201,7 +203,10 @@ def softmax_fwd_cols(
         x2 = tl.load(x_cols + n2 * stride_xn, mask=mask2, other=-float("inf")).to(acc_ty)
         m = tl.maximum(tl.max(x, axis=0), tl.max(x2, axis=0))[None, :]
         z, z2 = x - m, x2 - m
-        e, e2 = tl.exp(z), tl.exp(z2)
+        if FTZ:
+            e, e2 = _exp_ftz(z), _exp_ftz(z2)
+        else:
+            e, e2 = tl.exp(z), tl.exp(z2)
         s = (tl.sum(e, axis=0) + tl.sum(e2, axis=0))[None, :]
         if LOG:
             y, y2 = z - tl.log(s), z2 - tl.log(s)
@@ -214,7 +219,10 @@ def softmax_fwd_cols(
         x = tl.load(x_cols + n * stride_xn, mask=mask, other=-float("inf")).to(acc_ty)
         m = tl.max(x, axis=0)[None, :]
         z = x - m
-        e = tl.exp(z)
+        if FTZ:
+            e = _exp_ftz(z)
+        else:
+            e = tl.exp(z)
         s = tl.sum(e, axis=0)[None, :]
         if LOG:
             y = z - tl.log(s)
