@@ -16,7 +16,10 @@ back-to-back calls, kernel time, fresh outputs), with registers a thread and the
 float64 over 4096 rows (ERR past 2e-2 relative to max(1, |ref|)). GB/s count x and y (backward y, dy
 and dx), from the fastest round. The copy bandwidth of the same run heads the log.
 
-    --tilings 2x4,4x8r64,...   (default: 2, 4, 8 and 16 warps, 32 from 8192 lanes, at 8, 16 and 32 values a thread)
+    --tilings 2x4,4x8r64,...   (default: 2, 4, 8 and 16 warps, 32 from 8192 lanes, at 8, 16 and 32 values a thread;
+                                "none": no re-tiling)
+    --variants 'ftz:FTZ=1;w8:num_warps=8'   dispatch's launch with its meta replaced (KEY=VALUE,..., ints; a key
+                                the kernel does not take is added: a kernel's constexpr default)
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ M_CAP = 65536
 def tilings(lanes: int, M: int, spec: str):
     """(BLOCK_M, num_warps, maxnreg or None) tuples: from `spec` ("2x4,4x8r64"), else 2-16 warps at 8,
     16 and 32 values a thread of `lanes` lanes (at least one row a program; 32 warps from 8192 lanes)."""
+    if spec == "none":
+        return []
     if spec:
         out = []
         for t in spec.split(","):
@@ -63,7 +68,7 @@ def tilings(lanes: int, M: int, spec: str):
     return out
 
 
-def case(dtype, N, op, direction, spec, sms, l2, rounds, others, gpu=""):
+def case(dtype, N, op, direction, spec, sms, l2, rounds, others, gpu="", meta_variants=""):
     T = getattr(torch, dtype)
     M = min(M_CAP, SWEEP_BYTES // (N * T.itemsize))
     log = op == "log_softmax"
@@ -83,6 +88,10 @@ def case(dtype, N, op, direction, spec, sms, l2, rounds, others, gpu=""):
         (t,) = tune.with_rows_tiling(plan, M, block_m, warps, T.itemsize, log, fwd)
         meta = tuple((k, v) for k, v in t.meta if k != "maxnreg") + ((("maxnreg", cap),) if cap else ())
         variants.append((f"m{block_m}w{warps}" + (f"r{cap}" if cap else ""), (dataclasses.replace(t, meta=meta),)))
+    for v in filter(None, meta_variants.split(";")):
+        label, _, kvs = v.partition(":")
+        meta = {k: int(v) for k, v in (kv.split("=") for kv in kvs.split(","))}
+        variants.append((label, tune.with_meta(plan, **meta)))
     names = ("x",) if fwd else ("y", "dy")
     fns, regs = {}, {}
     sel = slice(0, M, max(1, M // 4096))
@@ -112,6 +121,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--tilings", default="",
                     help="BLOCK_MxWARPS[rREGS],... (default: 2-16 warps, 8-32 values a thread)")
+    ap.add_argument("--variants", default="", help="LABEL:KEY=VALUE,...;... dispatch's launch, meta replaced")
     ap.add_argument("--no-peers", action="store_true", help="time multisoftmax's launches alone")
     ap.add_argument("--rules", action="store_true", help="dispatch: the H100's rules, not this GPU's ROWS_TILINGS")
     args = ap.parse_args()
@@ -133,7 +143,8 @@ def main():
         for N in map(int, args.ns.split(",")):
             for op in args.ops.split(","):
                 for direction in args.dirs.split(","):
-                    print(case(dtype, N, op, direction, args.tilings, sms, l2, args.rounds, others, gpu), flush=True)
+                    print(case(dtype, N, op, direction, args.tilings, sms, l2, args.rounds, others, gpu,
+                               args.variants), flush=True)
                     torch.cuda.empty_cache()
                     torch.compiler.reset()
 

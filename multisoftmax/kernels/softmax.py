@@ -319,7 +319,7 @@ def softmax_fwd_rows(
     x_ptr, M, N, stride_xm, stride_ym, y_ptr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, TAIL_N: tl.constexpr, PEEL: tl.constexpr,
     VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr, EVEN_M: tl.constexpr,
-    ALIGN_M: tl.constexpr, EVEN_N: tl.constexpr, OFFS32: tl.constexpr,
+    ALIGN_M: tl.constexpr, EVEN_N: tl.constexpr, OFFS32: tl.constexpr, FTZ: tl.constexpr = False,
 ):
     # A row is held as a BLOCK_N segment plus, when TAIL_N > 0, a TAIL_N segment: the values
     # past BLOCK_N (both powers of two: N = 16384 + 1 takes 16384 + 1 lanes, not 32768), or
@@ -330,7 +330,8 @@ def softmax_fwd_rows(
     # adapters ran different code. EVEN_N: N == BLOCK_N (no tail, no PEEL), so no column is
     # masked either; with EVEN_M every load and store is unpredicated. OFFS32: the offsets
     # are computed in 32 bits (the launcher has checked that every row's fit), not 64: fewer
-    # registers for the 16-bit forward of short rows (dispatch.ROWS_FWD16_OFFS32_LANES).
+    # registers for the 16-bit forward of short rows (dispatch.ROWS_FWD16_OFFS32_LANES). FTZ (16-bit y,
+    # float32 arithmetic): the exps by `_exp_ftz`, a y below 2 ** -126 (a bfloat16 subnormal) becoming 0.
     N, stride_xm, stride_ym = _aligned(N, ALIGN), _aligned(stride_xm, ALIGN), _aligned(stride_ym, ALIGN)
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     pid = tl.program_id(0)
@@ -355,11 +356,17 @@ def softmax_fwd_rows(
         xt = tl.load(x_ptr + xt_offs, mask=t_mask, other=-float("inf")).to(acc_ty)
         x_max = tl.maximum(x_max, tl.max(xt, axis=1))
     z = x - x_max[:, None]
-    e = tl.exp(z)
+    if FTZ:
+        e = _exp_ftz(z)
+    else:
+        e = tl.exp(z)
     s = tl.sum(e, axis=1)
     if TAIL_N > 0:
         zt = xt - x_max[:, None]
-        et = tl.exp(zt)
+        if FTZ:
+            et = _exp_ftz(zt)
+        else:
+            et = tl.exp(zt)
         s += tl.sum(et, axis=1)
     if LOG:
         log_s = tl.log(s)[:, None]
