@@ -81,6 +81,15 @@ ROWS_FWD_ONE_ROW_N = {2: (1024,)}
 # bench/DISPATCH.md, ROWS_FWD16_OFFS32_LANES (probe_rows_code*.log, probe_rows_offs32*.log).
 ROWS_FWD16_OFFS32_LANES = 256
 ROWS_FWD16_OFFS32_SOFTMAX_MIN_PER_SM = 7.5
+# ROWS16_FWD_FTZ (the H200's: GPU_CONSTANTS; the H100's: False, not measured there): the 16-bit rows forward takes
+# its exps by ex2.approx.ftz (kernels/softmax.py softmax_fwd_rows' FTZ: a y below 2 ** -126, a bfloat16 subnormal,
+# becomes 0, as the cooperative and where kernels' 16-bit forwards), in rows aligned to VEC or peeled. H200, the
+# benchmark's clock (probe_rows_ftz.log, probe_rows_ftz_unaligned.log): 1.00-1.07x on the sweep's aligned lengths,
+# most where the kernel's instructions show (bf16 8192 x 16384 log_softmax 3,716 -> 3,915 GB/s, softmax 3,877 ->
+# 3,990; 44739 x 3000 log_softmax 4,002 -> 4,205; 65536 x 128 log_softmax 3,340 -> 3,441), peeled 8191 x 16385
+# 1.03-1.06x; unaligned rows not peeled left out (bf16 65536 x 781 log_softmax 3,286 -> 3,009: 0.92x; the softmax
+# and float16 1.01-1.02x). Measured: bench/DISPATCH.md, ROWS16_FWD_FTZ.
+ROWS16_FWD_FTZ = False
 # ...and the float32 softmax (not log_softmax) forward of full rows of ROWS_FWD32_HALF_N values holds
 # half the rows a program (4 at 2 warps: 8 values a thread, not 16). H100 65536 x 128, the
 # benchmark's clock: 24.49-24.56 -> 24.16-24.18 us (torch.compile 24.18-24.22). The log_softmax (16
@@ -523,7 +532,7 @@ GPU_CONSTANTS = {
                  COLS16_BWD_COOP_MAX_CHUNKS=16, COLS16_BWD_SPLIT_TILE=(128, 8, 4),
                  COLS16_FWD_SPLIT_TILE=(128, 32, 4), COLS16_FWD_SPLIT_CHUNKS=(5, 17), COLS16_MIN_VALUES=32,
                  COLS16_SHORT_MIN_VALUES=32, COLS16_BWD_MIN_VALUES=(32, 128, 512, 0.8), COLS32_MIN_VALUES=32,
-                 COLS16_FWD_TAIL=True, COLS16_FTZ=True, COLS16_FWD_STATS_N=16),
+                 COLS16_FWD_TAIL=True, COLS16_FTZ=True, COLS16_FWD_STATS_N=16, ROWS16_FWD_FTZ=True),
 }
 
 
@@ -1193,8 +1202,11 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         # aligned rows with a tail under this GPU's cap (ROWS_TAIL_FWD_CAP_REGS) where the launcher can pass it
         cap = (_tuned("ROWS_TAIL_FWD_CAP_REGS", gpu).get((itemsize, BLOCK_N))
                if TAIL_N and not peeled and acc["ALIGN"] >= vec and register_cap else None)
+        # 16-bit exps by ex2.approx.ftz in rows aligned to VEC or peeled (ROWS16_FWD_FTZ; left out where off)
+        ftz = itemsize == 2 and (peeled or acc["ALIGN"] >= vec) and _tuned("ROWS16_FWD_FTZ", gpu)
         meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, **rows_m, EVEN_N=even_n,
-                    OFFS32=offs32, num_warps=num_warps, num_stages=1, **({"maxnreg": cap} if cap else {}))
+                    OFFS32=offs32, **({"FTZ": True} if ftz else {}), num_warps=num_warps, num_stages=1,
+                    **({"maxnreg": cap} if cap else {}))
         return (Launch("softmax_fwd_rows", ("x",), (M, N, stride_xm, stride_ym),
                        (("y", (M, N), "io"),), grid, tuple(meta.items())),)
     if fam == "coop":

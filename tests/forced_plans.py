@@ -1,6 +1,7 @@
 """dispatch's rules patched to force plans it does not choose at test sizes (tests only)."""
 
 import contextlib
+import dataclasses
 
 # The cooperative forward on keyed partials (SENT) at any grid: no TAG, no packed wide chunks
 # or unpacked ones, float32 SENT from 0 programs an SM; the 16-bit softmax there with POLY (COOP_POLY,
@@ -51,6 +52,16 @@ def module_values(dispatch, names, set_attr=setattr):
 # bench/results/h200/probe_rows_fwd_tails.log ran without (tests/test_bench_*.py hold those logs to the plans
 # without them).
 FWD_TAILS = ("ROWS_FWD_TAILS", "ROWS_TAIL_FWD_CAP_REGS")
+
+# The H200's 16-bit rows forward by ex2.approx.ftz, which the rows logs before bench/results/h200/probe_rows_ftz.log
+# ran without (tests/test_bench_rows_tilings.py holds probe_rows.log to the plans without it).
+BEFORE_FTZ = ("ROWS16_FWD_FTZ",)
+
+
+def without_ftz(plan) -> tuple:
+    """`plan` (dispatch's launches) with FTZ left out of each launch's meta: a GPU's plan as it is but for FTZ
+    (COLS16_FTZ, ROWS16_FWD_FTZ), to compare with the H100's rules, which leave it out."""
+    return tuple(dataclasses.replace(one, meta=tuple((k, v) for k, v in one.meta if k != "FTZ")) for one in plan)
 
 
 @contextlib.contextmanager

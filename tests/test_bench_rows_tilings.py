@@ -17,7 +17,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "bench"))
 import targets  # noqa: E402
-from forced_plans import FWD_TAILS, module_values_within  # noqa: E402
+from forced_plans import BEFORE_FTZ, FWD_TAILS, module_values_within  # noqa: E402
 from multisoftmax import dispatch  # noqa: E402
 
 LOG = os.path.join(os.path.dirname(__file__), os.pardir, "bench", "results", "h200", "probe_rows.log")
@@ -52,8 +52,8 @@ def _tiling(plan) -> str:
 def _plans(dtype, M, N, op, direction):
     """The rules' plan and the H200's for a case, on the H200's 132 SMs (bench/targets.py's `plan`), the H200's as
     this log ran it: without the forward's longer tails (forced_plans.FWD_TAILS, held to their own log by
-    tests/test_bench_gpu_constants.py)."""
-    with module_values_within(dispatch, FWD_TAILS):
+    tests/test_bench_gpu_constants.py) and without FTZ (forced_plans.BEFORE_FTZ: tests/test_bench_rows_ftz.py)."""
+    with module_values_within(dispatch, FWD_TAILS + BEFORE_FTZ):
         return [targets.plan(dtype, op, direction, M, N, 132, gpu) for gpu in ("", "H200")]
 
 

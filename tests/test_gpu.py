@@ -3,7 +3,6 @@
 Skipped cleanly without a CUDA device; run on the GPU machine with the rest of the suite.
 """
 
-import dataclasses
 import math
 
 import numpy as np
@@ -12,6 +11,7 @@ import torch
 
 import multisoftmax.torch as mt
 import reference64 as ref
+from forced_plans import without_ftz
 from multisoftmax import dispatch
 
 # After multisoftmax: without a GPU it sets TRITON_INTERPRET before triton is first imported, and
@@ -305,6 +305,46 @@ def test_h200_wide_fill_rows_through_both_adapters():
     _check_random_rows(M, N, "float32")
 
 
+@pytest.mark.parametrize("dtype,M,N,ftz", [
+    ("bfloat16", 1000, 128, True),     # 8 rows a program
+    ("float16", 300, 4352, True),      # 4096 + a tail of 256 under a register cap
+    ("bfloat16", 300, 16384, True),    # one row a program at 16 warps
+    ("float16", 200, 3000, True),      # aligned to 8 values, not a power of two
+    ("bfloat16", 300, 16385, True),    # peeled (the softmax; the log_softmax is cooperative)
+    ("bfloat16", 1000, 781, False)])   # unaligned, not peeled: left out
+def test_h200_rows16_ftz_through_both_adapters(dtype, M, N, ftz):
+    """The H200's 16-bit rows forward by ex2.approx.ftz (GPU_CONSTANTS' ROWS16_FWD_FTZ) through the torch adapter
+    and the JAX adapter, both ops, with a NaN, a +inf, an all -inf row, a row -inf but for its lowest finite value,
+    one whose -inf come first, the largest and lowest finite values: right against float64 (NaN where torch's
+    float64 softmax has it); then random x, forward and backward (_check_random_rows). On another GPU the same
+    shapes run its own plans."""
+    import jax
+    import jax.numpy as jnp
+
+    import multisoftmax.jax as mj
+
+    if dispatch.tuned_gpu(torch.cuda.get_device_name()) == "H200":
+        for log in (False, True):
+            one = dispatch.plan_forward(M, N, N, N, dtype, log, _sms(), gpu="H200")[-1]
+            if one.kernel == "softmax_fwd_rows":
+                assert one.kwargs.get("FTZ", False) == ftz, (log, one)
+            else:
+                assert (N, log, one.kernel) == (16385, True, "softmax_fwd_coop")
+    big = torch.finfo(getattr(torch, dtype)).max
+    g = torch.Generator(device="cuda").manual_seed(M + N)
+    x = (torch.randn(M, N, device="cuda", generator=g) * 3).to(getattr(torch, dtype))
+    x[0, 5], x[1, 7], x[2, :], x[3, :] = float("nan"), float("inf"), -float("inf"), -float("inf")
+    x[3, N - 1], x[4, : N // 2], x[5, 9], x[6, 10] = -big, -float("inf"), big, -big
+    for log, tf, jf in ((False, mt.softmax, mj.softmax), (True, mt.log_softmax, mj.log_softmax)):
+        expected = (torch.log_softmax if log else torch.softmax)(x.double(), 1).cpu()
+        yj = jax.jit(lambda a: jf(a, 1))(jnp.asarray(x.float().cpu().numpy()).astype(jnp.dtype(dtype)))
+        for who, y in (("torch", tf(x, 1).double().cpu()), ("jax", torch.from_numpy(np.asarray(yj, np.float64)))):
+            ref.assert_close(y, expected, dtype, f"{who} {M}x{N} log={log}")
+    del x
+    torch.cuda.empty_cache()
+    _check_random_rows(M, N, dtype)
+
+
 def _check_columns_both_adapters(dtype: str, shape: tuple, dim: int):
     """softmax and log_softmax over `dim` of a random x of `shape`, forward and backward, through the torch adapter
     (autograd) and the JAX adapter (jax.vjp): right against float64."""
@@ -374,9 +414,8 @@ def test_h200_cols16_through_both_adapters(dtype, shape, dim, h200, h200_fwd):
                 assert [(l.kwargs["BLOCK_T"], l.kwargs["BLOCK_N"], l.kwargs["num_warps"]) for l in fwd] == [
                     (tile[0], step, tile[2]), tile]
             else:  # the rules' plan, with COLS16_FTZ where it has PER_VALUE
-                assert tuple(dataclasses.replace(l, meta=tuple((k, v) for k, v in l.meta if k != "FTZ"))
-                             for l in fwd) == dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dtype, log,
-                                                                            _sms())
+                assert without_ftz(fwd) == dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dtype, log,
+                                                                         _sms())
                 assert all(l.kwargs.get("FTZ", False) == l.kwargs.get("PER_VALUE", False) for l in fwd)
     _check_columns_both_adapters(dtype, shape, dim)
 

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import reference64 as ref
+from forced_plans import without_ftz
 from uninterpreted import run_uninterpreted
 import multisoftmax.torch  # noqa: F401  (registers torch.ops.multisoftmax)
 from multisoftmax import dispatch, launch, occupancy
@@ -1917,8 +1918,7 @@ def test_cols16_fwd_split_rule():
                                   (2, 4096, 192, "float16", None), (1, 8192, 8192, "float32", None),
                                   (1, 8192, 8192, "bfloat16", "split"), (1, 8192, 8192, "bfloat16", "loop"),
                                   (32, 1000, 256, "bfloat16", None)):
-        no_ftz = tuple(dataclasses.replace(one, meta=tuple((k, v) for k, v in one.meta if k != "FTZ"))
-                       for one in fwd(B, N, T, dtype, force=force))  # COLS16_FTZ: test_cols16_ftz_rule
+        no_ftz = without_ftz(fwd(B, N, T, dtype, force=force))  # COLS16_FTZ: test_cols16_ftz_rule
         assert no_ftz == fwd(B, N, T, dtype, "", force), (B, N, T, dtype, force)
 
 
@@ -2128,6 +2128,63 @@ def test_cols16_ftz_run(torch_device, dtype, log):
         y = _run(plan, {"x": x}, dtype, torch_device, (B, N, T))
         ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), 1, log), dtype,
                          f"H200 cols16 FTZ fwd {(B, N, T)} {force} log={log}")
+        assert torch.equal(x.isnan(), x_before.isnan()) and torch.equal(x.nan_to_num(), x_before.nan_to_num())
+
+
+def test_rows16_fwd_ftz_rule():
+    """The H200's 16-bit rows forward takes its exps by ex2.approx.ftz (GPU_CONSTANTS' ROWS16_FWD_FTZ) in rows
+    aligned to VEC (a tile, a tail, several rows a program) or peeled; unaligned rows not peeled, float32, float64,
+    the backward, the other families and the H100's rules leave FTZ out (its default: off)."""
+    assert dispatch.GPU_CONSTANTS["H200"]["ROWS16_FWD_FTZ"] and not dispatch.ROWS16_FWD_FTZ
+
+    def fwd(M, N, dtype, log, gpu="H200", stride=None):
+        return dispatch.plan_forward(M, N, stride or N, stride or N, dtype, log, 132, gpu=gpu)
+
+    for dtype in ("bfloat16", "float16"):
+        for log in (False, True):
+            for M, N, stride, peeled in ((65536, 128, None, False), (30840, 4352, None, False),
+                                         (8192, 16384, None, False), (44739, 3000, None, False),
+                                         (8191, 16385, None, True), (4096, 1000, 1024, False)):
+                one, *more = fwd(M, N, dtype, log, stride=stride)
+                if one.kernel != "softmax_fwd_rows":  # 8191 x 16385's log_softmax: cooperative
+                    assert (N, log) == (16385, True) and all("FTZ" not in l.kwargs for l in [one, *more])
+                    continue
+                assert not more
+                assert one.kwargs["FTZ"] and one.kwargs["PEEL"] == peeled, (M, N, dtype, log)
+                assert "FTZ" not in fwd(M, N, dtype, log, gpu="", stride=stride)[0].kwargs
+            (one,) = fwd(65536, 781, dtype, log)  # unaligned, not peeled
+            assert one.kernel == "softmax_fwd_rows" and not one.kwargs["PEEL"] and "FTZ" not in one.kwargs
+    for dtype in ("float32", "float64"):
+        assert all("FTZ" not in l.kwargs for l in fwd(65536, 1024, dtype, False) + fwd(4096, 4096, dtype, True))
+    for M, N in ((128, 1048576), (4096, 50257)):  # cooperative: their own arithmetic, no FTZ key
+        assert all("FTZ" not in l.kwargs for l in fwd(M, N, "bfloat16", False))
+    bwd = dispatch.plan_backward(65536, 1024, 1024, 1024, 1024, "bfloat16", False, 132, gpu="H200")
+    assert all("FTZ" not in l.kwargs for l in bwd)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_rows16_fwd_ftz_run(torch_device, dtype, log):
+    """The H200's FTZ rows forwards (ROWS16_FWD_FTZ: several rows a program, a tile with a tail, peeled rows), run
+    (interpreted on the CPU: FTZ's arithmetic, its exps by tl.exp2), right against float64 with a NaN, a +inf, an
+    all -inf row, a row -inf but for its lowest finite value, one whose -inf come first, the dtype's largest and
+    lowest finite values; x not modified."""
+    big = 65504.0 if dtype == "float16" else 3.3895313892515355e38
+    for M, N in ((16, 128), (8, 1152), (8, 33)):
+        (one,) = dispatch.plan_forward(M, N, N, N, dtype, log, 132, gpu="H200")
+        assert one.kernel == "softmax_fwd_rows" and one.kwargs["FTZ"], (M, N)
+        x = _random((M, N), dtype, torch_device, 59 + N)
+        x[0, 5] = float("nan")
+        x[1, 7] = float("inf")
+        x[2, :] = -float("inf")             # all -inf: NaN, as torch
+        x[3, :] = -float("inf")
+        x[3, N - 1] = -big                   # -inf but for the lowest finite value: 1 there (log: 0)
+        x[4, :N // 2] = -float("inf")        # -inf first, then finite values
+        x[5, 9], x[6, 10] = big, -big
+        x_before = x.clone()
+        y = _run((one,), {"x": x}, dtype, torch_device, (M, N))
+        ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), 1, log), dtype,
+                         f"H200 rows16 FTZ fwd {(M, N)} log={log} {dict(one.kwargs)}")
         assert torch.equal(x.isnan(), x_before.isnan()) and torch.equal(x.nan_to_num(), x_before.nan_to_num())
 
 
@@ -2492,7 +2549,7 @@ def test_rows_tilings_rule():
         (rules,) = _tuned_plan(key, 65536, gpu="")[2]
         assert (rules.kwargs["BLOCK_M"], rules.kwargs["num_warps"]) != (block_m, warps), key
         assert kw.get("RELOAD", False) == bool(reload and reload[0]) and "RELOAD" not in rules.kwargs, key
-        same = ("BLOCK_M", "num_warps", "EVEN_M", "ALIGN_M", "RELOAD")
+        same = ("BLOCK_M", "num_warps", "EVEN_M", "ALIGN_M", "RELOAD", "FTZ")  # FTZ: test_rows16_fwd_ftz_rule
         assert ({k: v for k, v in kw.items() if k not in same}
                 == {k: v for k, v in rules.kwargs.items() if k not in same}), key
         assert _tuned_plan(key, 65536, gpu="H100")[2] == (rules,)  # a key of no entry: the rules
@@ -2680,9 +2737,9 @@ def test_rows_reload_rule():
             assert tuned[-1].kwargs["PEEL"] and tuned == dispatch.plan_forward(2048, N, N, N, "bfloat16", log, 132,
                                                                              "coop", gpu="H200")
     for M, N, dtype in ((2048, 16000, "bfloat16"), (2048, 20001, "float32"), (4, 101, "float16"),
-                        (8192, 4001, "bfloat16")):
+                        (8192, 4001, "bfloat16")):  # FTZ aside (ROWS16_FWD_FTZ: test_rows16_fwd_ftz_rule)
         for log in (False, True):
-            assert fwd(M, N, dtype, log, "") == fwd(M, N, dtype, log, "H200"), (M, N, dtype, log)
+            assert fwd(M, N, dtype, log, "") == without_ftz(fwd(M, N, dtype, log, "H200")), (M, N, dtype, log)
 
 
 def test_rows_peeled16_forward_rules():
@@ -2700,7 +2757,8 @@ def test_rows_peeled16_forward_rules():
         (rules,), (tuned,) = fwd(M, N, log, "", dtype), fwd(M, N, log, "H200", dtype)
         assert rules.kernel == tuned.kernel == "softmax_fwd_rows" and tuned.kwargs["PEEL"], (M, N, log)
         assert (rules.kwargs["num_warps"], tuned.kwargs["num_warps"]) == (8, 16), (M, N, log)
-        assert {**tuned.kwargs, "num_warps": 0} == {**rules.kwargs, "num_warps": 0} and tuned.grid == rules.grid
+        assert {**tuned.kwargs, "num_warps": 0, "FTZ": 0} == {**rules.kwargs, "num_warps": 0, "FTZ": 0}
+        assert tuned.grid == rules.grid and tuned.kwargs["FTZ"]  # ROWS16_FWD_FTZ: test_rows16_fwd_ftz_rule
     for M, N, log in ((8191, 16385, True), (1320, 16385, True), (1584, 9001, True), (4224, 8191, True),
                       (16384, 5001, True), (3168, 12289, False), (14913, 9001, False), (16384, 5001, False),
                       (4224, 7679, False), (8191, 8191, False), (16384, 7681, False), (3168, 16383, False),
@@ -2710,7 +2768,7 @@ def test_rows_peeled16_forward_rules():
         assert tuned == fwd(M, N, log, "H200", force="coop") and tuned[-1].kwargs["PEEL"], (M, N, log)
     for M, N, log in ((16384, 8193, False), (4223, 8191, False), (4223, 7679, False), (65536, 4001, True),
                       (4223, 5001, True)):
-        (rules,), (tuned,) = fwd(M, N, log, ""), fwd(M, N, log, "H200")
+        (rules,), (tuned,) = fwd(M, N, log, ""), without_ftz(fwd(M, N, log, "H200"))
         assert tuned == rules and tuned.kwargs["PEEL"], (M, N, log)
 
 
@@ -2751,12 +2809,13 @@ def test_rows_tail_warps_rule(monkeypatch):
     take more; every other constexpr as the rules'. The tables change no other plan: rows of no tail, rows past
     BLOCK_N // 16 of a tail, peeled rows, rows of unaligned strides, the where kernels' rows, float64, and the
     float32 backward plan alike without them. (The longer tails and the cap of the forward, ROWS_FWD_TAILS and
-    ROWS_TAIL_FWD_CAP_REGS, test_rows_fwd_tails_rule's, are left out here.)"""
+    ROWS_TAIL_FWD_CAP_REGS, test_rows_fwd_tails_rule's, and the 16-bit forward's FTZ, ROWS16_FWD_FTZ, are left
+    out here.)"""
     assert dispatch.ROWS_TAIL_FWD_WARPS == dispatch.ROWS_TAIL_BWD_WARPS == {}
     assert len(_tail_cases()) == 13
     from forced_plans import module_values
 
-    module_values(dispatch, ("ROWS_FWD_TAILS", "ROWS_TAIL_FWD_CAP_REGS"), monkeypatch.setattr)
+    module_values(dispatch, ("ROWS_FWD_TAILS", "ROWS_TAIL_FWD_CAP_REGS", "ROWS16_FWD_FTZ"), monkeypatch.setattr)
     same = ("BLOCK_M", "num_warps", "EVEN_M", "ALIGN_M")
     for forward, itemsize, block_n, warps in _tail_cases():
         for dtype in (("float32",) if itemsize == 4 else ("bfloat16", "float16")):
