@@ -90,6 +90,14 @@ ROWS_FWD16_OFFS32_SOFTMAX_MIN_PER_SM = 7.5
 # 1.03-1.06x; unaligned rows not peeled left out (bf16 65536 x 781 log_softmax 3,286 -> 3,009: 0.92x; the softmax
 # and float16 1.01-1.02x). Measured: bench/DISPATCH.md, ROWS16_FWD_FTZ.
 ROWS16_FWD_FTZ = False
+# ROWS16_FWD_FTZ_WARPS {lanes: (warps, fill)} (the H200's: GPU_CONSTANTS; the H100's: none): and with FTZ, rows
+# of that many lanes (no tail, not peeled, one a program) that fill at most `fill` of them take `warps`. H200,
+# the benchmark's clock (probe_rows_ftz_warps.log): in 8192 lanes at 4 warps, not the rules' 16, 5200 values
+# 1.15-1.17x (bf16 25811 x 5200 softmax 3,442 -> 3,977 GB/s), 6000 1.11-1.12x, 7000 1.03-1.04x; at 7680 and 8000
+# 0.98-1.00x, so up to 0.875 of the lanes. (Without FTZ 4 warps ran 6000 within 1-4%: probe_rows_ftz_unaligned.log.)
+# 16384 lanes: mixed (12000's softmax 0.96x at 4 warps, the log_softmax 1.07-1.11x): not taken. Measured:
+# bench/DISPATCH.md, ROWS16_FWD_FTZ.
+ROWS16_FWD_FTZ_WARPS = {}
 # ...and the float32 softmax (not log_softmax) forward of full rows of ROWS_FWD32_HALF_N values holds
 # half the rows a program (4 at 2 warps: 8 values a thread, not 16). H100 65536 x 128, the
 # benchmark's clock: 24.49-24.56 -> 24.16-24.18 us (torch.compile 24.18-24.22). The log_softmax (16
@@ -532,7 +540,8 @@ GPU_CONSTANTS = {
                  COLS16_BWD_COOP_MAX_CHUNKS=16, COLS16_BWD_SPLIT_TILE=(128, 8, 4),
                  COLS16_FWD_SPLIT_TILE=(128, 32, 4), COLS16_FWD_SPLIT_CHUNKS=(5, 17), COLS16_MIN_VALUES=32,
                  COLS16_SHORT_MIN_VALUES=32, COLS16_BWD_MIN_VALUES=(32, 128, 512, 0.8), COLS32_MIN_VALUES=32,
-                 COLS16_FWD_TAIL=True, COLS16_FTZ=True, COLS16_FWD_STATS_N=16, ROWS16_FWD_FTZ=True),
+                 COLS16_FWD_TAIL=True, COLS16_FTZ=True, COLS16_FWD_STATS_N=16, ROWS16_FWD_FTZ=True,
+                 ROWS16_FWD_FTZ_WARPS={8192: (4, 0.875)}),
 }
 
 
@@ -1204,6 +1213,9 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
                if TAIL_N and not peeled and acc["ALIGN"] >= vec and register_cap else None)
         # 16-bit exps by ex2.approx.ftz in rows aligned to VEC or peeled (ROWS16_FWD_FTZ; left out where off)
         ftz = itemsize == 2 and (peeled or acc["ALIGN"] >= vec) and _tuned("ROWS16_FWD_FTZ", gpu)
+        warps, fill = _tuned("ROWS16_FWD_FTZ_WARPS", gpu).get(BLOCK_N, (num_warps, 1.0))
+        if ftz and BLOCK_M == 1 and not TAIL_N and not peeled and N <= fill * BLOCK_N:
+            num_warps = warps  # and rows that fill few of their lanes at fewer warps (ROWS16_FWD_FTZ_WARPS)
         meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, **rows_m, EVEN_N=even_n,
                     OFFS32=offs32, **({"FTZ": True} if ftz else {}), num_warps=num_warps, num_stages=1,
                     **({"maxnreg": cap} if cap else {}))

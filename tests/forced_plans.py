@@ -53,9 +53,10 @@ def module_values(dispatch, names, set_attr=setattr):
 # without them).
 FWD_TAILS = ("ROWS_FWD_TAILS", "ROWS_TAIL_FWD_CAP_REGS")
 
-# The H200's 16-bit rows forward by ex2.approx.ftz, which the rows logs before bench/results/h200/probe_rows_ftz.log
-# ran without (tests/test_bench_rows_tilings.py holds probe_rows.log to the plans without it).
-BEFORE_FTZ = ("ROWS16_FWD_FTZ",)
+# The H200's 16-bit rows forward by ex2.approx.ftz and its warps with it, which the rows logs before
+# bench/results/h200/probe_rows_ftz.log ran without (tests/test_bench_rows_tilings.py and test_bench_gpu_constants.py
+# hold those logs to the plans without them).
+BEFORE_FTZ = ("ROWS16_FWD_FTZ", "ROWS16_FWD_FTZ_WARPS")
 
 
 def without_ftz(plan) -> tuple:

@@ -345,6 +345,20 @@ def test_h200_rows16_ftz_through_both_adapters(dtype, M, N, ftz):
     _check_random_rows(M, N, dtype)
 
 
+@pytest.mark.parametrize("dtype,N,warps", [("bfloat16", 5200, 4), ("float16", 7000, 4), ("bfloat16", 7680, 16)])
+def test_h200_rows16_ftz_warps_through_both_adapters(dtype, N, warps):
+    """The H200's 16-bit rows in part of 8192 lanes at 4 warps with FTZ (GPU_CONSTANTS' ROWS16_FWD_FTZ_WARPS: up to
+    0.875 of the lanes) and a row past that at the rules' 16, 2 rows an SM and one more, through the torch adapter
+    and the JAX adapter (jax.vjp), both ops and directions: right against float64. On another GPU the same shapes
+    run its own plans, checked alike."""
+    M = 2 * _sms() + 1
+    if dispatch.tuned_gpu(torch.cuda.get_device_name()) == "H200":
+        for log in (False, True):
+            (fwd,) = dispatch.plan_forward(M, N, N, N, dtype, log, _sms(), gpu="H200")
+            assert (fwd.kernel, fwd.kwargs["num_warps"], fwd.kwargs["FTZ"]) == ("softmax_fwd_rows", warps, True)
+    _check_random_rows(M, N, dtype)
+
+
 def _check_columns_both_adapters(dtype: str, shape: tuple, dim: int):
     """softmax and log_softmax over `dim` of a random x of `shape`, forward and backward, through the torch adapter
     (autograd) and the JAX adapter (jax.vjp): right against float64."""

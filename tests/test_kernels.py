@@ -2105,9 +2105,9 @@ def test_cols16_ftz_rule():
 @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
 def test_cols16_ftz_run(torch_device, dtype, log):
     """The H200's FTZ plans (COLS16_FTZ, COLS16_FWD_STATS_N: the tile's split plan, the rules' split tile, the loop
-    forced, one tile with a tail and without), run (interpreted on the CPU: FTZ's arithmetic, its exps by tl.exp2), right against float64 with a NaN,
-    a +inf, an all -inf column, a column -inf but for one value, one whose -inf come first, the dtype's largest and
-    lowest finite values; x not modified."""
+    forced, one tile with a tail and without), run (interpreted on the CPU: FTZ's arithmetic, its exps by
+    tl.exp2), right against float64 with a NaN, a +inf, an all -inf column, a column -inf but for one value, one
+    whose -inf come first, the dtype's largest and lowest finite values; x not modified."""
     big = 65504.0 if dtype == "float16" else 3.3895313892515355e38
     for B, N, T, force, kernels in ((1, 1100, 128, None, ("softmax_fwd_stats_cols", "softmax_fwd_norm_cols")),
                                     (1, 300, 64, "split", ("softmax_fwd_stats_cols", "softmax_fwd_norm_cols")),
@@ -2162,15 +2162,37 @@ def test_rows16_fwd_ftz_rule():
     assert all("FTZ" not in l.kwargs for l in bwd)
 
 
+def test_rows16_fwd_ftz_warps_rule():
+    """And with FTZ, the H200's 16-bit rows of 8192 lanes (no tail, one a program) that fill at most 0.875 of them
+    at 4 warps (GPU_CONSTANTS' ROWS16_FWD_FTZ_WARPS), the rules' 16 past that; float32 (no FTZ), peeled rows (the
+    H200 runs them cooperative), 16384 lanes and the H100's rules keep the rules' warps; nothing else changes."""
+    assert dispatch.GPU_CONSTANTS["H200"]["ROWS16_FWD_FTZ_WARPS"] == {8192: (4, 0.875)}
+    assert dispatch.ROWS16_FWD_FTZ_WARPS == {}
+    for dtype in ("bfloat16", "float16"):
+        for log in (False, True):
+            for M, N, warps in ((25811, 5200, 4), (22369, 6000, 4), (8, 7168, 4), (17476, 7680, 16),
+                                (16777, 8000, 16), (16384, 8192, 16), (11184, 12000, 16)):
+                (rules,), (tuned,) = (dispatch.plan_forward(M, N, N, N, dtype, log, 132, gpu=gpu)
+                                      for gpu in ("", "H200"))
+                assert (tuned.kernel, tuned.kwargs["num_warps"], tuned.kwargs["FTZ"]) == ("softmax_fwd_rows", warps,
+                                                                                          True), (M, N, dtype, log)
+                assert {**tuned.kwargs, "num_warps": 0, "FTZ": 0} == {**rules.kwargs, "num_warps": 0, "FTZ": 0}
+                assert rules.kwargs["num_warps"] == 16 and tuned.grid == rules.grid
+    for N in (5200, 7000):
+        (one,) = dispatch.plan_forward(4096, N, N, N, "float32", False, 132, gpu="H200")
+        assert one.kwargs["num_warps"] == 16 and "FTZ" not in one.kwargs
+
+
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
 def test_rows16_fwd_ftz_run(torch_device, dtype, log):
-    """The H200's FTZ rows forwards (ROWS16_FWD_FTZ: several rows a program, a tile with a tail, peeled rows), run
+    """The H200's FTZ rows forwards (ROWS16_FWD_FTZ: several rows a program, a tile with a tail, peeled rows, rows in
+    part of 8192 lanes at 4 warps), run
     (interpreted on the CPU: FTZ's arithmetic, its exps by tl.exp2), right against float64 with a NaN, a +inf, an
     all -inf row, a row -inf but for its lowest finite value, one whose -inf come first, the dtype's largest and
     lowest finite values; x not modified."""
     big = 65504.0 if dtype == "float16" else 3.3895313892515355e38
-    for M, N in ((16, 128), (8, 1152), (8, 33)):
+    for M, N in ((16, 128), (8, 1152), (8, 33), (8, 5200)):  # 5200: 8192 lanes at 4 warps (ROWS16_FWD_FTZ_WARPS)
         (one,) = dispatch.plan_forward(M, N, N, N, dtype, log, 132, gpu="H200")
         assert one.kernel == "softmax_fwd_rows" and one.kwargs["FTZ"], (M, N)
         x = _random((M, N), dtype, torch_device, 59 + N)
