@@ -1768,9 +1768,8 @@ COLS16_FWD_SPLIT_CHUNKS = (0, 0)
 # GB/s), float16 1.03-1.07x, loops 1.01-1.13x. The one-tile forward's exps too (FTZ: its y below 2 ** -126 flushed
 # to 0, bfloat16's subnormals, as the rows kernels' 16-bit forwards): 1.00-1.18x (bf16 8 x 150 x 65536 2,851 ->
 # 3,369, 16 x 21 x 262144 3,359 -> 3,820; probe_cols_one_tile_ftz.log). COLS16_FWD_STATS_N: the stats launch of
-# COLS16_FWD_SPLIT_TILE's plans
-# steps that many positions, not the tile's 32: 1.004-1.09x more (1 x 8192 x 8192 2,165 -> 2,236). Measured:
-# bench/DISPATCH.md, COLS16_FTZ.
+# COLS16_FWD_SPLIT_TILE's plans steps that many positions, not the tile's 32: 1.004-1.09x more (1 x 8192 x 8192
+# 2,165 -> 2,236). Measured: bench/DISPATCH.md, COLS16_FTZ.
 COLS16_FTZ = False
 COLS16_FWD_STATS_N = None
 

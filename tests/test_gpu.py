@@ -315,14 +315,9 @@ def test_h200_wide_fill_rows_through_both_adapters():
 def test_h200_rows16_ftz_through_both_adapters(dtype, M, N, ftz):
     """The H200's 16-bit rows forward by ex2.approx.ftz (GPU_CONSTANTS' ROWS16_FWD_FTZ) through the torch adapter
     and the JAX adapter, both ops, with a NaN, a +inf, an all -inf row, a row -inf but for its lowest finite value,
-    one whose -inf come first, the largest and lowest finite values: right against float64 (NaN where torch's
-    float64 softmax has it); then random x, forward and backward (_check_random_rows). On another GPU the same
-    shapes run its own plans."""
-    import jax
-    import jax.numpy as jnp
-
-    import multisoftmax.jax as mj
-
+    one whose -inf come first, the largest and lowest finite values: right against float64
+    (_check_forward_both_adapters); then random x, forward and backward (_check_random_rows). On another GPU the
+    same shapes run its own plans."""
     if dispatch.tuned_gpu(torch.cuda.get_device_name()) == "H200":
         for log in (False, True):
             one = dispatch.plan_forward(M, N, N, N, dtype, log, _sms(), gpu="H200")[-1]
@@ -335,14 +330,25 @@ def test_h200_rows16_ftz_through_both_adapters(dtype, M, N, ftz):
     x = (torch.randn(M, N, device="cuda", generator=g) * 3).to(getattr(torch, dtype))
     x[0, 5], x[1, 7], x[2, :], x[3, :] = float("nan"), float("inf"), -float("inf"), -float("inf")
     x[3, N - 1], x[4, : N // 2], x[5, 9], x[6, 10] = -big, -float("inf"), big, -big
+    _check_forward_both_adapters(x, 1, dtype, f"{M}x{N}")
+    _check_random_rows(M, N, dtype)
+
+
+def _check_forward_both_adapters(x: torch.Tensor, dim: int, dtype: str, what: str):
+    """softmax and log_softmax of x (CUDA, of `dtype`) over `dim` through the torch adapter and the JAX adapter
+    (jitted): right against torch's float64 ones (NaN where those have it); x freed after."""
+    import jax
+    import jax.numpy as jnp
+
+    import multisoftmax.jax as mj
+
     for log, tf, jf in ((False, mt.softmax, mj.softmax), (True, mt.log_softmax, mj.log_softmax)):
-        expected = (torch.log_softmax if log else torch.softmax)(x.double(), 1).cpu()
-        yj = jax.jit(lambda a: jf(a, 1))(jnp.asarray(x.float().cpu().numpy()).astype(jnp.dtype(dtype)))
-        for who, y in (("torch", tf(x, 1).double().cpu()), ("jax", torch.from_numpy(np.asarray(yj, np.float64)))):
-            ref.assert_close(y, expected, dtype, f"{who} {M}x{N} log={log}")
+        expected = (torch.log_softmax if log else torch.softmax)(x.double(), dim).cpu()
+        yj = jax.jit(lambda a: jf(a, dim))(jnp.asarray(x.float().cpu().numpy()).astype(jnp.dtype(dtype)))
+        for who, y in (("torch", tf(x, dim).double().cpu()), ("jax", torch.from_numpy(np.asarray(yj, np.float64)))):
+            ref.assert_close(y, expected, dtype, f"{who} {what} log={log}")
     del x
     torch.cuda.empty_cache()
-    _check_random_rows(M, N, dtype)
 
 
 @pytest.mark.parametrize("dtype,N,warps", [("bfloat16", 5200, 4), ("float16", 7000, 4), ("bfloat16", 7680, 16)])
@@ -487,15 +493,10 @@ def test_h200_cols16_fwd_tail_through_both_adapters(dtype, shape, dim, tail):
     ("float16", (16, 100, 2048), "softmax_fwd_cols", 128)])      # one tile of 128
 def test_h200_cols16_ftz_through_both_adapters(dtype, shape, kernel, stats_n):
     """The H200's 16-bit forward's exps by ex2.approx.ftz (GPU_CONSTANTS' COLS16_FTZ, COLS16_FWD_STATS_N) on
-    split, looped and one-tile plans, softmax over dim 1, through the torch adapter and the JAX adapter, both ops, with a NaN,
-    a +inf, an all -inf column, a column -inf but for its lowest finite value, one whose -inf come first, the largest
-    and lowest finite values: right against float64 (NaN where torch's float64 softmax has it); then random x,
-    forward and backward (_check_columns_both_adapters). On another GPU the same shapes run its own plans."""
-    import jax
-    import jax.numpy as jnp
-
-    import multisoftmax.jax as mj
-
+    split, looped and one-tile plans, softmax over dim 1, through the torch adapter and the JAX adapter, both ops,
+    with a NaN, a +inf, an all -inf column, a column -inf but for its lowest finite value, one whose -inf come
+    first, the largest and lowest finite values: right against float64 (_check_forward_both_adapters); then random
+    x, forward and backward (_check_columns_both_adapters). On another GPU the same shapes run its own plans."""
     B, N, T = shape
     if dispatch.tuned_gpu(torch.cuda.get_device_name()) == "H200":
         first = dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dtype, False, _sms(), gpu="H200")[0]
@@ -505,13 +506,7 @@ def test_h200_cols16_ftz_through_both_adapters(dtype, shape, kernel, stats_n):
     x = (torch.randn(shape, device="cuda", generator=g) * 3).to(getattr(torch, dtype))
     x[0, 5, 1], x[0, 7, 2], x[0, :, 3], x[0, :, 4] = float("nan"), float("inf"), -float("inf"), -float("inf")
     x[0, N - 1, 4], x[0, : N // 5, 5], x[0, 9, 6], x[0, 10, 7] = -big, -float("inf"), big, -big
-    for log, tf, jf in ((False, mt.softmax, mj.softmax), (True, mt.log_softmax, mj.log_softmax)):
-        expected = (torch.log_softmax if log else torch.softmax)(x.double(), 1).cpu()
-        yj = jax.jit(lambda a: jf(a, 1))(jnp.asarray(x.float().cpu().numpy()).astype(jnp.dtype(dtype)))
-        for who, y in (("torch", tf(x, 1).double().cpu()), ("jax", torch.from_numpy(np.asarray(yj, np.float64)))):
-            ref.assert_close(y, expected, dtype, f"{who} {shape} log={log}")
-    del x
-    torch.cuda.empty_cache()
+    _check_forward_both_adapters(x, 1, dtype, str(shape))
     _check_columns_both_adapters(dtype, shape, 1)
 
 
