@@ -46,8 +46,8 @@ cooperative kernels) divides N, the chunk and their count, as ALIGN the rest.
 import triton
 import triton.language as tl
 
-from .softmax import (_aligned, _bwd_apply, _bwd_terms, _coop_item, _exp_ftz, _leave_row, _normalize, _online_update,
-                      _wait_for_row)
+from .softmax import (_aligned, _bwd_apply, _bwd_terms, _coop_item, _exp, _exp_ftz, _leave_row, _normalize,
+                      _online_update, _wait_for_row)
 
 
 @triton.jit
@@ -203,10 +203,7 @@ def softmax_fwd_cols(
         x2 = tl.load(x_cols + n2 * stride_xn, mask=mask2, other=-float("inf")).to(acc_ty)
         m = tl.maximum(tl.max(x, axis=0), tl.max(x2, axis=0))[None, :]
         z, z2 = x - m, x2 - m
-        if FTZ:
-            e, e2 = _exp_ftz(z), _exp_ftz(z2)
-        else:
-            e, e2 = tl.exp(z), tl.exp(z2)
+        e, e2 = _exp(z, FTZ), _exp(z2, FTZ)
         s = (tl.sum(e, axis=0) + tl.sum(e2, axis=0))[None, :]
         if LOG:
             y, y2 = z - tl.log(s), z2 - tl.log(s)
@@ -219,10 +216,7 @@ def softmax_fwd_cols(
         x = tl.load(x_cols + n * stride_xn, mask=mask, other=-float("inf")).to(acc_ty)
         m = tl.max(x, axis=0)[None, :]
         z = x - m
-        if FTZ:
-            e = _exp_ftz(z)
-        else:
-            e = tl.exp(z)
+        e = _exp(z, FTZ)
         s = tl.sum(e, axis=0)[None, :]
         if LOG:
             y = z - tl.log(s)

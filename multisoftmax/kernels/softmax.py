@@ -260,9 +260,19 @@ _FTZ_PHASE = tl.constexpr(1 if triton.knobs.runtime.interpret else 3)
 @triton.jit
 def _exp_ftz(z):
     """exp(z) (float32) by one FMUL and one MUFU.EX2 (`_exp2_ftz`): results below 2 ** -126 are flushed to 0,
-    where tl.exp adds a compare and two multiplies a value to keep them (the FTZ of kernels/columns.py and
-    kernels/where.py)."""
+    where tl.exp adds a compare and two multiplies a value to keep them (the FTZ of kernels/columns.py,
+    kernels/where.py and softmax_fwd_rows, through `_exp`)."""
     return _exp2_ftz(z * LOG2E, _FTZ_PHASE)
+
+
+@triton.jit
+def _exp(z, FTZ: tl.constexpr):
+    """exp(z) (float32): by `_exp_ftz` where FTZ (results below 2 ** -126 flushed to 0), else tl.exp."""
+    if FTZ:
+        z = _exp_ftz(z)
+    else:
+        z = tl.exp(z)
+    return z
 
 
 @triton.jit
@@ -356,17 +366,11 @@ def softmax_fwd_rows(
         xt = tl.load(x_ptr + xt_offs, mask=t_mask, other=-float("inf")).to(acc_ty)
         x_max = tl.maximum(x_max, tl.max(xt, axis=1))
     z = x - x_max[:, None]
-    if FTZ:
-        e = _exp_ftz(z)
-    else:
-        e = tl.exp(z)
+    e = _exp(z, FTZ)
     s = tl.sum(e, axis=1)
     if TAIL_N > 0:
         zt = xt - x_max[:, None]
-        if FTZ:
-            et = _exp_ftz(zt)
-        else:
-            et = tl.exp(zt)
+        et = _exp(zt, FTZ)
         s += tl.sum(et, axis=1)
     if LOG:
         log_s = tl.log(s)[:, None]

@@ -44,7 +44,7 @@ import triton
 import triton.language as tl
 
 from .softmax import (COOP_FAST_MAX, LOG2E, _aligned, _base, _bwd_apply, _bwd_terms, _combine, _coop_edges, _coop_item,
-                      _exp2_ftz, _exp_ftz, _fresh, _leave_row, _pack, _pack_x2, _packed_sum, _tag_gather, _tag_of,
+                      _exp, _exp2_ftz, _fresh, _leave_row, _pack, _pack_x2, _packed_sum, _tag_gather, _tag_of,
                       _tag_publish, _tag_take, _unpack, _wait_for_row, _words)
 
 
@@ -208,10 +208,7 @@ def softmax_fwd_rows_where(
     x = tl.where(keep, x.to(acc_ty), -float("inf"))
     m = _row_max(x)
     z = x - m  # a fully masked row: NaN here, masked below
-    if FTZ:
-        e = _exp_ftz(z)
-    else:
-        e = tl.exp(z)
+    e = _exp(z, FTZ)
     s = _row_sum(e)
     y_ptrs = y_ptr + rows * stride_ym + cols
     if _all_rows(((m > -float("inf")) & (m < float("inf")) & (s == s)).to(tl.int32)):
