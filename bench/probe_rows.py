@@ -88,8 +88,8 @@ def case(dtype, N, op, direction, spec, sms, l2, rounds, others, gpu="", meta_va
         (t,) = tune.with_rows_tiling(plan, M, block_m, warps, T.itemsize, log, fwd)
         meta = tuple((k, v) for k, v in t.meta if k != "maxnreg") + ((("maxnreg", cap),) if cap else ())
         variants.append((f"m{block_m}w{warps}" + (f"r{cap}" if cap else ""), (dataclasses.replace(t, meta=meta),)))
-    for v in filter(None, meta_variants.split(";")):
-        label, _, kvs = v.partition(":")
+    for spec_v in filter(None, meta_variants.split(";")):
+        label, _, kvs = spec_v.partition(":")
         meta = {k: int(v) for k, v in (kv.split("=") for kv in kvs.split(","))}
         variants.append((label, tune.with_meta(plan, **meta)))
     names = ("x",) if fwd else ("y", "dy")

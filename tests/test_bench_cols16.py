@@ -9,6 +9,7 @@ those differ).
 import dataclasses
 
 import cols_logs
+from forced_plans import without_ftz
 from multisoftmax import dispatch
 
 H200 = dispatch.GPU_CONSTANTS["H200"]
@@ -72,11 +73,12 @@ def test_the_h200_s_plans_ran_ahead_of_the_rules():
 def _fwd(dtype, B, N, T, gpu=""):
     """The forward's plan as these logs knew it: no FTZ (COLS16_FTZ) and the stats launch at the norm launch's step
     (COLS16_FWD_STATS_N), both later than the logs (test_bench_cols16_ftz.py holds them to theirs)."""
-    plan = dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dtype, False, 132, gpu=gpu)
-    metas = [{k: v for k, v in one.meta if k != "FTZ"} for one in plan]
+    plan = without_ftz(dispatch.plan_columns_forward(B, N, T, N * T, T, N * T, T, dtype, False, 132, gpu=gpu))
     if plan[0].kernel == "softmax_fwd_stats_cols":
-        metas[0]["BLOCK_N"] = metas[1]["BLOCK_N"]
-    return tuple(dataclasses.replace(one, meta=tuple(meta.items())) for one, meta in zip(plan, metas))
+        stats, norm = plan
+        plan = (dataclasses.replace(stats, meta=tuple({**stats.kwargs, "BLOCK_N": norm.kwargs["BLOCK_N"]}.items())),
+                norm)
+    return plan
 
 
 def _fwd_tile_chunks(B, N, T):

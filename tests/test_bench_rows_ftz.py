@@ -3,28 +3,15 @@ bench/results/h200/probe_rows_ftz.log (the sweep's 16-bit lengths and 4352, the 
 beside FTZ on, "ftz") and probe_rows_ftz_unaligned.log (unaligned and peeled lengths; "ftzw4", "w4": FTZ on and off
 at 4 warps)."""
 
-import functools
 import math
-import os
-import re
 
+import rows_logs
 from multisoftmax import dispatch
 
-LOGS = os.path.join(os.path.dirname(__file__), os.pardir, "bench", "results", "h200")
 
-
-@functools.cache
 def _cases(name: str) -> dict:
-    """{(dtype, M, N, op): {variant: GB/s}} of the log `name`."""
-    cases = {}
-    with open(os.path.join(LOGS, name)) as f:
-        for line in f:
-            m = re.match(r"(\w+)\s+(\d+)x(\d+)\s+(\w+)\s+fwd dispatch \S+ \| (.*)", line)
-            if m:
-                dtype, M, N, op, rest = m.groups()
-                cases[dtype, int(M), int(N), op] = {
-                    v: int(g) for v, g in re.findall(r"(?:^| \| )(\S+)(?: r\d+)? [\d./]+ us (\d+)", rest)}
-    return cases
+    """{(dtype, M, N, op): {variant: GB/s}} of the log `name` (forwards only)."""
+    return {case[:4]: cells for case, cells in rows_logs.gbps(name).items() if case[4] == "fwd"}
 
 
 def _plan(dtype, M, N, op):

@@ -10,38 +10,27 @@ reloads (RELOAD) is held to its own log by tests/test_bench_gpu_constants.py.
 
 import functools
 import os
-import re
 import sys
 
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "bench"))
+import rows_logs  # noqa: E402
 import targets  # noqa: E402
 from forced_plans import BEFORE_FTZ, FWD_TAILS, module_values_within  # noqa: E402
 from multisoftmax import dispatch  # noqa: E402
 
-LOG = os.path.join(os.path.dirname(__file__), os.pardir, "bench", "results", "h200", "probe_rows.log")
 ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2}
 SPREAD = 0.005  # the rounds of one variant ran within ~0.3% of each other
 
 
 @functools.cache
 def _cases() -> dict:
-    """{(dtype, M, N, op, direction): {variant: GB/s}} of the log's blocks 1-3 ("dispatch": the rules')."""
-    cases = {}
-    with open(LOG) as f:
-        for line in f:
-            if line.startswith("## 4."):
-                break
-            m = re.match(r"(\w+)\s+(\d+)x(\d+)\s+(\w+)\s+(fwd|bwd) dispatch (\S+) \| (.*)", line)
-            if m is None:
-                continue
-            dtype, M, N, op, direction, _, rest = m.groups()
-            gbps = {v: int(g) for v, g in re.findall(r"(?:^| \| )(\S+)(?: r\d+)? [\d./]+ us (\d+)", rest)
-                    if v == "dispatch" or v.startswith("m")}  # not the peers (torch, compile, liger)
-            if len(gbps) > 1:  # a case with variants (not float32 781 of block 1)
-                cases[dtype, int(M), int(N), op, direction] = gbps
-    return cases
+    """{(dtype, M, N, op, direction): {variant: GB/s}} of the log's blocks 1-3 ("dispatch": the rules'), the peers
+    (torch, compile, liger) left out; the cases with variants (not float32 781 of block 1)."""
+    cases = {case: {v: g for v, g in cells.items() if v == "dispatch" or v.startswith("m")}
+             for case, cells in rows_logs.gbps("probe_rows.log", until="## 4.").items()}
+    return {case: cells for case, cells in cases.items() if len(cells) > 1}
 
 
 def _tiling(plan) -> str:
