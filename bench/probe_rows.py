@@ -19,7 +19,11 @@ and dx), from the fastest round. The copy bandwidth of the same run heads the lo
     --tilings 2x4,4x8r64,...   (default: 2, 4, 8 and 16 warps, 32 from 8192 lanes, at 8, 16 and 32 values a thread;
                                 "none": no re-tiling)
     --variants 'ftz:FTZ=1;w8:num_warps=8'   dispatch's launch with its meta replaced (KEY=VALUE,..., ints; a key
-                                the kernel does not take is added: a kernel's constexpr default)
+                                the kernel does not take is added: a kernel's constexpr default); two keys are
+                                not meta: peel=1 plans the case with dispatch's force_peel=True first (PEEL: a
+                                head, a 16-byte-aligned body and a tail), m=B re-tiles that plan to B rows a
+                                program (at num_warps=, where given) as --tilings does
+    --ms 64,528,4096            M of each case (default: the sweep's, min(65536, 256 MB / row)): small grids
 """
 
 from __future__ import annotations
@@ -68,9 +72,23 @@ def tilings(lanes: int, M: int, spec: str):
     return out
 
 
-def case(dtype, N, op, direction, spec, sms, l2, rounds, others, gpu="", meta_variants=""):
+def variant_plan(plan, spec: str, M: int, N: int, dtype: str, log: bool, fwd: bool, sms: int, gpu: str):
+    """A --variants entry's plan: `spec` "KEY=VALUE,..." replaces dispatch's meta; peel=1 plans with force_peel
+    first, m=B re-tiles to B rows a program (tune.with_rows_tiling, at num_warps= where given)."""
+    meta = {k: int(v) for k, v in (kv.split("=") for kv in spec.split(","))}
+    if meta.pop("peel", 0):
+        plan = (dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, sms, force_peel=True, gpu=gpu) if fwd
+                else dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, log, sms, force_peel=True, gpu=gpu))
+    if "m" in meta:
+        (l,) = plan
+        warps = meta.pop("num_warps", l.kwargs["num_warps"])
+        plan = tune.with_rows_tiling(plan, M, meta.pop("m"), warps, getattr(torch, dtype).itemsize, log, fwd)
+    return tune.with_meta(plan, **meta) if meta else plan
+
+
+def case(dtype, N, op, direction, spec, sms, l2, rounds, others, gpu="", meta_variants="", M=None):
     T = getattr(torch, dtype)
-    M = min(M_CAP, SWEEP_BYTES // (N * T.itemsize))
+    M = M or min(M_CAP, SWEEP_BYTES // (N * T.itemsize))
     log = op == "log_softmax"
     x, y, dy, out, bufs, nbytes = tune.make_inputs(M, N, T, direction, log)
     fwd = direction == "fwd"
@@ -90,8 +108,7 @@ def case(dtype, N, op, direction, spec, sms, l2, rounds, others, gpu="", meta_va
         variants.append((f"m{block_m}w{warps}" + (f"r{cap}" if cap else ""), (dataclasses.replace(t, meta=meta),)))
     for spec_v in filter(None, meta_variants.split(";")):
         label, _, kvs = spec_v.partition(":")
-        meta = {k: int(v) for k, v in (kv.split("=") for kv in kvs.split(","))}
-        variants.append((label, tune.with_meta(plan, **meta)))
+        variants.append((label, variant_plan(plan, kvs, M, N, dtype, log, fwd, sms, gpu)))
     names = ("x",) if fwd else ("y", "dy")
     fns, regs = {}, {}
     sel = slice(0, M, max(1, M // 4096))
@@ -122,6 +139,7 @@ def main():
     ap.add_argument("--tilings", default="",
                     help="BLOCK_MxWARPS[rREGS],... (default: 2-16 warps, 8-32 values a thread)")
     ap.add_argument("--variants", default="", help="LABEL:KEY=VALUE,...;... dispatch's launch, meta replaced")
+    ap.add_argument("--ms", default="", help="M,... of each case (default: the sweep's)")
     ap.add_argument("--no-peers", action="store_true", help="time multisoftmax's launches alone")
     ap.add_argument("--rules", action="store_true", help="dispatch: the H100's rules, not this GPU's ROWS_TILINGS")
     args = ap.parse_args()
@@ -141,12 +159,13 @@ def main():
             pass
     for dtype in args.dtypes.split(","):
         for N in map(int, args.ns.split(",")):
-            for op in args.ops.split(","):
-                for direction in args.dirs.split(","):
-                    print(case(dtype, N, op, direction, args.tilings, sms, l2, args.rounds, others, gpu,
-                               args.variants), flush=True)
-                    torch.cuda.empty_cache()
-                    torch.compiler.reset()
+            for M in [int(m) for m in args.ms.split(",") if m] or [None]:
+                for op in args.ops.split(","):
+                    for direction in args.dirs.split(","):
+                        print(case(dtype, N, op, direction, args.tilings, sms, l2, args.rounds, others, gpu,
+                                   args.variants, M), flush=True)
+                        torch.cuda.empty_cache()
+                        torch.compiler.reset()
 
 
 if __name__ == "__main__":
