@@ -20,8 +20,8 @@ and dx), from the fastest round. The copy bandwidth of the same run heads the lo
                                 "none": no re-tiling)
     --variants 'ftz:FTZ=1;w8:num_warps=8'   dispatch's launch with its meta replaced (KEY=VALUE,..., ints; a key
                                 the kernel does not take is added: a kernel's constexpr default); two keys are
-                                not meta: peel=1 plans the case with dispatch's force_peel=True first (PEEL: a
-                                head, a 16-byte-aligned body and a tail), m=B re-tiles that plan to B rows a
+                                not meta: peel=1 (0) plans the case with dispatch's force_peel=True (False) first
+                                (PEEL: a head, a 16-byte-aligned body and a tail), m=B re-tiles that plan to B rows a
                                 program (at num_warps=, where given) as --tilings does
     --ms 64,528,4096            M of each case (default: the sweep's, min(65536, 256 MB / row)): small grids
 """
@@ -73,12 +73,14 @@ def tilings(lanes: int, M: int, spec: str):
 
 
 def variant_plan(plan, spec: str, M: int, N: int, dtype: str, log: bool, fwd: bool, sms: int, gpu: str):
-    """A --variants entry's plan: `spec` "KEY=VALUE,..." replaces dispatch's meta; peel=1 plans with force_peel
-    first, m=B re-tiles to B rows a program (tune.with_rows_tiling, at num_warps= where given)."""
+    """A --variants entry's plan: `spec` "KEY=VALUE,..." replaces dispatch's meta; peel=1 (0) plans with
+    force_peel=True (False) first, m=B re-tiles to B rows a program (tune.with_rows_tiling, at num_warps= where
+    given)."""
     meta = {k: int(v) for k, v in (kv.split("=") for kv in spec.split(","))}
-    if meta.pop("peel", 0):
-        plan = (dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, sms, force_peel=True, gpu=gpu) if fwd
-                else dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, log, sms, force_peel=True, gpu=gpu))
+    if "peel" in meta:
+        force = bool(meta.pop("peel"))
+        plan = (dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, sms, force_peel=force, gpu=gpu) if fwd
+                else dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, log, sms, force_peel=force, gpu=gpu))
     if "m" in meta:
         (l,) = plan
         warps = meta.pop("num_warps", l.kwargs["num_warps"])

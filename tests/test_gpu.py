@@ -351,18 +351,48 @@ def _check_forward_both_adapters(x: torch.Tensor, dim: int, dtype: str, what: st
     torch.cuda.empty_cache()
 
 
-@pytest.mark.parametrize("dtype,N,warps", [("bfloat16", 5200, 4), ("float16", 7000, 4), ("bfloat16", 7680, 16)])
-def test_h200_rows16_ftz_warps_through_both_adapters(dtype, N, warps):
+@pytest.mark.parametrize("dtype,N,per_sm,warps", [("bfloat16", 5200, 6, 4), ("float16", 7000, 6, 4),
+                                                  ("bfloat16", 7680, 6, 16), ("bfloat16", 5200, 2, 16)])
+def test_h200_rows16_ftz_warps_through_both_adapters(dtype, N, per_sm, warps):
     """The H200's 16-bit rows in part of 8192 lanes at 4 warps with FTZ (GPU_CONSTANTS' ROWS16_FWD_FTZ_WARPS: up to
-    0.875 of the lanes) and a row past that at the rules' 16, 2 rows an SM and one more, through the torch adapter
-    and the JAX adapter (jax.vjp), both ops and directions: right against float64. On another GPU the same shapes
-    run its own plans, checked alike."""
-    M = 2 * _sms() + 1
+    0.875 of the lanes, from ROWS16_FWD_FTZ_WARPS_MIN_PER_SM = 6 rows an SM), a row past that and a smaller grid at
+    the rules' 16, `per_sm` rows an SM and one more, through the torch adapter and the JAX adapter (jax.vjp), both
+    ops and directions: right against float64. On another GPU the same shapes run its own plans, checked alike."""
+    M = per_sm * _sms() + 1
     if dispatch.tuned_gpu(torch.cuda.get_device_name()) == "H200":
         for log in (False, True):
             (fwd,) = dispatch.plan_forward(M, N, N, N, dtype, log, _sms(), gpu="H200")
             assert (fwd.kernel, fwd.kwargs["num_warps"], fwd.kwargs["FTZ"]) == ("softmax_fwd_rows", warps, True)
     _check_random_rows(M, N, dtype)
+
+
+@pytest.mark.parametrize("dtype,N", [("bfloat16", 193), ("float16", 385), ("bfloat16", 781), ("float16", 1201),
+                                     ("bfloat16", 1999)])
+def test_h200_peel16_odd_through_both_adapters(dtype, N):
+    """The H200's 16-bit rows of an odd N peeled (GPU_CONSTANTS' ROWS_PEEL16_ODD: forward and backward in 256, 512 and
+    2048 lanes, the backward alone in 1024), 32 rows an SM and one more: through the torch adapter and the JAX adapter
+    (jax.vjp), both ops and directions, on random x, on x with a NaN, a +inf, an all -inf row and the largest and
+    lowest finite values, and (the torch adapter) on x and dy that start 2 bytes past their storage: right against
+    float64. On another GPU the same shapes run its own plans, checked alike."""
+    M = 32 * _sms() + 1
+    if dispatch.tuned_gpu(torch.cuda.get_device_name()) == "H200":
+        for log in (False, True):
+            (fwd,) = dispatch.plan_forward(M, N, N, N, dtype, log, _sms(), gpu="H200")
+            (bwd,) = dispatch.plan_backward(M, N, N, N, N, dtype, log, _sms(), gpu="H200")
+            assert (fwd.kwargs["PEEL"], bwd.kwargs["PEEL"]) == (N != 781, True), (log, fwd, bwd)
+    _check_random_rows(M, N, dtype)
+    big = torch.finfo(getattr(torch, dtype)).max
+    g = torch.Generator(device="cuda").manual_seed(M + N)
+    x = (torch.randn(M, N, device="cuda", generator=g) * 3).to(getattr(torch, dtype))
+    x[0, 5], x[1, 7], x[2, :], x[5, 9], x[6, 10] = float("nan"), float("inf"), -float("inf"), big, -big
+    _check_forward_both_adapters(x, 1, dtype, f"{M}x{N}")
+    tdt = getattr(torch, dtype)
+    x = torch.empty(M * N + 1, device="cuda", dtype=tdt)[1:].view(M, N)
+    dy = torch.empty(M * N + 1, device="cuda", dtype=tdt)[1:].view(M, N)
+    x.copy_(torch.randn(M, N, device="cuda", generator=g) * 4)
+    dy.copy_(torch.randn(M, N, device="cuda", generator=g))
+    assert x.data_ptr() % 4 == 2 and dy.data_ptr() % 4 == 2
+    _check_both_adapters(x, dy, dtype, f"{M}x{N} shifted")
 
 
 def _check_columns_both_adapters(dtype: str, shape: tuple, dim: int):

@@ -2165,12 +2165,14 @@ def test_rows16_fwd_ftz_rule():
 def test_rows16_fwd_ftz_warps_rule():
     """And with FTZ, the H200's 16-bit rows of 8192 lanes (no tail, one a program) that fill at most 0.875 of them
     at 4 warps (GPU_CONSTANTS' ROWS16_FWD_FTZ_WARPS), the rules' 16 past that; float32 (no FTZ), peeled rows (the
-    H200 runs them cooperative), 16384 lanes and the H100's rules keep the rules' warps; nothing else changes."""
+    H200 runs them cooperative), 16384 lanes and the H100's rules keep the rules' warps, and so do grids of fewer
+    than ROWS16_FWD_FTZ_WARPS_MIN_PER_SM (6) rows an SM; nothing else changes."""
     assert dispatch.GPU_CONSTANTS["H200"]["ROWS16_FWD_FTZ_WARPS"] == {8192: (4, 0.875)}
-    assert dispatch.ROWS16_FWD_FTZ_WARPS == {}
+    assert dispatch.ROWS16_FWD_FTZ_WARPS == {} and dispatch.ROWS16_FWD_FTZ_WARPS_MIN_PER_SM == 6
     for dtype in ("bfloat16", "float16"):
         for log in (False, True):
-            for M, N, warps in ((25811, 5200, 4), (22369, 6000, 4), (8, 7168, 4), (17476, 7680, 16),
+            for M, N, warps in ((25811, 5200, 4), (22369, 6000, 4), (792, 7168, 4), (791, 7168, 16), (8, 5200, 16),
+                                (17476, 7680, 16),
                                 (16777, 8000, 16), (16384, 8192, 16), (11184, 12000, 16)):
                 (rules,), (tuned,) = (dispatch.plan_forward(M, N, N, N, dtype, log, 132, gpu=gpu)
                                       for gpu in ("", "H200"))
@@ -2208,6 +2210,82 @@ def test_rows16_fwd_ftz_run(torch_device, dtype, log):
         ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), 1, log), dtype,
                          f"H200 rows16 FTZ fwd {(M, N)} log={log} {dict(one.kwargs)}")
         assert torch.equal(x.isnan(), x_before.isnan()) and torch.equal(x.nan_to_num(), x_before.nan_to_num())
+
+
+def test_rows_peel16_odd_rule():
+    """The H200's 16-bit rows of an odd N shorter than PEEL_MIN_N (ALIGN 1) peel (ROWS_PEEL16_ODD): forward and
+    backward in 256, 512 and 2048 lanes at the peeled rows' tiling, the backward in 1024 lanes one row a program at
+    2 warps from 768 values, in grids of at least 32 rows an SM (ROWS_PEEL16_ODD_MIN_PER_SM); the forward in 1024
+    lanes, rows of an even N, float32 (always peeled), smaller grids, forced families and the H100's rules keep the
+    plans they had; nothing but PEEL, the edges (TAIL_N), the tiling, FTZ (peeled forwards take it) and OFFS32
+    (peeled rows leave it) changes."""
+    assert dispatch.ROWS_PEEL16_ODD == {} and dispatch.ROWS_PEEL16_ODD_MIN_PER_SM == 32
+
+    def plans(M, N, dtype, log, forward, gpu, force=None, force_peel=None):
+        return (dispatch.plan_forward(M, N, N, N, dtype, log, 132, force, force_peel, gpu=gpu) if forward
+                else dispatch.plan_backward(M, N, N, N, N, dtype, log, 132, force, force_peel, gpu=gpu))
+
+    peeled = {(True, 193): (8, 2), (True, 385): (4, 2), (True, 511): (4, 2), (True, 1201): (1, 2), (True, 2047): (1, 2),
+              (False, 193): (8, 2), (False, 449): (4, 2), (False, 769): (1, 2), (False, 781): (1, 2),
+              (False, 1023): (1, 2), (False, 1101): (1, 2), (False, 1999): (1, 2)}
+    skip = ("PEEL", "TAIL_N", "BLOCK_N", "BLOCK_M", "num_warps", "FTZ", "EVEN_M", "ALIGN_M", "OFFS32")
+    for (forward, N), (block_m, warps) in peeled.items():
+        for dtype in ("bfloat16", "float16"):
+            for log in (False, True):
+                for M in (4224, 65536):
+                    (rules,), (tuned,) = plans(M, N, dtype, log, forward, ""), plans(M, N, dtype, log, forward, "H200")
+                    what = (M, N, dtype, log, forward)
+                    assert not rules.kwargs["PEEL"] and tuned.kwargs["PEEL"] and tuned.kwargs["TAIL_N"] == 16, what
+                    assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == (block_m, warps), what
+                    assert tuned.grid == (triton.cdiv(M, block_m),) and tuned.kwargs.get("FTZ", False) == forward
+                    assert tuned.kwargs["BLOCK_N"] == triton.next_power_of_2(N // 8 * 8), what
+                    if forward or not 768 <= N <= 1024:  # the peeled rows' own tiling (in 1024 lanes: 2 rows)
+                        assert plans(M, N, dtype, log, forward, "H200", force_peel=True) == (tuned,), what
+                    assert {k: v for k, v in tuned.kwargs.items() if k not in skip} == \
+                        {k: v for k, v in rules.kwargs.items() if k not in skip}, what
+    kept = [(True, 4224, 781), (True, 4224, 641), (True, 4224, 1001), (False, 4224, 767), (False, 4224, 701),
+            (True, 4223, 385), (False, 4223, 1201), (True, 65536, 780), (False, 65536, 1002), (False, 65536, 1996),
+            (True, 65536, 127), (False, 65536, 127)]
+    for forward, M, N in kept:
+        for log in (False, True):
+            (tuned,) = plans(M, N, "bfloat16", log, forward, "H200")
+            assert not tuned.kwargs["PEEL"], (M, N, forward, log)
+    for forward in (True, False):  # a forced family keeps the rules' choice of PEEL; float32 peels anyway
+        (forced,) = plans(65536, 1201, "bfloat16", False, forward, "H200", "rows")
+        assert not forced.kwargs["PEEL"]
+        (f32,) = plans(65536, 1201, "float32", False, forward, "H200")
+        assert f32.kwargs["PEEL"] and plans(65536, 1201, "float32", False, forward, "")[0].kwargs["PEEL"]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_rows_peel16_odd_run(torch_device, dtype, log):
+    """The H200's peeled odd 16-bit rows (ROWS_PEEL16_ODD: 256, 512 and 2048 lanes both ways, 1024 lanes one row a
+    program backward), planned for 4 SMs so that 128 rows fill the rule's grid, on x with a NaN, a +inf, an all -inf
+    row and the dtype's largest value: y and dx right against float64, inputs not modified."""
+    big = 65504.0 if dtype == "float16" else 3.3895313892515355e38
+    M = 128
+    for N, forward in ((193, True), (385, True), (1201, True), (255, False), (781, False), (1101, False)):
+        (one,) = (dispatch.plan_forward(M, N, N, N, dtype, log, 4, gpu="H200") if forward
+                  else dispatch.plan_backward(M, N, N, N, N, dtype, log, 4, gpu="H200"))
+        assert one.kernel == ("softmax_fwd_rows" if forward else "softmax_bwd_rows") and one.kwargs["PEEL"], N
+        x = _random((M, N), dtype, torch_device, 61 + N)
+        what = f"H200 odd peeled {(M, N)} fwd={forward} log={log} {dict(one.kwargs)}"
+        if forward:
+            x[0, 5], x[1, 7], x[5, N - 2] = float("nan"), float("inf"), big
+            x[2, :] = -float("inf")
+            x_before = x.clone()
+            y = _run((one,), {"x": x}, dtype, torch_device, (M, N))
+            ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), 1, log), dtype, what)
+            assert torch.equal(x.isnan(), x_before.isnan()) and torch.equal(x.nan_to_num(), x_before.nan_to_num())
+            continue
+        y = (torch.log_softmax if log else torch.softmax)(x.double(), -1).to(DTYPES[dtype])
+        dy = _random((M, N), dtype, torch_device, 62 + N)
+        y_before, dy_before = y.clone(), dy.clone()
+        dx = _run((one,), {"y": y, "dy": dy}, dtype, torch_device, (M, N))
+        expected = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=log)
+        ref.assert_close(dx.double().cpu(), expected, dtype, what, scale_atol=True)
+        assert torch.equal(y, y_before) and torch.equal(dy, dy_before)
 
 
 def test_columns_tiling_rule():
@@ -2750,7 +2828,7 @@ def test_rows_reload_rule():
     for M, N, dtype, log in ((8192, 16384, "bfloat16", True), (4096, 16384, "float32", False),
                              (16384, 8192, "bfloat16", False), (5592, 24001, "bfloat16", True),
                              (4095, 16385, "float32", False), (8192, 16000, "bfloat16", False),
-                             (65536, 781, "bfloat16", False)):
+                             (4223, 781, "bfloat16", False)):  # (4224 rows peel: test_rows_peel16_odd_rule)
         assert bwd(M, N, dtype, log, "") == bwd(M, N, dtype, log, "H200"), (M, N, dtype, log)
     for N in (16393, 20001, 24001, 32767):
         for log in (False, True):
