@@ -368,19 +368,21 @@ COOP_SPLIT_SUM_MIN_PER_SM = 4
 # 1,844 to 2,791 GB/s. 16-bit rows peel from PEEL_MIN_N or with a tail anyway; wider ones always.
 # Measured: bench/DISPATCH.md, PEEL_MIN_N.
 PEEL_MIN_N = 2048
-# ROWS_PEEL16_ODD {(forward, lanes): (BLOCK_M, num_warps, fill)} (the H200's: GPU_CONSTANTS; the H100's: none, not
-# measured there): 16-bit rows of an odd N or stride (ALIGN 1: every value moves alone) shorter than PEEL_MIN_N
-# peel where their aligned body takes `lanes` lanes (triton.next_power_of_2(N // 8 * 8)) and N is at least `fill`
-# of them, at BLOCK_M rows a program and num_warps, in grids of at least ROWS_PEEL16_ODD_MIN_PER_SM rows an SM.
-# H200, the benchmark's clock (probe_rows_peel16*.log; bf16 and float16, M = 65536): forward 1.21-1.71x in 256 and
-# 512 lanes, 1.12-1.23x in 2048 (bf16 1201 log_softmax 2,617 -> 3,096 GB/s), but 0.86-1.07x in 1024 (641-1001:
-# left out); backward 1.04-1.27x in 256 and 512 lanes, 1.03-1.37x in 2048 (1201 log_softmax 2,875 -> 3,857), and
-# in 1024 one row a program at 2 warps from 768 values 1.02-1.19x (65536 x 781 softmax 3,693 -> 3,756, the log_softmax
-# 3,601 -> 3,870; 641 and 701: 0.96-1.07x). Rows of an even N (ALIGN 2 or 4: 778, 780, 1002, 1004, 1502, 1996)
-# lost peeled (0.75-1.03x); so did small grids (264 and 1056 rows: 0.81-1.18x; 4224 rows: 1.00-1.28x).
-# Measured: bench/DISPATCH.md, ROWS_PEEL16_ODD.
-ROWS_PEEL16_ODD: dict = {}
-ROWS_PEEL16_ODD_MIN_PER_SM = 32
+# ROWS_PEEL16 {(forward, lanes): (BLOCK_M, num_warps, fill, align)} (the H200's: GPU_CONSTANTS; the H100's: none,
+# not measured there): 16-bit rows not 16-byte aligned, of ALIGN at most `align` (1: an odd N or stride, so every value
+# moves alone; 2, 4: pairs, quads), shorter than PEEL_MIN_N, peel where their aligned body takes `lanes` lanes
+# (triton.next_power_of_2(N // 8 * 8)) and N is at least `fill` of them, at BLOCK_M rows a program and num_warps, in
+# grids of at least ROWS_PEEL16_MIN_PER_SM rows an SM. H200, the benchmark's clock (probe_rows_peel16*.log; bf16 and
+# float16, M = 65536): odd N forward 1.21-1.71x in 256 and 512 lanes, 1.12-1.23x in 2048 (bf16 1201 log_softmax 2,617
+# -> 3,096 GB/s), but 0.86-1.07x in 1024 (641-1001: left out); backward 1.04-1.27x in 256 and 512 lanes, 1.03-1.37x
+# in 2048 (1201 log_softmax 2,875 -> 3,857), and in 1024 one row a program at 2 warps from 768 values 1.02-1.19x
+# (65536 x 781 softmax 3,693 -> 3,756, the log_softmax 3,601 -> 3,870; 641 and 701: 0.96-1.07x). Even N (ALIGN 2 or
+# 4) forward 1.02-1.42x in 256 and 512 lanes (196-510), 0.74-0.99x in 1024 and 2048 (778-1502, 1996); backward
+# 0.83-1.04x: left out. The gain is the peel's: the rows unpeeled at the peeled tiling ran 0.04-0.93x of it
+# (probe_rows_peel16_check.log). Small grids were mixed (264 and 1056 rows: 0.81-1.18x; 4224 rows: 1.00-1.28x).
+# Measured: bench/DISPATCH.md, ROWS_PEEL16.
+ROWS_PEEL16: dict = {}
+ROWS_PEEL16_MIN_PER_SM = 32
 # A chunk of a split row is at least this many elements, so each program streams long
 # enough to hide its start-up and the partials stay few.
 MIN_CHUNK = 8192
@@ -559,9 +561,9 @@ GPU_CONSTANTS = {
                  COLS16_SHORT_MIN_VALUES=32, COLS16_BWD_MIN_VALUES=(32, 128, 512, 0.8), COLS32_MIN_VALUES=32,
                  COLS16_FWD_TAIL=True, COLS16_FTZ=True, COLS16_FWD_STATS_N=16, ROWS16_FWD_FTZ=True,
                  ROWS16_FWD_FTZ_WARPS={8192: (4, 0.875)},
-                 ROWS_PEEL16_ODD={(True, 256): (8, 2, 0.0), (True, 512): (4, 2, 0.0), (True, 2048): (1, 2, 0.0),
-                                  (False, 256): (8, 2, 0.0), (False, 512): (4, 2, 0.0), (False, 1024): (1, 2, 0.75),
-                                  (False, 2048): (1, 2, 0.0)}),
+                 ROWS_PEEL16={(True, 256): (8, 2, 0.0, 4), (True, 512): (4, 2, 0.0, 4), (True, 2048): (1, 2, 0.0, 1),
+                              (False, 256): (8, 2, 0.0, 1), (False, 512): (4, 2, 0.0, 1), (False, 1024): (1, 2, 0.75, 1),
+                              (False, 2048): (1, 2, 0.0, 1)}),
 }
 
 
@@ -681,15 +683,15 @@ def peel(N: int, itemsize: int, align: int, strides_equal: bool, force: bool | N
     return itemsize >= 4 or N >= PEEL_MIN_N or row_segments(N)[1] > 0
 
 
-def _peel16_odd(M: int, N: int, itemsize: int, align: int, strides_equal: bool, forward: bool, num_sms: int,
-                gpu: str) -> tuple[int, int] | None:
-    """(BLOCK_M, num_warps) where 16-bit rows of an odd N or stride that `peel` leaves whole peel on this GPU
-    (ROWS_PEEL16_ODD), else None."""
-    if itemsize != 2 or align != 1 or not strides_equal or M < ROWS_PEEL16_ODD_MIN_PER_SM * num_sms:
+def _peel16(M: int, N: int, itemsize: int, align: int, strides_equal: bool, forward: bool, num_sms: int,
+            gpu: str) -> tuple[int, int] | None:
+    """(BLOCK_M, num_warps) where 16-bit rows not 16-byte aligned that `peel` leaves whole peel on this GPU
+    (ROWS_PEEL16), else None."""
+    if itemsize != 2 or align >= 8 or not strides_equal or M < ROWS_PEEL16_MIN_PER_SM * num_sms:
         return None
     lanes = triton.next_power_of_2(max(1, N // 8 * 8))
-    block_m, num_warps, fill = _tuned("ROWS_PEEL16_ODD", gpu).get((forward, lanes), (0, 0, float("inf")))
-    return (min(block_m, triton.next_power_of_2(M)), num_warps) if N >= fill * lanes else None
+    block_m, num_warps, fill, most = _tuned("ROWS_PEEL16", gpu).get((forward, lanes), (0, 0, 0.0, 0))
+    return (min(block_m, triton.next_power_of_2(M)), num_warps) if align <= most and N >= fill * lanes else None
 
 
 def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool = False, itemsize: int = 4,
@@ -1211,9 +1213,9 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
     fam = force or family(M, N, itemsize, num_sms, acc["ALIGN"] * itemsize >= 16)
     vec = 16 // itemsize
     peeled = peel(N, itemsize, acc["ALIGN"], stride_xm == stride_ym, force_peel)  # the rows and coop families'
-    odd = (_peel16_odd(M, N, itemsize, acc["ALIGN"], stride_xm == stride_ym, True, num_sms, gpu)
-           if fam == "rows" and not force and not peeled and force_peel is None else None)
-    peeled = peeled or odd is not None  # this GPU's odd 16-bit rows peeled (ROWS_PEEL16_ODD)
+    peel16 = (_peel16(M, N, itemsize, acc["ALIGN"], stride_xm == stride_ym, True, num_sms, gpu)
+              if fam == "rows" and not force and not peeled and force_peel is None else None)
+    peeled = peeled or peel16 is not None  # this GPU's unaligned 16-bit rows peeled (ROWS_PEEL16)
     if (fam == "rows" and not force and itemsize == 2 and peeled and _coop_chunks(N, itemsize)[1] <= num_sms
             and _peeled16_fwd_coop(M, N, triton.next_power_of_2(N // vec * vec), log, num_sms, gpu)):
         fam = "coop"  # peeled 16-bit rows this GPU runs faster cooperative (ROWS_PEELED16_FWD_MAX_LANES, _COOP)
@@ -1234,8 +1236,8 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
     if fam == "rows":
         BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, vec=vec if peeled else 0, log=log,
                                                               itemsize=itemsize, aligned=acc["ALIGN"] >= vec, gpu=gpu)
-        if odd:
-            (BLOCK_M, num_warps), grid = odd, (triton.cdiv(M, odd[0]),)
+        if peel16:
+            (BLOCK_M, num_warps), grid = peel16, (triton.cdiv(M, peel16[0]),)
         rows_m = _rows_m(M, BLOCK_M, itemsize, log, True)
         # ROWS_FWD_ONE_ROW_N's rows unmasked; 32-bit offsets (ROWS_FWD16_OFFS32_LANES) where they fit
         even_n = (BLOCK_M == 1 and N == BLOCK_N and not TAIL_N and not peeled
@@ -1351,9 +1353,9 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
              if counters_per_call and fam == "coop" and not force else None)
     fam = "split" if fresh else fam
     peeled = peel(N, itemsize, acc["ALIGN"], stride_ym == stride_dym == stride_dxm, force_peel)  # as plan_forward's
-    odd = (_peel16_odd(M, N, itemsize, acc["ALIGN"], stride_ym == stride_dym == stride_dxm, False, num_sms, gpu)
-           if fam == "rows" and not force and not peeled and force_peel is None else None)
-    peeled = peeled or odd is not None  # as plan_forward's (ROWS_PEEL16_ODD)
+    peel16 = (_peel16(M, N, itemsize, acc["ALIGN"], stride_ym == stride_dym == stride_dxm, False, num_sms, gpu)
+              if fam == "rows" and not force and not peeled and force_peel is None else None)
+    peeled = peeled or peel16 is not None  # as plan_forward's (ROWS_PEEL16)
     if fam in ("rows", "coop", "pipe"):
         acc = dict(PEEL=peeled, VEC=vec, **acc)
     # The pipelined kernel where it pays over the cooperative one (PIPE_*), or where forced ("pipe").
@@ -1365,8 +1367,8 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
         BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, forward=False, vec=vec if peeled else 0,
                                                               log=log, itemsize=itemsize, aligned=acc["ALIGN"] >= vec,
                                                               gpu=gpu)
-        if odd:
-            (BLOCK_M, num_warps), grid = odd, (triton.cdiv(M, odd[0]),)
+        if peel16:
+            (BLOCK_M, num_warps), grid = peel16, (triton.cdiv(M, peel16[0]),)
         # RELOAD where this GPU's tiling has it (ROWS_TILINGS), its peeled 16-bit rows (ROWS_PEELED16_BWD_RELOAD),
         # its aligned ones with a tail (ROWS_TAIL16_BWD_RELOAD) or its wide ones (ROWS_BWD16_RELOAD_*) take it; left
         # out of the launch where off, as on the H100.

@@ -2212,14 +2212,15 @@ def test_rows16_fwd_ftz_run(torch_device, dtype, log):
         assert torch.equal(x.isnan(), x_before.isnan()) and torch.equal(x.nan_to_num(), x_before.nan_to_num())
 
 
-def test_rows_peel16_odd_rule():
-    """The H200's 16-bit rows of an odd N shorter than PEEL_MIN_N (ALIGN 1) peel (ROWS_PEEL16_ODD): forward and
-    backward in 256, 512 and 2048 lanes at the peeled rows' tiling, the backward in 1024 lanes one row a program at
-    2 warps from 768 values, in grids of at least 32 rows an SM (ROWS_PEEL16_ODD_MIN_PER_SM); the forward in 1024
-    lanes, rows of an even N, float32 (always peeled), smaller grids, forced families and the H100's rules keep the
-    plans they had; nothing but PEEL, the edges (TAIL_N), the tiling, FTZ (peeled forwards take it) and OFFS32
-    (peeled rows leave it) changes."""
-    assert dispatch.ROWS_PEEL16_ODD == {} and dispatch.ROWS_PEEL16_ODD_MIN_PER_SM == 32
+def test_rows_peel16_rule():
+    """The H200's 16-bit rows shorter than PEEL_MIN_N that are not 16-byte aligned peel (ROWS_PEEL16): of an odd N
+    (ALIGN 1) forward and backward in 256, 512 and 2048 lanes at the peeled rows' tiling, backward in 1024 lanes one
+    row a program at 2 warps from 768 values; of an even N (ALIGN 2, 4) the forward in 256 and 512 lanes; in grids of
+    at least 32 rows an SM (ROWS_PEEL16_MIN_PER_SM). The forward in 1024 lanes, the even rows' backward and longer
+    forwards, float32 (always peeled), smaller grids, forced families and the H100's rules keep the plans they had;
+    nothing but PEEL, the edges (TAIL_N), the tiling, FTZ (peeled forwards take it) and OFFS32 (peeled rows leave it)
+    changes."""
+    assert dispatch.ROWS_PEEL16 == {} and dispatch.ROWS_PEEL16_MIN_PER_SM == 32
 
     def plans(M, N, dtype, log, forward, gpu, force=None, force_peel=None):
         return (dispatch.plan_forward(M, N, N, N, dtype, log, 132, force, force_peel, gpu=gpu) if forward
@@ -2227,7 +2228,8 @@ def test_rows_peel16_odd_rule():
 
     peeled = {(True, 193): (8, 2), (True, 385): (4, 2), (True, 511): (4, 2), (True, 1201): (1, 2), (True, 2047): (1, 2),
               (False, 193): (8, 2), (False, 449): (4, 2), (False, 769): (1, 2), (False, 781): (1, 2),
-              (False, 1023): (1, 2), (False, 1101): (1, 2), (False, 1999): (1, 2)}
+              (False, 1023): (1, 2), (False, 1101): (1, 2), (False, 1999): (1, 2), (True, 196): (8, 2),
+              (True, 254): (8, 2), (True, 300): (4, 2), (True, 510): (4, 2)}
     skip = ("PEEL", "TAIL_N", "BLOCK_N", "BLOCK_M", "num_warps", "FTZ", "EVEN_M", "ALIGN_M", "OFFS32")
     for (forward, N), (block_m, warps) in peeled.items():
         for dtype in ("bfloat16", "float16"):
@@ -2245,7 +2247,8 @@ def test_rows_peel16_odd_rule():
                         {k: v for k, v in rules.kwargs.items() if k not in skip}, what
     kept = [(True, 4224, 781), (True, 4224, 641), (True, 4224, 1001), (False, 4224, 767), (False, 4224, 701),
             (True, 4223, 385), (False, 4223, 1201), (True, 65536, 780), (False, 65536, 1002), (False, 65536, 1996),
-            (True, 65536, 127), (False, 65536, 127)]
+            (True, 65536, 127), (False, 65536, 127), (False, 65536, 300), (False, 65536, 254), (True, 65536, 1500),
+            (True, 65536, 1002), (True, 65536, 512), (False, 65536, 1024)]
     for forward, M, N in kept:
         for log in (False, True):
             (tuned,) = plans(M, N, "bfloat16", log, forward, "H200")
@@ -2259,18 +2262,20 @@ def test_rows_peel16_odd_rule():
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
-def test_rows_peel16_odd_run(torch_device, dtype, log):
-    """The H200's peeled odd 16-bit rows (ROWS_PEEL16_ODD: 256, 512 and 2048 lanes both ways, 1024 lanes one row a
-    program backward), planned for 4 SMs so that 128 rows fill the rule's grid, on x with a NaN, a +inf, an all -inf
-    row and the dtype's largest value: y and dx right against float64, inputs not modified."""
+def test_rows_peel16_run(torch_device, dtype, log):
+    """The H200's peeled unaligned 16-bit rows (ROWS_PEEL16: odd N in 256, 512 and 2048 lanes both ways, 1024 lanes one
+    row a program backward; even N forward in 256 and 512 lanes), planned for 4 SMs so that 128 rows fill the rule's
+    grid, on x with a NaN, a +inf, an all -inf row and the dtype's largest value: y and dx right against float64,
+    inputs not modified."""
     big = 65504.0 if dtype == "float16" else 3.3895313892515355e38
     M = 128
-    for N, forward in ((193, True), (385, True), (1201, True), (255, False), (781, False), (1101, False)):
+    for N, forward in ((193, True), (385, True), (1201, True), (255, False), (781, False), (1101, False), (254, True),
+                       (300, True)):
         (one,) = (dispatch.plan_forward(M, N, N, N, dtype, log, 4, gpu="H200") if forward
                   else dispatch.plan_backward(M, N, N, N, N, dtype, log, 4, gpu="H200"))
         assert one.kernel == ("softmax_fwd_rows" if forward else "softmax_bwd_rows") and one.kwargs["PEEL"], N
         x = _random((M, N), dtype, torch_device, 61 + N)
-        what = f"H200 odd peeled {(M, N)} fwd={forward} log={log} {dict(one.kwargs)}"
+        what = f"H200 peeled {(M, N)} fwd={forward} log={log} {dict(one.kwargs)}"
         if forward:
             x[0, 5], x[1, 7], x[5, N - 2] = float("nan"), float("inf"), big
             x[2, :] = -float("inf")
@@ -2828,7 +2833,7 @@ def test_rows_reload_rule():
     for M, N, dtype, log in ((8192, 16384, "bfloat16", True), (4096, 16384, "float32", False),
                              (16384, 8192, "bfloat16", False), (5592, 24001, "bfloat16", True),
                              (4095, 16385, "float32", False), (8192, 16000, "bfloat16", False),
-                             (4223, 781, "bfloat16", False)):  # (4224 rows peel: test_rows_peel16_odd_rule)
+                             (4223, 781, "bfloat16", False)):  # (4224 rows peel: test_rows_peel16_rule)
         assert bwd(M, N, dtype, log, "") == bwd(M, N, dtype, log, "H200"), (M, N, dtype, log)
     for N in (16393, 20001, 24001, 32767):
         for log in (False, True):
