@@ -179,6 +179,12 @@ ROWS_TILINGS = {"H200": {**{(forward, itemsize, log, lanes, filled): tiling
                          # ...and of rows in part of 16384 lanes (9216-16000): 16 warps took 77 registers a thread
                          # (1 program an SM), 8 ran 1.15-1.40x (bench/results/h200/probe_rows_wide_fill.log)
                          (True, 4, True, 16384, False): (1, 8),
+                         # ...and the 16-bit forward of rows in part of 512 lanes (257-511 values, unpeeled: aligned,
+                         # or ALIGN 2 or 4) at 4 rows a program and 2 warps, not 4-8 at 4: 1.006-1.15x aligned (bf16
+                         # 65536 x 384 log_softmax 3,257 -> 3,755 GB/s), 1.09-1.24x unaligned (302-506), and there
+                         # 0.985-1.06x of the same rows peeled (probe_rows_512_fwd16.log; ROWS_PEEL16 peels only the
+                         # odd ones)
+                         **{(True, 2, log, 512, False): (4, 2) for log in (False, True)},
                          (False, 2, False, 16384, True): (1, 32, True)}}  # the 16-bit softmax backward: RELOAD
 
 
@@ -377,9 +383,11 @@ PEEL_MIN_N = 2048
 # -> 3,096 GB/s), but 0.86-1.07x in 1024 (641-1001: left out); backward 1.04-1.27x in 256 and 512 lanes, 1.03-1.37x
 # in 2048 (1201 log_softmax 2,875 -> 3,857), and in 1024 one row a program at 2 warps from 768 values 1.02-1.19x
 # (65536 x 781 softmax 3,693 -> 3,756, the log_softmax 3,601 -> 3,870; 641 and 701: 0.96-1.07x). Even N (ALIGN 2 or
-# 4) forward 1.02-1.42x in 256 and 512 lanes (196-510), 0.74-0.99x in 1024 and 2048 (778-1502, 1996); backward
-# 0.83-1.04x: left out. The gain is the peel's: the rows unpeeled at the peeled tiling ran 0.04-0.93x of it
-# (probe_rows_peel16_check.log). Small grids were mixed (264 and 1056 rows: 0.81-1.18x; 4224 rows: 1.00-1.28x).
+# 4) forward 1.02-1.61x in 256 and 512 lanes (142-510), 0.74-0.99x in 1024 and 2048 (778-1502, 1996), backward
+# 0.83-1.04x: peeled in 256 lanes alone, since in 512 the rows unpeeled at the same tiling (4 rows, 2 warps:
+# ROWS_TILINGS) ran 0.985-1.06x of them peeled. For the odd rows the gain is the peel's: unpeeled at the peeled tiling
+# they ran 0.04-0.93x of it (probe_rows_peel16_check.log, _even.log, probe_rows_512_fwd16.log). Small grids were
+# mixed (264 and 1056 rows: 0.81-1.18x; 4224 rows: 1.00-1.28x).
 # Measured: bench/DISPATCH.md, ROWS_PEEL16.
 ROWS_PEEL16: dict = {}
 ROWS_PEEL16_MIN_PER_SM = 32
@@ -561,7 +569,7 @@ GPU_CONSTANTS = {
                  COLS16_SHORT_MIN_VALUES=32, COLS16_BWD_MIN_VALUES=(32, 128, 512, 0.8), COLS32_MIN_VALUES=32,
                  COLS16_FWD_TAIL=True, COLS16_FTZ=True, COLS16_FWD_STATS_N=16, ROWS16_FWD_FTZ=True,
                  ROWS16_FWD_FTZ_WARPS={8192: (4, 0.875)},
-                 ROWS_PEEL16={(True, 256): (8, 2, 0.0, 4), (True, 512): (4, 2, 0.0, 4), (True, 2048): (1, 2, 0.0, 1),
+                 ROWS_PEEL16={(True, 256): (8, 2, 0.0, 4), (True, 512): (4, 2, 0.0, 1), (True, 2048): (1, 2, 0.0, 1),
                               (False, 256): (8, 2, 0.0, 1), (False, 512): (4, 2, 0.0, 1), (False, 1024): (1, 2, 0.75, 1),
                               (False, 2048): (1, 2, 0.0, 1)}),
 }

@@ -2215,9 +2215,10 @@ def test_rows16_fwd_ftz_run(torch_device, dtype, log):
 def test_rows_peel16_rule():
     """The H200's 16-bit rows shorter than PEEL_MIN_N that are not 16-byte aligned peel (ROWS_PEEL16): of an odd N
     (ALIGN 1) forward and backward in 256, 512 and 2048 lanes at the peeled rows' tiling, backward in 1024 lanes one
-    row a program at 2 warps from 768 values; of an even N (ALIGN 2, 4) the forward in 256 and 512 lanes; in grids of
-    at least 32 rows an SM (ROWS_PEEL16_MIN_PER_SM). The forward in 1024 lanes, the even rows' backward and longer
-    forwards, float32 (always peeled), smaller grids, forced families and the H100's rules keep the plans they had;
+    row a program at 2 warps from 768 values; of an even N (ALIGN 2, 4) the forward in 256 lanes; in grids of at least
+    32 rows an SM (ROWS_PEEL16_MIN_PER_SM). The forward in 1024 lanes, the even rows' backward and longer forwards
+    (in 512 lanes: ROWS_TILINGS' 4 rows at 2 warps, unpeeled), float32 (always peeled), smaller grids, forced families
+    and the H100's rules keep the plans they had;
     nothing but PEEL, the edges (TAIL_N), the tiling, FTZ (peeled forwards take it) and OFFS32 (peeled rows leave it)
     changes."""
     assert dispatch.ROWS_PEEL16 == {} and dispatch.ROWS_PEEL16_MIN_PER_SM == 32
@@ -2229,7 +2230,7 @@ def test_rows_peel16_rule():
     peeled = {(True, 193): (8, 2), (True, 385): (4, 2), (True, 511): (4, 2), (True, 1201): (1, 2), (True, 2047): (1, 2),
               (False, 193): (8, 2), (False, 449): (4, 2), (False, 769): (1, 2), (False, 781): (1, 2),
               (False, 1023): (1, 2), (False, 1101): (1, 2), (False, 1999): (1, 2), (True, 196): (8, 2),
-              (True, 254): (8, 2), (True, 300): (4, 2), (True, 510): (4, 2)}
+              (True, 254): (8, 2), (True, 142): (8, 2)}
     skip = ("PEEL", "TAIL_N", "BLOCK_N", "BLOCK_M", "num_warps", "FTZ", "EVEN_M", "ALIGN_M", "OFFS32")
     for (forward, N), (block_m, warps) in peeled.items():
         for dtype in ("bfloat16", "float16"):
@@ -2248,7 +2249,7 @@ def test_rows_peel16_rule():
     kept = [(True, 4224, 781), (True, 4224, 641), (True, 4224, 1001), (False, 4224, 767), (False, 4224, 701),
             (True, 4223, 385), (False, 4223, 1201), (True, 65536, 780), (False, 65536, 1002), (False, 65536, 1996),
             (True, 65536, 127), (False, 65536, 127), (False, 65536, 300), (False, 65536, 254), (True, 65536, 1500),
-            (True, 65536, 1002), (True, 65536, 512), (False, 65536, 1024)]
+            (True, 65536, 1002), (True, 65536, 512), (False, 65536, 1024), (True, 65536, 300), (True, 65536, 510)]
     for forward, M, N in kept:
         for log in (False, True):
             (tuned,) = plans(M, N, "bfloat16", log, forward, "H200")
@@ -2264,13 +2265,13 @@ def test_rows_peel16_rule():
 @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
 def test_rows_peel16_run(torch_device, dtype, log):
     """The H200's peeled unaligned 16-bit rows (ROWS_PEEL16: odd N in 256, 512 and 2048 lanes both ways, 1024 lanes one
-    row a program backward; even N forward in 256 and 512 lanes), planned for 4 SMs so that 128 rows fill the rule's
+    row a program backward; even N forward in 256 lanes), planned for 4 SMs so that 128 rows fill the rule's
     grid, on x with a NaN, a +inf, an all -inf row and the dtype's largest value: y and dx right against float64,
     inputs not modified."""
     big = 65504.0 if dtype == "float16" else 3.3895313892515355e38
     M = 128
     for N, forward in ((193, True), (385, True), (1201, True), (255, False), (781, False), (1101, False), (254, True),
-                       (300, True)):
+                       (190, True)):
         (one,) = (dispatch.plan_forward(M, N, N, N, dtype, log, 4, gpu="H200") if forward
                   else dispatch.plan_backward(M, N, N, N, N, dtype, log, 4, gpu="H200"))
         assert one.kernel == ("softmax_fwd_rows" if forward else "softmax_bwd_rows") and one.kwargs["PEEL"], N
@@ -2623,7 +2624,7 @@ def test_rows_bwd_one_row_rule():
 # N of a case for each ROWS_TILINGS key's (itemsize, lanes, filled): the lanes themselves where filled, else a
 # length in those lanes (float32 781: peeled; 16-bit 781: unaligned; 1536 and 3000: not filled; not the benchmark's
 # 1152, whose forward the H200 now runs as 1024 + 128, ROWS_FWD_TAILS).
-_TUNED_N = {(2, 1024, False): 781, (2, 2048, False): 1536, (2, 4096, False): 3000, (4, 1024, False): 781,
+_TUNED_N = {(2, 512, False): 384, (2, 1024, False): 781, (2, 2048, False): 1536, (2, 4096, False): 3000, (4, 1024, False): 781,
             (4, 2048, False): 1536, (4, 16384, False): 12288}
 
 
