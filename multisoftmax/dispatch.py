@@ -181,7 +181,7 @@ ROWS_TILINGS = {"H200": {**{(forward, itemsize, log, lanes, filled): tiling
                          (True, 4, True, 16384, False): (1, 8),
                          # ...and the 16-bit forward of rows in part of 512 lanes (257-511 values, unpeeled: aligned,
                          # or ALIGN 2 or 4) at 4 rows a program and 2 warps, not 4-8 at 4: 1.006-1.15x aligned (bf16
-                         # 65536 x 384 log_softmax 3,257 -> 3,755 GB/s), 1.09-1.24x unaligned (302-506), and there
+                         # 65536 x 384 log_softmax 3,257 -> 3,755 GB/s), 1.01-1.31x unaligned (302-506), and there
                          # 0.985-1.06x of the same rows peeled (probe_rows_512_fwd16.log; ROWS_PEEL16 peels only the
                          # odd ones)
                          **{(True, 2, log, 512, False): (4, 2) for log in (False, True)},
@@ -381,7 +381,7 @@ PEEL_MIN_N = 2048
 # grids of at least ROWS_PEEL16_MIN_PER_SM rows an SM. H200, the benchmark's clock (probe_rows_peel16*.log; bf16 and
 # float16, M = 65536): odd N forward 1.21-1.71x in 256 and 512 lanes, 1.12-1.23x in 2048 (bf16 1201 log_softmax 2,617
 # -> 3,096 GB/s), but 0.86-1.07x in 1024 (641-1001: left out); backward 1.04-1.27x in 256 and 512 lanes, 1.03-1.37x
-# in 2048 (1201 log_softmax 2,875 -> 3,857), and in 1024 one row a program at 2 warps from 768 values 1.02-1.19x
+# in 2048 (1201 log_softmax 2,875 -> 3,848), and in 1024 one row a program at 2 warps from 768 values 1.02-1.19x
 # (65536 x 781 softmax 3,693 -> 3,756, the log_softmax 3,601 -> 3,870; 641 and 701: 0.96-1.07x). Even N (ALIGN 2 or
 # 4) forward 1.02-1.61x in 256 and 512 lanes (142-510), 0.74-0.99x in 1024 and 2048 (778-1502, 1996), backward
 # 0.83-1.04x: peeled in 256 lanes alone, since in 512 the rows unpeeled at the same tiling (4 rows, 2 warps:
