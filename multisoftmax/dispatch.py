@@ -99,7 +99,7 @@ ROWS16_FWD_FTZ = False
 # bench/DISPATCH.md, ROWS16_FWD_FTZ.
 ROWS16_FWD_FTZ_WARPS = {}
 # ROWS16_FWD_FTZ_WARPS_MIN_PER_SM: ...in grids of at least this many rows an SM. H200 (probe_rows_ftz_warps_small*.log,
-# bf16 5200 and 7000 values): at 4 warps the log_softmax ran 0.89-0.98x of the rules' 16 warps on 64-528 rows (the
+# bf16 5200 and 7000 values): at 4 warps the log_softmax ran 0.85-0.99x of the rules' 16 warps on 64-528 rows (the
 # softmax 0.99-1.01x), 1.07-1.15x from 792 (6 an SM). Measured: bench/DISPATCH.md, ROWS16_FWD_FTZ.
 ROWS16_FWD_FTZ_WARPS_MIN_PER_SM = 6
 # ...and the float32 softmax (not log_softmax) forward of full rows of ROWS_FWD32_HALF_N values holds
@@ -183,7 +183,7 @@ ROWS_TILINGS = {"H200": {**{(forward, itemsize, log, lanes, filled): tiling
                          # or ALIGN 2 or 4) at 4 rows a program and 2 warps, not 4-8 at 4: 1.006-1.15x aligned (bf16
                          # 65536 x 384 log_softmax 3,257 -> 3,755 GB/s), 1.01-1.31x unaligned (302-506), and there
                          # 0.985-1.06x of the same rows peeled (probe_rows_512_fwd16.log; ROWS_PEEL16 peels only the
-                         # odd ones)
+                         # odd ones, and those it leaves whole, in small grids, run so too: 1.09-1.16x at 65536 rows)
                          **{(True, 2, log, 512, False): (4, 2) for log in (False, True)},
                          (False, 2, False, 16384, True): (1, 32, True)}}  # the 16-bit softmax backward: RELOAD
 
@@ -570,8 +570,8 @@ GPU_CONSTANTS = {
                  COLS16_FWD_TAIL=True, COLS16_FTZ=True, COLS16_FWD_STATS_N=16, ROWS16_FWD_FTZ=True,
                  ROWS16_FWD_FTZ_WARPS={8192: (4, 0.875)},
                  ROWS_PEEL16={(True, 256): (8, 2, 0.0, 4), (True, 512): (4, 2, 0.0, 1), (True, 2048): (1, 2, 0.0, 1),
-                              (False, 256): (8, 2, 0.0, 1), (False, 512): (4, 2, 0.0, 1), (False, 1024): (1, 2, 0.75, 1),
-                              (False, 2048): (1, 2, 0.0, 1)}),
+                              (False, 256): (8, 2, 0.0, 1), (False, 512): (4, 2, 0.0, 1),
+                              (False, 1024): (1, 2, 0.75, 1), (False, 2048): (1, 2, 0.0, 1)}),
 }
 
 

@@ -75,7 +75,7 @@ def test_the_check_after_the_rule():
 
 
 def test_ftz_warps_from_six_rows_an_sm():
-    """probe_rows_ftz_warps_small*.log: on 64-528 rows (at most 4 an SM) 4 warps ran the log_softmax 0.84-0.99x of the
+    """probe_rows_ftz_warps_small*.log: on 64-528 rows (at most 4 an SM) 4 warps ran the log_softmax 0.85-0.99x of the
     rules' 16 and the softmax within 1%: the H200 keeps 16 there now; from 792 rows (6 an SM) 4 warps ran ahead of 16
     in both ops, and it keeps 4."""
     for name in ("probe_rows_ftz_warps_small.log", "probe_rows_ftz_warps_small2.log"):
