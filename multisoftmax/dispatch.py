@@ -378,9 +378,11 @@ PEEL_MIN_N = 2048
 # not measured there): 16-bit rows not 16-byte aligned, of ALIGN at most `align` (1: an odd N or stride, so every value
 # moves alone; 2, 4: pairs, quads), shorter than PEEL_MIN_N, peel where their aligned body takes `lanes` lanes
 # (triton.next_power_of_2(N // 8 * 8)) and N is at least `fill` of them, at BLOCK_M rows a program and num_warps, in
-# grids of at least ROWS_PEEL16_MIN_PER_SM rows an SM. H200, the benchmark's clock (probe_rows_peel16*.log; bf16 and
-# float16, M = 65536): odd N forward 1.21-1.71x in 256 and 512 lanes, 1.12-1.23x in 2048 (bf16 1201 log_softmax 2,617
-# -> 3,096 GB/s), but 0.86-1.07x in 1024 (641-1001: left out); backward 1.04-1.27x in 256 and 512 lanes, 1.03-1.37x
+# grids of at least ROWS_PEEL16_MIN_PER_SM rows an SM. H200, the benchmark's clock (probe_rows_peel16*.log,
+# probe_rows_1024_odd_fwd16*.log; bf16 and float16, M = 65536): odd N forward 1.21-1.71x in 256 and 512 lanes; in 1024
+# and 2048 lanes one row a program at 1 warp (at 2 warps and more 0.86-1.07x in 1024): 1.15-1.25x from 641 values in
+# 1024 (65536 x 781 softmax 3,368 -> 3,938 GB/s, 0.79 -> 0.93 of the copy), 1.15-1.43x in 2048 (1201 log_softmax
+# 2,617 -> 3,747); backward 1.04-1.27x in 256 and 512 lanes, 1.03-1.37x
 # in 2048 (1201 log_softmax 2,875 -> 3,848), and in 1024 one row a program at 2 warps from 768 values 1.02-1.19x
 # (65536 x 781 softmax 3,693 -> 3,756, the log_softmax 3,601 -> 3,870; 641 and 701: 0.96-1.07x). Even N (ALIGN 2 or
 # 4) forward 1.02-1.61x in 256 and 512 lanes (142-510), 0.74-0.99x in 1024 and 2048 (778-1502, 1996), backward
@@ -569,7 +571,8 @@ GPU_CONSTANTS = {
                  COLS16_SHORT_MIN_VALUES=32, COLS16_BWD_MIN_VALUES=(32, 128, 512, 0.8), COLS32_MIN_VALUES=32,
                  COLS16_FWD_TAIL=True, COLS16_FTZ=True, COLS16_FWD_STATS_N=16, ROWS16_FWD_FTZ=True,
                  ROWS16_FWD_FTZ_WARPS={8192: (4, 0.875)},
-                 ROWS_PEEL16={(True, 256): (8, 2, 0.0, 4), (True, 512): (4, 2, 0.0, 1), (True, 2048): (1, 2, 0.0, 1),
+                 ROWS_PEEL16={(True, 256): (8, 2, 0.0, 4), (True, 512): (4, 2, 0.0, 1), (True, 1024): (1, 1, 0.625, 1),
+                              (True, 2048): (1, 1, 0.0, 1),
                               (False, 256): (8, 2, 0.0, 1), (False, 512): (4, 2, 0.0, 1),
                               (False, 1024): (1, 2, 0.75, 1), (False, 2048): (1, 2, 0.0, 1)}),
 }

@@ -22,16 +22,25 @@ def _plan(dtype, M, N, op, direction, force_peel=None):
     return one
 
 
+def _one_warp(plan) -> bool:
+    """Whether `plan` is ROWS_PEEL16's odd forward one row a program at 1 warp (1024 and 2048 lanes), which the logs
+    before probe_rows_1024_odd_fwd16.log did not run (test_one_warp_forwards)."""
+    kw = plan.kwargs
+    return plan.kernel == "softmax_fwd_rows" and kw["PEEL"] and (kw["BLOCK_M"], kw["num_warps"]) == (1, 1)
+
+
 def test_peeled_where_it_ran_ahead():
     """Every case of the four logs that the H200 now peels ran ahead of the plan before it at the tiling it now
-    takes (98 cases, 1.002-1.71x, geomean 1.16x: the odd rows); the cases it leaves unpeeled are the 1024-lane
-    forwards (641-1001, 0.86-1.07x), the odd backwards of fewer than 768 values in 1024 lanes (641, 701: 0.96-1.07x),
-    the even rows' backwards and their forwards past 256 lanes (300-1996; in 512 lanes ROWS_TILINGS' 4 rows at 2
-    warps, test_512_lanes_at_two_warps) and the small grids (264, 1056 rows)."""
+    takes (74 cases, 1.002-1.71x: the odd rows but the forwards at 1 warp, test_one_warp_forwards); the cases it
+    leaves unpeeled are the odd backwards of fewer than 768 values in 1024 lanes (641, 701: 0.96-1.07x), the even rows'
+    backwards and their forwards past 256 lanes (300-1996; in 512 lanes ROWS_TILINGS' 4 rows at 2 warps,
+    test_512_lanes_at_two_warps) and the small grids (264, 1056 rows)."""
     gains, kept = [], []
     for name in BEFORE:
         for (dtype, M, N, op, direction), gbps in rows_logs.gbps(name).items():
             now = _plan(dtype, M, N, op, direction)
+            if _one_warp(now):
+                continue  # not run at this tiling there: test_one_warp_forwards
             if now.kwargs["PEEL"]:
                 tiled = f"peel_m{now.kwargs['BLOCK_M']}w{now.kwargs['num_warps']}"
                 label = "peel" if now == _plan(dtype, M, N, op, direction, True) else tiled
@@ -40,16 +49,15 @@ def test_peeled_where_it_ran_ahead():
             else:
                 best = max(v for k, v in gbps.items() if k.startswith("peel"))
                 kept.append((M, N, direction, best / gbps["dispatch"]))
-    assert len(gains) == 98 and 1.15 < math.exp(sum(map(math.log, gains)) / len(gains)) < 1.2 and max(gains) < 1.72
+    assert len(gains) == 74 and 1.1 < math.exp(sum(map(math.log, gains)) / len(gains)) < 1.2 and max(gains) < 1.72
     for M, N, direction, best in kept:
         lanes = 1 << (N // 8 * 8 - 1).bit_length()
         if M < 4224:
             continue  # small grids: 0.81-1.18x
         if N % 2 == 0:
             assert direction == "bwd" or lanes > 256, (M, N, direction)
-        elif direction == "fwd":
-            assert lanes == 1024 and best < 1.07, (M, N, direction, best)
         else:
+            assert direction == "bwd", (M, N)
             assert N in (641, 701) and best < 1.07, (M, N, direction, best)
 
 
@@ -63,6 +71,8 @@ def test_the_check_after_the_rule():
     assert len(cases) == 48
     for (dtype, M, N, op, direction), gbps in cases.items():
         now = _plan(dtype, M, N, op, direction)
+        if _one_warp(now):
+            continue  # the plan since: test_one_warp_forwards
         if N % 2:
             lanes = 1 << (N // 8 * 8 - 1).bit_length()
             if now.kwargs["PEEL"]:
@@ -124,3 +134,29 @@ def test_512_lanes_at_two_warps():
         assert measured > 0.98 * max(gbps.values()), (N, op)
         if N % 8 == 0:
             assert 1.005 < gbps["np_m4w2"] / gbps["dispatch"] < 1.16, (N, op)
+
+
+def test_one_warp_forwards():
+    """probe_rows_1024_odd_fwd16.log (the plan then: odd rows of 641-1001 values unpeeled at 2 rows and 2 warps, nine
+    other tilings; "p_mBwW" peeled): peeled one row a program at 1 warp ran 1.15-1.23x, the fastest of the ten; the
+    check with ROWS_PEEL16's (True, 1024) in dispatch (probe_rows_1024_odd_fwd16_check.log: "np" the plan before,
+    unpeeled) 1.15-1.25x over 641-1023 values in bf16 and float16 (1.35x on 4224 rows of 781), ahead of 2 rows at 1
+    warp and 1 row at 2 warps, and
+    at 1 warp the 2048-lane odd forwards (1201-2001, peeled at 2 warps then) ran 1.02-1.21x; on 1056 rows (under the
+    grid bound) 1.23-1.25x, which the rule leaves out; the even rows (778, 1002) within 3%, left unpeeled."""
+    for (dtype, M, N, op, direction), gbps in rows_logs.gbps("probe_rows_1024_odd_fwd16.log").items():
+        assert _one_warp(_plan(dtype, M, N, op, direction)), N
+        assert max(gbps.values()) == gbps["p_m1w1"] and 1.15 < gbps["p_m1w1"] / gbps["dispatch"] < 1.24, (N, op)
+    cases = rows_logs.gbps("probe_rows_1024_odd_fwd16_check.log")
+    assert len(cases) == 32
+    for (dtype, M, N, op, direction), gbps in cases.items():
+        now = _plan(dtype, M, N, op, direction)
+        if N % 2 == 0:
+            assert not now.kwargs["PEEL"] and 0.99 < gbps["p_m1w1"] / gbps["dispatch"] < 1.031, (N, op)
+        elif M < 4224:
+            assert not _one_warp(now) and 1.22 < gbps["p_m1w1"] / gbps["dispatch"] < 1.25, (M, N, op)
+        elif N < 1024:
+            assert _one_warp(now) and 1.14 < gbps["dispatch"] / gbps["np"] < (1.26 if M == 65536 else 1.36), (M, N, op)
+            assert gbps["dispatch"] > max(v for k, v in gbps.items() if k in ("np", "p_m1w2", "p_m2w1")), (M, N, op)
+        else:
+            assert _one_warp(now) and 1.02 < gbps["p_m1w1"] / gbps["dispatch"] < 1.22, (N, op)

@@ -2214,9 +2214,11 @@ def test_rows16_fwd_ftz_run(torch_device, dtype, log):
 
 def test_rows_peel16_rule():
     """The H200's 16-bit rows shorter than PEEL_MIN_N that are not 16-byte aligned peel (ROWS_PEEL16): of an odd N
-    (ALIGN 1) forward and backward in 256, 512 and 2048 lanes at the peeled rows' tiling, backward in 1024 lanes one
-    row a program at 2 warps from 768 values; of an even N (ALIGN 2, 4) the forward in 256 lanes; in grids of at least
-    32 rows an SM (ROWS_PEEL16_MIN_PER_SM). The forward in 1024 lanes, the even rows' backward and longer forwards
+    (ALIGN 1) forward and backward in 256 and 512 lanes at the peeled rows' tiling, forward in 1024 (from 640 values)
+    and 2048 lanes one row a program at 1 warp, backward in 1024 lanes one row at 2 warps from 768 values and in 2048
+    at the peeled tiling; of an even N (ALIGN 2, 4) the forward in 256 lanes; in grids of at least 32 rows an SM
+    (ROWS_PEEL16_MIN_PER_SM). The odd forward of fewer than 640 values in 1024 lanes, the even rows' backward and longer
+    forwards
     (in 512 lanes: ROWS_TILINGS' 4 rows at 2 warps, unpeeled), float32 (always peeled), smaller grids, forced families
     and the H100's rules keep the plans they had;
     nothing but PEEL, the edges (TAIL_N), the tiling, FTZ (peeled forwards take it) and OFFS32 (peeled rows leave it)
@@ -2227,7 +2229,8 @@ def test_rows_peel16_rule():
         return (dispatch.plan_forward(M, N, N, N, dtype, log, 132, force, force_peel, gpu=gpu) if forward
                 else dispatch.plan_backward(M, N, N, N, N, dtype, log, 132, force, force_peel, gpu=gpu))
 
-    peeled = {(True, 193): (8, 2), (True, 385): (4, 2), (True, 511): (4, 2), (True, 1201): (1, 2), (True, 2047): (1, 2),
+    peeled = {(True, 193): (8, 2), (True, 385): (4, 2), (True, 511): (4, 2), (True, 1201): (1, 1), (True, 2047): (1, 1),
+              (True, 641): (1, 1), (True, 781): (1, 1), (True, 1023): (1, 1),
               (False, 193): (8, 2), (False, 449): (4, 2), (False, 769): (1, 2), (False, 781): (1, 2),
               (False, 1023): (1, 2), (False, 1101): (1, 2), (False, 1999): (1, 2), (True, 196): (8, 2),
               (True, 254): (8, 2), (True, 142): (8, 2)}
@@ -2242,11 +2245,11 @@ def test_rows_peel16_rule():
                     assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == (block_m, warps), what
                     assert tuned.grid == (triton.cdiv(M, block_m),) and tuned.kwargs.get("FTZ", False) == forward
                     assert tuned.kwargs["BLOCK_N"] == triton.next_power_of_2(N // 8 * 8), what
-                    if forward or not 768 <= N <= 1024:  # the peeled rows' own tiling (in 1024 lanes: 2 rows)
+                    if (block_m, warps) != (1, 1) and not (not forward and 768 <= N <= 1024):  # the peeled tiling
                         assert plans(M, N, dtype, log, forward, "H200", force_peel=True) == (tuned,), what
                     assert {k: v for k, v in tuned.kwargs.items() if k not in skip} == \
                         {k: v for k, v in rules.kwargs.items() if k not in skip}, what
-    kept = [(True, 4224, 781), (True, 4224, 641), (True, 4224, 1001), (False, 4224, 767), (False, 4224, 701),
+    kept = [(True, 4224, 639), (True, 4224, 577), (True, 65536, 1002), (False, 4224, 767), (False, 4224, 701),
             (True, 4223, 385), (False, 4223, 1201), (True, 65536, 780), (False, 65536, 1002), (False, 65536, 1996),
             (True, 65536, 127), (False, 65536, 127), (False, 65536, 300), (False, 65536, 254), (True, 65536, 1500),
             (True, 65536, 1002), (True, 65536, 512), (False, 65536, 1024), (True, 65536, 300), (True, 65536, 510)]
@@ -2264,14 +2267,15 @@ def test_rows_peel16_rule():
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
 def test_rows_peel16_run(torch_device, dtype, log):
-    """The H200's peeled unaligned 16-bit rows (ROWS_PEEL16: odd N in 256, 512 and 2048 lanes both ways, 1024 lanes one
-    row a program backward; even N forward in 256 lanes), planned for 4 SMs so that 128 rows fill the rule's
+    """The H200's peeled unaligned 16-bit rows (ROWS_PEEL16: odd N in 256-2048 lanes both ways, one row a program at 1
+    warp forward in 1024 and 2048, at 2 warps backward in 1024; even N forward in 256 lanes), planned for 4 SMs so that
+    128 rows fill the rule's
     grid, on x with a NaN, a +inf, an all -inf row and the dtype's largest value: y and dx right against float64,
     inputs not modified."""
     big = 65504.0 if dtype == "float16" else 3.3895313892515355e38
     M = 128
-    for N, forward in ((193, True), (385, True), (1201, True), (255, False), (781, False), (1101, False), (254, True),
-                       (190, True)):
+    for N, forward in ((193, True), (385, True), (781, True), (1201, True), (255, False), (781, False), (1101, False),
+                       (254, True), (190, True)):
         (one,) = (dispatch.plan_forward(M, N, N, N, dtype, log, 4, gpu="H200") if forward
                   else dispatch.plan_backward(M, N, N, N, N, dtype, log, 4, gpu="H200"))
         assert one.kernel == ("softmax_fwd_rows" if forward else "softmax_bwd_rows") and one.kwargs["PEEL"], N
