@@ -58,6 +58,10 @@ FWD_TAILS = ("ROWS_FWD_TAILS", "ROWS_TAIL_FWD_CAP_REGS")
 # hold those logs to the plans without them).
 BEFORE_FTZ = ("ROWS16_FWD_FTZ", "ROWS16_FWD_FTZ_WARPS")
 
+# The H200's unaligned 16-bit rows peeled (ROWS_PEEL16), which the rows logs before
+# bench/results/h200/probe_rows_peel16.log ran without (tests/test_bench_peel16.py holds it to its own logs).
+BEFORE_PEEL16 = ("ROWS_PEEL16",)
+
 
 def without_ftz(plan) -> tuple:
     """`plan` (dispatch's launches) with FTZ left out of each launch's meta: a GPU's plan as it is but for FTZ
