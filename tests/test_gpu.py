@@ -371,10 +371,10 @@ def test_h200_rows16_ftz_warps_through_both_adapters(dtype, N, per_sm, warps):
 def test_h200_peel16_through_both_adapters(dtype, N):
     """The H200's unaligned 16-bit rows peeled (GPU_CONSTANTS' ROWS_PEEL16: odd N forward and backward in 256-2048
     lanes, the forward in 1024 and 2048 one row a program at 1 warp; even N the forward in 256; in 512 lanes
-    ROWS_TILINGS' 4 rows at 2 warps, unpeeled), 32 rows an SM and one more: through the
-    torch adapter and the JAX adapter (jax.vjp), both ops and directions, on random x, on x with a NaN, a +inf, an all
-    -inf row and the largest and lowest finite values, and (the torch adapter) on x and dy that start 2 bytes past their
-    storage: right against float64. On another GPU the same shapes run its own plans, checked alike."""
+    ROWS_TILINGS' 4 rows at 2 warps, unpeeled), 32 rows an SM and one more: through the torch adapter and the JAX
+    adapter (jax.vjp), both ops and directions, on random x, on x with a NaN, a +inf, an all -inf row and the largest
+    and lowest finite values, and (the torch adapter) on x and dy that start 2 bytes past their storage: right against
+    float64. On another GPU the same shapes run its own plans, checked alike."""
     M = 32 * _sms() + 1
     if dispatch.tuned_gpu(torch.cuda.get_device_name()) == "H200":
         for log in (False, True):

@@ -2172,8 +2172,7 @@ def test_rows16_fwd_ftz_warps_rule():
     for dtype in ("bfloat16", "float16"):
         for log in (False, True):
             for M, N, warps in ((25811, 5200, 4), (22369, 6000, 4), (792, 7168, 4), (791, 7168, 16), (8, 5200, 16),
-                                (17476, 7680, 16),
-                                (16777, 8000, 16), (16384, 8192, 16), (11184, 12000, 16)):
+                                (17476, 7680, 16), (16777, 8000, 16), (16384, 8192, 16), (11184, 12000, 16)):
                 (rules,), (tuned,) = (dispatch.plan_forward(M, N, N, N, dtype, log, 132, gpu=gpu)
                                       for gpu in ("", "H200"))
                 assert (tuned.kernel, tuned.kwargs["num_warps"], tuned.kwargs["FTZ"]) == ("softmax_fwd_rows", warps,
@@ -2217,12 +2216,10 @@ def test_rows_peel16_rule():
     (ALIGN 1) forward and backward in 256 and 512 lanes at the peeled rows' tiling, forward in 1024 (from 640 values)
     and 2048 lanes one row a program at 1 warp, backward in 1024 lanes one row at 2 warps from 768 values and in 2048
     at the peeled tiling; of an even N (ALIGN 2, 4) the forward in 256 lanes; in grids of at least 32 rows an SM
-    (ROWS_PEEL16_MIN_PER_SM). The odd forward of fewer than 640 values in 1024 lanes, the even rows' backward and longer
-    forwards
-    (in 512 lanes: ROWS_TILINGS' 4 rows at 2 warps, unpeeled), float32 (always peeled), smaller grids, forced families
-    and the H100's rules keep the plans they had;
-    nothing but PEEL, the edges (TAIL_N), the tiling, FTZ (peeled forwards take it) and OFFS32 (peeled rows leave it)
-    changes."""
+    (ROWS_PEEL16_MIN_PER_SM). The odd forward of fewer than 640 values in 1024 lanes, the even rows' backward and
+    longer forwards (in 512 lanes: ROWS_TILINGS' 4 rows at 2 warps, unpeeled), float32 (always peeled), smaller grids,
+    forced families and the H100's rules keep the plans they had; nothing but PEEL, the edges (TAIL_N), the tiling,
+    FTZ (peeled forwards take it) and OFFS32 (peeled rows leave it) changes."""
     assert dispatch.ROWS_PEEL16 == {} and dispatch.ROWS_PEEL16_MIN_PER_SM == 32
 
     def plans(M, N, dtype, log, forward, gpu, force=None, force_peel=None):
@@ -2269,9 +2266,8 @@ def test_rows_peel16_rule():
 def test_rows_peel16_run(torch_device, dtype, log):
     """The H200's peeled unaligned 16-bit rows (ROWS_PEEL16: odd N in 256-2048 lanes both ways, one row a program at 1
     warp forward in 1024 and 2048, at 2 warps backward in 1024; even N forward in 256 lanes), planned for 4 SMs so that
-    128 rows fill the rule's
-    grid, on x with a NaN, a +inf, an all -inf row and the dtype's largest value: y and dx right against float64,
-    inputs not modified."""
+    128 rows fill the rule's grid, on x with a NaN, a +inf, an all -inf row and the dtype's largest value: y and dx
+    right against float64, inputs not modified."""
     big = 65504.0 if dtype == "float16" else 3.3895313892515355e38
     M = 128
     for N, forward in ((193, True), (385, True), (781, True), (1201, True), (255, False), (781, False), (1101, False),
@@ -2626,10 +2622,11 @@ def test_rows_bwd_one_row_rule():
 
 
 # N of a case for each ROWS_TILINGS key's (itemsize, lanes, filled): the lanes themselves where filled, else a
-# length in those lanes (float32 781: peeled; 16-bit 781: unaligned; 1536 and 3000: not filled; not the benchmark's
-# 1152, whose forward the H200 now runs as 1024 + 128, ROWS_FWD_TAILS).
-_TUNED_N = {(2, 512, False): 384, (2, 1024, False): 1000, (2, 2048, False): 1536, (2, 4096, False): 3000, (4, 1024, False): 781,
-            (4, 2048, False): 1536, (4, 16384, False): 12288}
+# length in those lanes (float32 781: peeled; 16-bit 384, 1000, 1536 and 3000: not filled, aligned; not 16-bit 781,
+# which the H200 peels at this test's 65536 rows, ROWS_PEEL16; not the benchmark's 1152, whose forward the H200 now
+# runs as 1024 + 128, ROWS_FWD_TAILS).
+_TUNED_N = {(2, 512, False): 384, (2, 1024, False): 1000, (2, 2048, False): 1536, (2, 4096, False): 3000,
+            (4, 1024, False): 781, (4, 2048, False): 1536, (4, 16384, False): 12288}
 
 
 def _tuned_plan(key, M, gpu="H200"):
