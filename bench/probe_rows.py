@@ -72,15 +72,19 @@ def tilings(lanes: int, M: int, spec: str):
     return out
 
 
+def dispatch_plan(M: int, N: int, dtype: str, log: bool, fwd: bool, sms: int, gpu: str, force_peel=None):
+    """dispatch's launch for a contiguous M x N case (uncached), as the adapters plan it on `sms` SMs of GPU `gpu`."""
+    return (dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, sms, force_peel=force_peel, gpu=gpu) if fwd
+            else dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, log, sms, force_peel=force_peel, gpu=gpu))
+
+
 def variant_plan(plan, spec: str, M: int, N: int, dtype: str, log: bool, fwd: bool, sms: int, gpu: str):
     """A --variants entry's plan: `spec` "KEY=VALUE,..." replaces dispatch's meta; peel=1 (0) plans with
     force_peel=True (False) first, m=B re-tiles to B rows a program (tune.with_rows_tiling, at num_warps= where
     given)."""
     meta = {k: int(v) for k, v in (kv.split("=") for kv in spec.split(","))}
     if "peel" in meta:
-        force = bool(meta.pop("peel"))
-        plan = (dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, sms, force_peel=force, gpu=gpu) if fwd
-                else dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, log, sms, force_peel=force, gpu=gpu))
+        plan = dispatch_plan(M, N, dtype, log, fwd, sms, gpu, force_peel=bool(meta.pop("peel")))
     if "m" in meta:
         (l,) = plan
         warps = meta.pop("num_warps", l.kwargs["num_warps"])
@@ -94,8 +98,7 @@ def case(dtype, N, op, direction, spec, sms, l2, rounds, others, gpu="", meta_va
     log = op == "log_softmax"
     x, y, dy, out, bufs, nbytes = tune.make_inputs(M, N, T, direction, log)
     fwd = direction == "fwd"
-    plan = (dispatch.plan_forward.__wrapped__(M, N, N, N, dtype, log, sms, gpu=gpu) if fwd
-            else dispatch.plan_backward.__wrapped__(M, N, N, N, N, dtype, log, sms, gpu=gpu))
+    plan = dispatch_plan(M, N, dtype, log, fwd, sms, gpu)
     (l,) = plan
     kw = l.kwargs
     if "BLOCK_M" not in kw:
