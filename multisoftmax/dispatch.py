@@ -181,7 +181,7 @@ ROWS_TILINGS = {"H200": {**{(forward, itemsize, log, lanes, filled): tiling
                          (True, 4, True, 16384, False): (1, 8),
                          # ...and the 16-bit forward of rows in part of 512 lanes (257-511 values, unpeeled: aligned,
                          # or ALIGN 2 or 4) at 4 rows a program and 2 warps, not 4-8 at 4: 1.006-1.15x aligned (bf16
-                         # 65536 x 384 log_softmax 3,257 -> 3,755 GB/s), 1.01-1.31x unaligned (302-506), and there
+                         # 65536 x 384 log_softmax 3,257 -> 3,754 GB/s), 1.01-1.31x unaligned (302-506), and there
                          # 0.985-1.06x of the same rows peeled (probe_rows_512_fwd16.log; ROWS_PEEL16 peels only the
                          # odd ones, and those it leaves whole, in small grids, run so too: 1.09-1.16x at 65536 rows)
                          **{(True, 2, log, 512, False): (4, 2) for log in (False, True)},
