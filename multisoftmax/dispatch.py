@@ -382,7 +382,7 @@ PEEL_MIN_N = 2048
 # probe_rows_1024_odd_fwd16*.log; bf16 and float16, M = 65536): odd N forward 1.21-1.71x in 256 and 512 lanes; in 1024
 # and 2048 lanes one row a program at 1 warp (at 2 warps and more 0.86-1.07x in 1024): 1.15-1.25x from 641 values in
 # 1024 (65536 x 781 softmax 3,368 -> 3,938 GB/s, 0.79 -> 0.93 of the copy), 1.15-1.47x in 2048 (1201 log_softmax
-# 2,617 -> 3,747); backward 1.04-1.27x in 256 and 512 lanes, 1.03-1.37x
+# 2,617 -> 3,748); backward 1.04-1.27x in 256 and 512 lanes, 1.03-1.37x
 # in 2048 (1201 log_softmax 2,875 -> 3,848), and in 1024 one row a program at 2 warps from 768 values 1.02-1.19x
 # (65536 x 781 softmax 3,693 -> 3,756, the log_softmax 3,601 -> 3,870; 641 and 701: 0.96-1.07x). Even N (ALIGN 2 or
 # 4) forward 1.02-1.61x in 256 and 512 lanes (142-510), 0.74-0.99x in 1024 and 2048 (778-1502, 1996), backward
