@@ -183,7 +183,7 @@ ROWS_TILINGS = {"H200": {**{(forward, itemsize, log, lanes, filled): tiling
                          # or ALIGN 2 or 4) at 4 rows a program and 2 warps, not 4-8 at 4: 1.006-1.15x aligned (bf16
                          # 65536 x 384 log_softmax 3,257 -> 3,754 GB/s), 1.01-1.31x unaligned (302-506), and there
                          # 0.985-1.06x of the same rows peeled (probe_rows_512_fwd16.log; ROWS_PEEL16 peels only the
-                         # odd ones, and those it leaves whole, in small grids, run so too: 1.09-1.16x at 65536 rows)
+                         # odd ones)
                          **{(True, 2, log, 512, False): (4, 2) for log in (False, True)},
                          (False, 2, False, 16384, True): (1, 32, True)}}  # the 16-bit softmax backward: RELOAD
 
@@ -374,25 +374,30 @@ COOP_SPLIT_SUM_MIN_PER_SM = 4
 # 1,844 to 2,791 GB/s. 16-bit rows peel from PEEL_MIN_N or with a tail anyway; wider ones always.
 # Measured: bench/DISPATCH.md, PEEL_MIN_N.
 PEEL_MIN_N = 2048
-# ROWS_PEEL16 {(forward, lanes): (BLOCK_M, num_warps, fill, align)} (the H200's: GPU_CONSTANTS; the H100's: none,
-# not measured there): 16-bit rows not 16-byte aligned, of ALIGN at most `align` (1: an odd N or stride, so every value
+# ROWS_PEEL16 {(forward, lanes): (BLOCK_M, num_warps, fill, align)} (the H200's: GPU_CONSTANTS; the H100's: none, not
+# measured there): 16-bit rows not 16-byte aligned, of ALIGN at most `align` (1: an odd N or stride, so every value
 # moves alone; 2, 4: pairs, quads), shorter than PEEL_MIN_N, peel where their aligned body takes `lanes` lanes
 # (triton.next_power_of_2(N // 8 * 8)) and N is at least `fill` of them, at BLOCK_M rows a program and num_warps, in
-# grids of at least ROWS_PEEL16_MIN_PER_SM rows an SM. H200, the benchmark's clock (probe_rows_peel16*.log,
-# probe_rows_1024_odd_fwd16*.log; bf16 and float16, M = 65536): odd N forward 1.21-1.71x in 256 and 512 lanes; in 1024
-# and 2048 lanes one row a program at 1 warp (at 2 warps and more 0.86-1.07x in 1024): 1.15-1.25x from 641 values in
-# 1024 (65536 x 781 softmax 3,368 -> 3,938 GB/s, 0.79 -> 0.93 of the copy), 1.15-1.47x in 2048 (1201 log_softmax
-# 2,617 -> 3,748); backward 1.04-1.27x in 256 and 512 lanes, 1.03-1.37x
-# in 2048 (1201 log_softmax 2,875 -> 3,848), and in 1024 one row a program at 2 warps from 768 values 1.02-1.19x
-# (65536 x 781 softmax 3,693 -> 3,756, the log_softmax 3,601 -> 3,870; 641 and 701: 0.96-1.07x). Even N (ALIGN 2 or
-# 4) forward 1.02-1.61x in 256 and 512 lanes (142-510), 0.74-0.99x in 1024 and 2048 (778-1502, 1996), backward
-# 0.83-1.04x: peeled in 256 lanes alone, since in 512 the rows unpeeled at the same tiling (4 rows, 2 warps:
-# ROWS_TILINGS) ran 0.985-1.06x of them peeled. For the odd rows the gain is the peel's: unpeeled at the peeled tiling
-# they ran 0.04-0.93x of it (probe_rows_peel16_check.log, _even.log, probe_rows_512_fwd16.log). Small grids were
-# mixed (264 and 1056 rows: 0.81-1.18x; 4224 rows: 1.00-1.28x).
+# grids of at least ROWS_PEEL16_MIN_PER_SM rows an SM; in smaller grids the odd rows (ALIGN 1) of an entry's lanes up to
+# ROWS_PEEL16_SMALL_LANES[forward] peel one row a program at 1 warp. ROWS_PEEL16_TAILS: rows that `peel` peels for a
+# tail take the same tilings. H200, the benchmark's clock, M = 65536 unless named (bf16 and float16;
+# probe_rows_peel16*.log, probe_rows_1024_odd_fwd16*.log): odd N, every lane count at 1 warp (the backward in 2048 at
+# 2), against the plans before: 41-127 values (64 and 128 lanes, 8 rows a program; unpeeled before) forward 1.90-3.07x
+# (65536 x 77 softmax 969 -> 2,231 GB/s), backward 1.13-1.79x; 193-511 (256 and 512 lanes, 4 and 2 rows; peeled at 2
+# warps before) 1.01-1.17x but two backwards within 0.5%; 521-1023 (1024 lanes, one row) 1.15-1.46x forward from 521
+# (781: 3,368 -> 3,938, 0.79 -> 0.93 of the copy), backward 1.18-1.43x to 700 values and 1.00-1.13x past them (781
+# softmax 3,693 -> 4,292); 1101-2047 forward 1.15-1.47x, backward at 2 warps 1.03-1.37x (1201 log_softmax 2,875 ->
+# 3,848). Even N (ALIGN 2, 4) forward in 256 lanes 1.07-1.61x; past 256 lanes, and in 64 and 128 (50, 60, 100),
+# 0.40-1.14x, and their backwards 0.83-1.04x: not peeled (in 512 lanes ROWS_TILINGS' 4 rows at 2 warps unpeeled ran
+# 0.985-1.06x of peeled). With a tail (65, 129, 257, 521, 1025) 1.005-1.84x over the rules' peeled tiling. The gain is
+# the peel's: unpeeled at the peeled tiling the odd rows ran 0.04-0.93x of it. Grids of 264-2112 rows (2-16 an SM): one
+# odd row a program at 1 warp 1.09-2.54x forward (64-2048 lanes), backward 1.12-1.90x to 512 lanes and 0.71-1.12x past
+# them (kept). probe_rows_peel16_check2_*.log: 163 changed plans 1.0005-3.07x of the plan before, one at 0.996x.
 # Measured: bench/DISPATCH.md, ROWS_PEEL16.
 ROWS_PEEL16: dict = {}
 ROWS_PEEL16_MIN_PER_SM = 32
+ROWS_PEEL16_SMALL_LANES = {True: 0, False: 0}
+ROWS_PEEL16_TAILS = False
 # A chunk of a split row is at least this many elements, so each program streams long
 # enough to hide its start-up and the partials stay few.
 MIN_CHUNK = 8192
@@ -571,10 +576,12 @@ GPU_CONSTANTS = {
                  COLS16_SHORT_MIN_VALUES=32, COLS16_BWD_MIN_VALUES=(32, 128, 512, 0.8), COLS32_MIN_VALUES=32,
                  COLS16_FWD_TAIL=True, COLS16_FTZ=True, COLS16_FWD_STATS_N=16, ROWS16_FWD_FTZ=True,
                  ROWS16_FWD_FTZ_WARPS={8192: (4, 0.875)},
-                 ROWS_PEEL16={(True, 256): (8, 2, 0.0, 4), (True, 512): (4, 2, 0.0, 1), (True, 1024): (1, 1, 0.625, 1),
-                              (True, 2048): (1, 1, 0.0, 1),
-                              (False, 256): (8, 2, 0.0, 1), (False, 512): (4, 2, 0.0, 1),
-                              (False, 1024): (1, 2, 0.75, 1), (False, 2048): (1, 2, 0.0, 1)}),
+                 ROWS_PEEL16={(True, 64): (8, 1, 0.0, 1), (True, 128): (8, 1, 0.0, 1), (True, 256): (4, 1, 0.0, 4),
+                              (True, 512): (2, 1, 0.0, 1), (True, 1024): (1, 1, 0.0, 1), (True, 2048): (1, 1, 0.0, 1),
+                              (False, 64): (8, 1, 0.0, 1), (False, 128): (8, 1, 0.0, 1), (False, 256): (4, 1, 0.0, 1),
+                              (False, 512): (2, 1, 0.0, 1), (False, 1024): (1, 1, 0.0, 1),
+                              (False, 2048): (1, 2, 0.0, 1)},
+                 ROWS_PEEL16_SMALL_LANES={True: 2048, False: 512}, ROWS_PEEL16_TAILS=True),
 }
 
 
@@ -696,13 +703,18 @@ def peel(N: int, itemsize: int, align: int, strides_equal: bool, force: bool | N
 
 def _peel16(M: int, N: int, itemsize: int, align: int, strides_equal: bool, forward: bool, num_sms: int,
             gpu: str) -> tuple[int, int] | None:
-    """(BLOCK_M, num_warps) where 16-bit rows not 16-byte aligned that `peel` leaves whole peel on this GPU
-    (ROWS_PEEL16), else None."""
-    if itemsize != 2 or align >= 8 or not strides_equal or M < ROWS_PEEL16_MIN_PER_SM * num_sms:
+    """(BLOCK_M, num_warps) where 16-bit rows not 16-byte aligned and shorter than PEEL_MIN_N peel at this GPU's
+    tiling (ROWS_PEEL16; in smaller grids one row a program at 1 warp, ROWS_PEEL16_SMALL_LANES), whether `peel`
+    leaves them whole or peels them for a tail (ROWS_PEEL16_TAILS: `peeled`), else None."""
+    if itemsize != 2 or align >= 8 or not strides_equal or N >= PEEL_MIN_N:
         return None
     lanes = triton.next_power_of_2(max(1, N // 8 * 8))
     block_m, num_warps, fill, most = _tuned("ROWS_PEEL16", gpu).get((forward, lanes), (0, 0, 0.0, 0))
-    return (min(block_m, triton.next_power_of_2(M)), num_warps) if align <= most and N >= fill * lanes else None
+    if not block_m or align > most or N < fill * lanes:
+        return None
+    if M >= ROWS_PEEL16_MIN_PER_SM * num_sms:
+        return min(block_m, triton.next_power_of_2(M)), num_warps
+    return (1, 1) if align == 1 and lanes <= _tuned("ROWS_PEEL16_SMALL_LANES", gpu)[forward] else None
 
 
 def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool = False, itemsize: int = 4,
@@ -1225,7 +1237,8 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
     vec = 16 // itemsize
     peeled = peel(N, itemsize, acc["ALIGN"], stride_xm == stride_ym, force_peel)  # the rows and coop families'
     peel16 = (_peel16(M, N, itemsize, acc["ALIGN"], stride_xm == stride_ym, True, num_sms, gpu)
-              if fam == "rows" and not force and not peeled and force_peel is None else None)
+              if fam == "rows" and not force and (not peeled or _tuned("ROWS_PEEL16_TAILS", gpu))
+              and force_peel is None else None)
     peeled = peeled or peel16 is not None  # this GPU's unaligned 16-bit rows peeled (ROWS_PEEL16)
     if (fam == "rows" and not force and itemsize == 2 and peeled and _coop_chunks(N, itemsize)[1] <= num_sms
             and _peeled16_fwd_coop(M, N, triton.next_power_of_2(N // vec * vec), log, num_sms, gpu)):
@@ -1365,7 +1378,8 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
     fam = "split" if fresh else fam
     peeled = peel(N, itemsize, acc["ALIGN"], stride_ym == stride_dym == stride_dxm, force_peel)  # as plan_forward's
     peel16 = (_peel16(M, N, itemsize, acc["ALIGN"], stride_ym == stride_dym == stride_dxm, False, num_sms, gpu)
-              if fam == "rows" and not force and not peeled and force_peel is None else None)
+              if fam == "rows" and not force and (not peeled or _tuned("ROWS_PEEL16_TAILS", gpu))
+              and force_peel is None else None)
     peeled = peeled or peel16 is not None  # as plan_forward's (ROWS_PEEL16)
     if fam in ("rows", "coop", "pipe"):
         acc = dict(PEEL=peeled, VEC=vec, **acc)

@@ -62,6 +62,16 @@ BEFORE_FTZ = ("ROWS16_FWD_FTZ", "ROWS16_FWD_FTZ_WARPS")
 # bench/results/h200/probe_rows_peel16.log ran without (tests/test_bench_peel16.py holds it to its own logs).
 BEFORE_PEEL16 = ("ROWS_PEEL16",)
 
+# The H200's ROWS_PEEL16 as bench/results/h200/probe_rows_peel16_64.log and the logs before it ran it (3ec4eb8: 2
+# warps in 256 and 512 lanes, none in 64 and 128, the odd forwards in 1024 lanes from 640 values, the backwards from
+# 768 at 2 warps; no small grids, no rows with a tail), for the tests that hold those logs to their plans
+# (tests/test_bench_peel16.py); `gpu_values_within(dispatch, "H200", PEEL16_AT_3EC4EB8)`.
+PEEL16_AT_3EC4EB8 = {
+    "ROWS_PEEL16": {(True, 256): (8, 2, 0.0, 4), (True, 512): (4, 2, 0.0, 1), (True, 1024): (1, 1, 0.625, 1),
+                    (True, 2048): (1, 1, 0.0, 1), (False, 256): (8, 2, 0.0, 1), (False, 512): (4, 2, 0.0, 1),
+                    (False, 1024): (1, 2, 0.75, 1), (False, 2048): (1, 2, 0.0, 1)},
+    "ROWS_PEEL16_SMALL_LANES": {True: 0, False: 0}, "ROWS_PEEL16_TAILS": False}
+
 
 def without_ftz(plan) -> tuple:
     """`plan` (dispatch's launches) with FTZ left out of each launch's meta: a GPU's plan as it is but for FTZ
@@ -94,3 +104,11 @@ def patched_within(dispatch, patch):
 def module_values_within(dispatch, names):
     """`module_values` for the `with` block alone (`patched_within`)."""
     return patched_within(dispatch, lambda d, set_attr: module_values(d, names, set_attr))
+
+
+def gpu_values_within(dispatch, gpu, values):
+    """dispatch.GPU_CONSTANTS[`gpu`] with `values` ({name: value}) in place of its own for the `with` block alone
+    (`patched_within`): a GPU's plans as an earlier tree made them."""
+    def patch(d, set_attr):
+        set_attr(d, "GPU_CONSTANTS", {**d.GPU_CONSTANTS, gpu: {**d.GPU_CONSTANTS[gpu], **values}})
+    return patched_within(dispatch, patch)

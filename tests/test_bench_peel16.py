@@ -1,13 +1,19 @@
 """dispatch.GPU_CONSTANTS["H200"]'s ROWS_PEEL16 and ROWS16_FWD_FTZ_WARPS_MIN_PER_SM against the measurements they were
-read from (no GPU): bench/results/h200/probe_rows_peel16.log, _scan.log, _scan2.log and _small.log ("dispatch": the plan
-before the rule, unpeeled; "peel": dispatch's plan with force_peel=True; "peel_mBwW": that re-tiled), the check after it
-(probe_rows_peel16_check.log, 1038c43: "dispatch" the rule's plan, "np": unpeeled, "np_mBwW": unpeeled at B rows and W
-warps, "p": force_peel=True), and probe_rows_ftz_warps_small*.log (bf16 5200 and 7000 values on 64-4224 rows: "dispatch"
-then at 4 warps, "w16" the rules' 16)."""
+read from (no GPU): bench/results/h200/probe_rows_peel16.log, _scan.log, _scan2.log and _small.log ("dispatch": the
+plan before the rule, unpeeled; "peel": dispatch's plan with force_peel=True; "peel_mBwW": that re-tiled), the check
+after it (probe_rows_peel16_check.log, 1038c43: "dispatch" the rule's plan, "np": unpeeled, "np_mBwW": unpeeled at B
+rows and W warps, "p": force_peel=True), and probe_rows_ftz_warps_small*.log (bf16 5200 and 7000 values on 64-4224
+rows: "dispatch" then at 4 warps, "w16" the rules' 16). Those logs' tests plan with ROWS_PEEL16 as they ran it
+(forced_plans.PEEL16_AT_3EC4EB8); the 1-warp tilings, the small grids and the rows with a tail
+(ROWS_PEEL16_SMALL_LANES, ROWS_PEEL16_TAILS) are held to probe_rows_peel16_64.log ... _check2_*.log
+(test_one_warp_tilings and below)."""
 
 import math
 
+import pytest
+
 import rows_logs
+from forced_plans import PEEL16_AT_3EC4EB8, gpu_values_within
 from multisoftmax import dispatch
 import triton  # noqa: E402  (after multisoftmax, which sets TRITON_INTERPRET where asked)
 
@@ -23,6 +29,13 @@ def _plan(dtype, M, N, op, direction, force_peel=None):
     return one
 
 
+@pytest.fixture
+def at_3ec4eb8():
+    """The H200's plans as the logs before probe_rows_peel16_64.log ran them."""
+    with gpu_values_within(dispatch, "H200", PEEL16_AT_3EC4EB8):
+        yield
+
+
 def _lanes(N: int) -> int:
     """The lanes of a peeled 16-bit row's aligned body, as dispatch._peel16 counts them."""
     return triton.next_power_of_2(N // 8 * 8)
@@ -35,6 +48,7 @@ def _one_warp(plan) -> bool:
     return plan.kernel == "softmax_fwd_rows" and kw["PEEL"] and (kw["BLOCK_M"], kw["num_warps"]) == (1, 1)
 
 
+@pytest.mark.usefixtures("at_3ec4eb8")
 def test_peeled_where_it_ran_ahead():
     """Every case of the four logs that the H200 now peels ran ahead of the plan before it at the tiling it now
     takes (74 cases, 1.002-1.71x: the odd rows but the forwards at 1 warp, test_one_warp_forwards); the cases it
@@ -67,6 +81,7 @@ def test_peeled_where_it_ran_ahead():
             assert N in (641, 701) and best < 1.07, (M, N, direction, best)
 
 
+@pytest.mark.usefixtures("at_3ec4eb8")
 def test_the_check_after_the_rule():
     """probe_rows_peel16_check.log, at 1038c43 (the odd rows' rule in dispatch): every peeled case ran at or ahead of
     the same rows unpeeled (np) and of the unpeeled rows at the peeled tiling (np_m8w2 at 256 lanes, np_m4w2 at 512,
@@ -90,6 +105,7 @@ def test_the_check_after_the_rule():
             assert not now.kwargs["PEEL"], (N, op)
 
 
+@pytest.mark.usefixtures("at_3ec4eb8")
 def test_ftz_warps_from_six_rows_an_sm():
     """probe_rows_ftz_warps_small*.log: on 64-528 rows (at most 4 an SM) 4 warps ran the log_softmax 0.85-0.99x of the
     rules' 16 and the softmax within 1%: the H200 keeps 16 there now; from 792 rows (6 an SM) 4 warps ran ahead of 16
@@ -104,6 +120,7 @@ def test_ftz_warps_from_six_rows_an_sm():
                 assert now.kwargs["num_warps"] == 4 and gbps["dispatch"] > gbps["w16"], (M, N, op)
 
 
+@pytest.mark.usefixtures("at_3ec4eb8")
 def test_even_rows_peeled_in_256_lanes():
     """probe_rows_peel16_even.log (the rule then peeling even rows in 256 and 512 lanes; "np": unpeeled as before,
     "np_m4w2": unpeeled at 4 rows and 2 warps): in 256 lanes (142-250) peeled ran 1.28-1.61x of unpeeled and within
@@ -121,6 +138,7 @@ def test_even_rows_peeled_in_256_lanes():
             assert 0.98 < gbps["np_m4w2"] / gbps["dispatch"] < 1.11, (dtype, N, op)
 
 
+@pytest.mark.usefixtures("at_3ec4eb8")
 def test_512_lanes_at_two_warps():
     """probe_rows_512_fwd16.log (bf16 forwards of 257-511 values; "dispatch": the plan then, "np_mBwW": unpeeled at B
     rows and W warps, "p_m2w2": peeled at 2 rows): 4 rows at 2 warps ran the aligned rows (304-504) 1.006-1.15x of
@@ -142,6 +160,7 @@ def test_512_lanes_at_two_warps():
             assert 1.005 < gbps["np_m4w2"] / gbps["dispatch"] < 1.16, (N, op)
 
 
+@pytest.mark.usefixtures("at_3ec4eb8")
 def test_one_warp_forwards():
     """probe_rows_1024_odd_fwd16.log (the plan then: odd rows of 641-1001 values unpeeled at 2 rows and 2 warps, nine
     other tilings; "p_mBwW" peeled): peeled one row a program at 1 warp ran 1.15-1.23x, the fastest of the ten; the
@@ -166,3 +185,87 @@ def test_one_warp_forwards():
             assert gbps["dispatch"] > max(v for k, v in gbps.items() if k in ("np", "p_m1w2", "p_m2w1")), (M, N, op)
         else:
             assert _one_warp(now) and 1.02 < gbps["p_m1w1"] / gbps["dispatch"] < 1.22, (N, op)
+
+
+SCANS = ("probe_rows_peel16_64b.log", "probe_rows_peel16_128b.log", "probe_rows_peel16_w1.log",
+         "probe_rows_peel16_256_even.log", "probe_rows_peel16_1024_low.log", "probe_rows_peel16_1024_bwd.log",
+         "probe_rows_peel16_tails.log")
+
+
+def _tiled(plan) -> str:
+    """The probe's label of a peeled plan's tiling (p_mBwW)."""
+    return f"p_m{plan.kwargs['BLOCK_M']}w{plan.kwargs['num_warps']}"
+
+
+def test_one_warp_tilings():
+    """The scans at 3ec4eb8 ("dispatch": the plan then; "p_mBwW": peeled at B rows a program and W warps, "np_mBwW"
+    unpeeled) on 65536 rows (and 524288-1048576 of 64 and 128 lanes): every case the H200 now plans otherwise ran at
+    least 0.99x of the plan then at the tiling it now takes (124 cases, 0.998-3.07x, geomean 1.39; under 1.0 the 193
+    and 511 softmax backwards, 0.998x); the even rows of 60 and 100 values (ALIGN 4) stay unpeeled (peeled at best
+    1.14x at one op, behind at others), and so do the backwards of even rows with a tail (258, 260: the rules'
+    peeled tiling)."""
+    gains = []
+    for name in SCANS:
+        for (dtype, M, N, op, direction), gbps in rows_logs.gbps(name).items():
+            now = _plan(dtype, M, N, op, direction)
+            with gpu_values_within(dispatch, "H200", PEEL16_AT_3EC4EB8):
+                then = _plan(dtype, M, N, op, direction)
+            if now == then:
+                assert not now.kwargs["PEEL"] or N in (258, 260) and direction == "bwd" or name.endswith("1024_bwd.log")
+                continue
+            assert now.kwargs["PEEL"] and now.kwargs["num_warps"] == 1, (name, M, N, op, direction)
+            gains.append(gbps[_tiled(now)] / gbps["dispatch"])
+            assert gains[-1] > 0.99, (name, M, N, op, direction)
+    assert len(gains) == 124 and 1.35 < math.exp(sum(map(math.log, gains)) / len(gains)) < 1.43 and max(gains) < 3.07
+    for name in SCANS[:2]:
+        for (dtype, M, N, op, direction), gbps in rows_logs.gbps(name).items():
+            if N % 2 == 0:
+                assert not _plan(dtype, M, N, op, direction).kwargs["PEEL"], (M, N)
+                assert max(v for k, v in gbps.items() if k.startswith("p_")) < 1.15 * gbps["dispatch"], (M, N)
+
+
+def test_small_grids():
+    """probe_rows_peel16_grids*.log (264-2112 rows of 41-1201 values, under ROWS_PEEL16_MIN_PER_SM's 32 an SM; the plan
+    then unpeeled): the odd rows one a program at 1 warp (p_m1w1) ran 1.09-2.54x of it (106 cases), the forward in
+    every lane count measured (64-2048), the backward in 64-512 lanes, and the H200 now plans them so; the backward of
+    577-1201 values ran 0.71-1.12x so (26 cases; the log_softmax's best at 2 warps): those keep the plan
+    (ROWS_PEEL16_SMALL_LANES)."""
+    gains, kept = [], []
+    for name in ("probe_rows_peel16_grids.log", "probe_rows_peel16_grids2.log", "probe_rows_peel16_grids3.log"):
+        for (dtype, M, N, op, direction), gbps in rows_logs.gbps(name).items():
+            if M >= 32 * 132:
+                continue
+            now = _plan(dtype, M, N, op, direction)
+            if now.kwargs["PEEL"]:
+                assert (now.kwargs["BLOCK_M"], now.kwargs["num_warps"]) == (1, 1), (M, N, op, direction)
+                gains.append(gbps["p_m1w1"] / gbps["dispatch"])
+            else:
+                assert direction == "bwd" and _lanes(N) > 512, (M, N, op)
+                kept.append(gbps["p_m1w1"] / gbps["dispatch"])
+    assert len(gains) == 106 and min(gains) > 1.09 and max(gains) < 2.54
+    assert len(kept) == 26 and min(kept) < 0.72 and max(kept) < 1.12
+
+
+def test_the_check_after_the_one_warp_rule():
+    """probe_rows_peel16_check2_*.log, with the rule in dispatch ("dispatch"; "np": unpeeled, "p": peeled at the
+    rules' tiling, "p_mBwW" re-tiled): every case against the plan at 3ec4eb8, as the label that ran it: the 163 plans
+    changed since ran 1.0005-3.07x of it, geomean 1.42 (bf16 65536 x 77 softmax forward 969 -> 2,231 GB/s, 577
+    backward 3,484 -> 4,216, 521 log_softmax forward 2,031 -> 2,961, 264 x 41 forward 2.5x) but one within the rounds'
+    spread (511 softmax backward, 0.996x); the 11 others ran at 0.987-1.002x of themselves."""
+    gains, same = [], []
+    for part in ("short", "mid", "1024", "grids", "f16"):
+        for (dtype, M, N, op, direction), gbps in rows_logs.gbps(f"probe_rows_peel16_check2_{part}.log").items():
+            now = _plan(dtype, M, N, op, direction)
+            with gpu_values_within(dispatch, "H200", PEEL16_AT_3EC4EB8):
+                then = _plan(dtype, M, N, op, direction)
+                forced = _plan(dtype, M, N, op, direction, True)
+            if now == then:
+                label = "np" if not now.kwargs["PEEL"] else "p" if now == forced else _tiled(now)
+                same.append(gbps["dispatch"] / gbps.get(label, gbps["dispatch"]))
+                continue
+            label = "np" if not then.kwargs["PEEL"] else "p" if then == forced else _tiled(then)
+            gains.append(gbps["dispatch"] / gbps[label])
+    assert len(gains) == 163 and len(same) == 11
+    assert sorted(gains)[1] > 1.0005 and min(gains) > 0.996 and max(gains) < 3.08
+    assert 1.4 < math.exp(sum(map(math.log, gains)) / len(gains)) < 1.44
+    assert min(same) > 0.987 and max(same) < 1.002

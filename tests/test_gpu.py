@@ -366,22 +366,29 @@ def test_h200_rows16_ftz_warps_through_both_adapters(dtype, N, per_sm, warps):
     _check_random_rows(M, N, dtype)
 
 
-@pytest.mark.parametrize("dtype,N", [("bfloat16", 193), ("float16", 385), ("bfloat16", 781), ("float16", 1201),
-                                     ("bfloat16", 1999), ("float16", 254), ("bfloat16", 300)])
-def test_h200_peel16_through_both_adapters(dtype, N):
-    """The H200's unaligned 16-bit rows peeled (GPU_CONSTANTS' ROWS_PEEL16: odd N forward and backward in 256-2048
-    lanes, the forward in 1024 and 2048 one row a program at 1 warp; even N the forward in 256; in 512 lanes
-    ROWS_TILINGS' 4 rows at 2 warps, unpeeled), 32 rows an SM and one more: through the torch adapter and the JAX
-    adapter (jax.vjp), both ops and directions, on random x, on x with a NaN, a +inf, an all -inf row and the largest
-    and lowest finite values, and (the torch adapter) on x and dy that start 2 bytes past their storage: right against
-    float64. On another GPU the same shapes run its own plans, checked alike."""
-    M = 32 * _sms() + 1
+@pytest.mark.parametrize("dtype,N,per_sm", [("bfloat16", 193, 32), ("float16", 385, 32), ("bfloat16", 781, 32),
+                                            ("float16", 1201, 32), ("bfloat16", 1999, 32), ("float16", 254, 32),
+                                            ("bfloat16", 300, 32), ("bfloat16", 41, 32), ("float16", 77, 32),
+                                            ("bfloat16", 521, 32), ("float16", 257, 32), ("bfloat16", 77, 2),
+                                            ("float16", 449, 8), ("bfloat16", 781, 16)])
+def test_h200_peel16_through_both_adapters(dtype, N, per_sm):
+    """The H200's unaligned 16-bit rows peeled (GPU_CONSTANTS' ROWS_PEEL16: odd N forward and backward in 64-2048
+    lanes at 1 warp, the backward in 2048 at 2; even N the forward in 256; rows with a tail too, ROWS_PEEL16_TAILS;
+    in 512 lanes ROWS_TILINGS' 4 rows at 2 warps for the even rows, unpeeled), `per_sm` rows an SM and one more (under
+    ROWS_PEEL16_MIN_PER_SM's 32, odd rows one a program at 1 warp, the backward to 512 lanes,
+    ROWS_PEEL16_SMALL_LANES): through the torch adapter and the JAX adapter (jax.vjp), both ops and directions, on
+    random x, on x with a NaN, a +inf, an all -inf row and the largest and lowest finite values, and (the torch
+    adapter) on x and dy that start 2 bytes past their storage: right against float64. On another GPU the same shapes
+    run its own plans, checked alike."""
+    M = per_sm * _sms() + 1
     if dispatch.tuned_gpu(torch.cuda.get_device_name()) == "H200":
         for log in (False, True):
             (fwd,) = dispatch.plan_forward(M, N, N, N, dtype, log, _sms(), gpu="H200")
             (bwd,) = dispatch.plan_backward(M, N, N, N, N, dtype, log, _sms(), gpu="H200")
-            assert (fwd.kwargs["PEEL"], bwd.kwargs["PEEL"]) == (N % 2 == 1 or N < 256, N % 2 == 1), (log, N)
-            assert N < 641 or (fwd.kwargs["BLOCK_M"], fwd.kwargs["num_warps"]) == (1, 1)
+            small_bwd = per_sm < 32 and N > 511  # the backward's small grids past 512 lanes: as the rules plan them
+            assert (fwd.kwargs["PEEL"], bwd.kwargs["PEEL"]) == (N % 2 == 1 or N < 256, N % 2 == 1 and not small_bwd)
+            assert N % 2 == 0 or fwd.kwargs["num_warps"] == 1, (log, N)
+            assert per_sm == 32 or (fwd.kwargs["BLOCK_M"], fwd.kwargs["num_warps"]) == (1, 1), (log, N)
             assert N != 300 or (fwd.kwargs["BLOCK_M"], fwd.kwargs["num_warps"]) == (4, 2)
     _check_random_rows(M, N, dtype)
     big = torch.finfo(getattr(torch, dtype)).max

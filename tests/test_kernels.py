@@ -2152,7 +2152,7 @@ def test_rows16_fwd_ftz_rule():
                 assert not more
                 assert one.kwargs["FTZ"] and one.kwargs["PEEL"] == peeled, (M, N, dtype, log)
                 assert "FTZ" not in fwd(M, N, dtype, log, gpu="", stride=stride)[0].kwargs
-            (one,) = fwd(4223, 781, dtype, log)  # unaligned, not peeled (a grid under ROWS_PEEL16_MIN_PER_SM)
+            (one,) = fwd(65536, 1002, dtype, log)  # unaligned, not peeled (even rows in 1024 lanes: ROWS_PEEL16)
             assert one.kernel == "softmax_fwd_rows" and not one.kwargs["PEEL"] and "FTZ" not in one.kwargs
     for dtype in ("float32", "float64"):
         assert all("FTZ" not in l.kwargs for l in fwd(65536, 1024, dtype, False) + fwd(4096, 4096, dtype, True))
@@ -2213,68 +2213,89 @@ def test_rows16_fwd_ftz_run(torch_device, dtype, log):
 
 def test_rows_peel16_rule():
     """The H200's 16-bit rows shorter than PEEL_MIN_N that are not 16-byte aligned peel (ROWS_PEEL16): of an odd N
-    (ALIGN 1) forward and backward in 256 and 512 lanes at the peeled rows' tiling, forward in 1024 (from 640 values)
-    and 2048 lanes one row a program at 1 warp, backward in 1024 lanes one row at 2 warps from 768 values and in 2048
-    at the peeled tiling; of an even N (ALIGN 2, 4) the forward in 256 lanes; in grids of at least 32 rows an SM
-    (ROWS_PEEL16_MIN_PER_SM). The odd forward of fewer than 640 values in 1024 lanes, the even rows' backward and
-    longer forwards (in 512 lanes: ROWS_TILINGS' 4 rows at 2 warps, unpeeled), float32 (always peeled), smaller grids,
-    forced families and the H100's rules keep the plans they had; nothing but PEEL, the edges (TAIL_N), the tiling,
-    FTZ (peeled forwards take it) and OFFS32 (peeled rows leave it) changes."""
+    (ALIGN 1) forward and backward in 64-2048 lanes at 1 warp, 8 rows a program in 64 and 128 lanes, 4 in 256, 2 in
+    512 and one from 1024 (the backward in 2048 lanes at 2 warps); of an even N (ALIGN 2, 4) the forward in 256 lanes;
+    rows that `peel` peels for a tail (ROWS_PEEL16_TAILS) alike; in grids of at least 32 rows an SM
+    (ROWS_PEEL16_MIN_PER_SM), and in smaller ones the odd rows one a program at 1 warp, the forward in 64-2048 lanes,
+    the backward in 64-512 (ROWS_PEEL16_SMALL_LANES). The even rows' backward and longer forwards (in 512 lanes:
+    ROWS_TILINGS' 4 rows at 2 warps, unpeeled), the even rows of 64 and 128 lanes, float32 (always peeled), rows of
+    PEEL_MIN_N values and more, forced families and the H100's rules keep the plans they had; nothing but PEEL, the
+    edges (TAIL_N), the tiling, FTZ (peeled forwards take it) and OFFS32 (peeled rows leave it) changes."""
     assert dispatch.ROWS_PEEL16 == {} and dispatch.ROWS_PEEL16_MIN_PER_SM == 32
+    assert dispatch.ROWS_PEEL16_SMALL_LANES == {True: 0, False: 0} and not dispatch.ROWS_PEEL16_TAILS
+    h200 = dispatch.GPU_CONSTANTS["H200"]
+    assert h200["ROWS_PEEL16_SMALL_LANES"] == {True: 2048, False: 512} and h200["ROWS_PEEL16_TAILS"]
 
     def plans(M, N, dtype, log, forward, gpu, force=None, force_peel=None):
         return (dispatch.plan_forward(M, N, N, N, dtype, log, 132, force, force_peel, gpu=gpu) if forward
                 else dispatch.plan_backward(M, N, N, N, N, dtype, log, 132, force, force_peel, gpu=gpu))
 
-    peeled = {(True, 193): (8, 2), (True, 385): (4, 2), (True, 511): (4, 2), (True, 1201): (1, 1), (True, 2047): (1, 1),
-              (True, 641): (1, 1), (True, 781): (1, 1), (True, 1023): (1, 1),
-              (False, 193): (8, 2), (False, 449): (4, 2), (False, 769): (1, 2), (False, 781): (1, 2),
-              (False, 1023): (1, 2), (False, 1101): (1, 2), (False, 1999): (1, 2), (True, 196): (8, 2),
-              (True, 254): (8, 2), (True, 142): (8, 2)}
+    # (forward, N): (BLOCK_M, num_warps) on 4224 and 65536 rows; unpeeled by the H100's rules but for a tail
+    peeled = {(True, 41): (8, 1), (True, 77): (8, 1), (True, 127): (8, 1), (True, 193): (4, 1), (True, 385): (2, 1),
+              (True, 511): (2, 1), (True, 577): (1, 1), (True, 781): (1, 1), (True, 1023): (1, 1),
+              (True, 1201): (1, 1), (True, 2047): (1, 1), (True, 196): (4, 1), (True, 254): (4, 1),
+              (True, 142): (4, 1), (False, 41): (8, 1), (False, 99): (8, 1), (False, 193): (4, 1),
+              (False, 449): (2, 1), (False, 521): (1, 1), (False, 641): (1, 1), (False, 781): (1, 1),
+              (False, 1023): (1, 1), (False, 1101): (1, 2), (False, 1999): (1, 2),
+              (True, 65): (8, 1), (False, 129): (8, 1), (True, 257): (4, 1), (True, 258): (4, 1), (False, 257): (4, 1),
+              (True, 521): (1, 1), (True, 1025): (1, 1), (False, 1025): (1, 1)}
+    tails = (65, 129, 257, 258, 521, 1025)
     skip = ("PEEL", "TAIL_N", "BLOCK_N", "BLOCK_M", "num_warps", "FTZ", "EVEN_M", "ALIGN_M", "OFFS32")
     for (forward, N), (block_m, warps) in peeled.items():
         for dtype in ("bfloat16", "float16"):
             for log in (False, True):
-                for M in (4224, 65536):
+                for M in (4224, 65536, 4223, 264):
                     (rules,), (tuned,) = plans(M, N, dtype, log, forward, ""), plans(M, N, dtype, log, forward, "H200")
                     what = (M, N, dtype, log, forward)
-                    assert not rules.kwargs["PEEL"] and tuned.kwargs["PEEL"] and tuned.kwargs["TAIL_N"] == 16, what
-                    assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == (block_m, warps), what
-                    assert tuned.grid == (triton.cdiv(M, block_m),) and tuned.kwargs.get("FTZ", False) == forward
+                    if M < 4224 and (N % 2 == 0 or not forward and N > 511):
+                        assert tuned == rules or "FTZ" in tuned.kwargs, what  # smaller grids: as before
+                        continue
+                    tiling = (block_m, warps) if M >= 4224 else (1, 1)
+                    assert rules.kwargs["PEEL"] == (N in tails) and tuned.kwargs["PEEL"], what
+                    assert tuned.kwargs["TAIL_N"] == 16, what
+                    assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == tiling, what
+                    assert tuned.grid == (triton.cdiv(M, tiling[0]),) and tuned.kwargs.get("FTZ", False) == forward
                     assert tuned.kwargs["BLOCK_N"] == triton.next_power_of_2(N // 8 * 8), what
-                    if (block_m, warps) != (1, 1) and not (not forward and 768 <= N <= 1024):  # the peeled tiling
-                        assert plans(M, N, dtype, log, forward, "H200", force_peel=True) == (tuned,), what
                     assert {k: v for k, v in tuned.kwargs.items() if k not in skip} == \
                         {k: v for k, v in rules.kwargs.items() if k not in skip}, what
-    kept = [(True, 4224, 639), (True, 4224, 577), (True, 65536, 1002), (False, 4224, 767), (False, 4224, 701),
-            (True, 4223, 385), (False, 4223, 1201), (True, 65536, 780), (False, 65536, 1002), (False, 65536, 1996),
-            (True, 65536, 127), (False, 65536, 127), (False, 65536, 300), (False, 65536, 254), (True, 65536, 1500),
-            (True, 65536, 1002), (True, 65536, 512), (False, 65536, 1024), (True, 65536, 300), (True, 65536, 510)]
+    kept = [(True, 65536, 1002), (False, 65536, 1002), (False, 65536, 1996), (False, 65536, 300), (False, 65536, 254),
+            (True, 65536, 1500), (True, 65536, 512), (False, 65536, 1024), (True, 65536, 300), (True, 65536, 510),
+            (True, 65536, 50), (False, 65536, 60), (True, 65536, 100), (False, 65536, 126), (False, 65536, 258),
+            (True, 264, 254), (True, 4223, 300), (False, 4223, 1201), (False, 264, 781)]
     for forward, M, N in kept:
         for log in (False, True):
             (tuned,) = plans(M, N, "bfloat16", log, forward, "H200")
-            assert not tuned.kwargs["PEEL"], (M, N, forward, log)
+            assert not tuned.kwargs["PEEL"] or N == 258, (M, N, forward, log)
+            assert N != 258 or plans(M, N, "bfloat16", log, forward, "H200", force_peel=True) == (tuned,)
     for forward in (True, False):  # a forced family keeps the rules' choice of PEEL; float32 peels anyway
         (forced,) = plans(65536, 1201, "bfloat16", False, forward, "H200", "rows")
         assert not forced.kwargs["PEEL"]
         (f32,) = plans(65536, 1201, "float32", False, forward, "H200")
         assert f32.kwargs["PEEL"] and plans(65536, 1201, "float32", False, forward, "")[0].kwargs["PEEL"]
+        (f32,) = plans(65536, 77, "float32", False, forward, "H200")
+        assert f32 == plans(65536, 77, "float32", False, forward, "")[0] or "FTZ" in f32.kwargs
+        (long,) = plans(4224, 2049, "bfloat16", False, forward, "H200")  # PEEL_MIN_N: the rules' peeled tiling
+        assert long.kwargs["PEEL"] and long.kwargs["num_warps"] == plans(4224, 2049, "bfloat16", False, forward,
+                                                                         "H200", force_peel=True)[0].kwargs["num_warps"]
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
 def test_rows_peel16_run(torch_device, dtype, log):
-    """The H200's peeled unaligned 16-bit rows (ROWS_PEEL16: odd N in 256-2048 lanes both ways, one row a program at 1
-    warp forward in 1024 and 2048, at 2 warps backward in 1024; even N forward in 256 lanes), planned for 4 SMs so that
-    128 rows fill the rule's grid, on x with a NaN, a +inf, an all -inf row and the dtype's largest value: y and dx
-    right against float64, inputs not modified."""
+    """The H200's peeled unaligned 16-bit rows (ROWS_PEEL16: odd N in 64-2048 lanes both ways at 1 warp, 8 rows a
+    program in 64 and 128 lanes, 4 in 256, 2 in 512, one from 1024; the backward in 2048 at 2 warps; even N forward in
+    256 lanes; rows with a tail alike, ROWS_PEEL16_TAILS), planned for 4 SMs so that 128 rows fill the rule's grid
+    (and 64 rows, a smaller grid, one row a program at 1 warp: ROWS_PEEL16_SMALL_LANES), on x with a NaN, a +inf, an
+    all -inf row and the dtype's largest value: y and dx right against float64, inputs not modified."""
     big = 65504.0 if dtype == "float16" else 3.3895313892515355e38
-    M = 128
-    for N, forward in ((193, True), (385, True), (781, True), (1201, True), (255, False), (781, False), (1101, False),
-                       (254, True), (190, True)):
+    for M, N, forward in ((128, 193, True), (128, 385, True), (128, 781, True), (128, 1201, True), (128, 255, False),
+                          (128, 781, False), (128, 1101, False), (128, 254, True), (128, 190, True), (128, 41, True),
+                          (128, 77, False), (128, 65, True), (128, 521, False), (128, 257, True), (64, 99, True),
+                          (64, 449, False)):
         (one,) = (dispatch.plan_forward(M, N, N, N, dtype, log, 4, gpu="H200") if forward
                   else dispatch.plan_backward(M, N, N, N, N, dtype, log, 4, gpu="H200"))
         assert one.kernel == ("softmax_fwd_rows" if forward else "softmax_bwd_rows") and one.kwargs["PEEL"], N
+        assert M == 128 or (one.kwargs["BLOCK_M"], one.kwargs["num_warps"]) == (1, 1), (M, N)
         x = _random((M, N), dtype, torch_device, 61 + N)
         what = f"H200 peeled {(M, N)} fwd={forward} log={log} {dict(one.kwargs)}"
         if forward:
@@ -2843,7 +2864,7 @@ def test_rows_reload_rule():
             assert rules.kernel == "softmax_fwd_rows" and tuned[-1].kernel == "softmax_fwd_coop", (N, log)
             assert tuned[-1].kwargs["PEEL"] and tuned == dispatch.plan_forward(2048, N, N, N, "bfloat16", log, 132,
                                                                              "coop", gpu="H200")
-    for M, N, dtype in ((2048, 16000, "bfloat16"), (2048, 20001, "float32"), (4, 101, "float16"),
+    for M, N, dtype in ((2048, 16000, "bfloat16"), (2048, 20001, "float32"), (4, 100, "float16"),
                         (8192, 4001, "bfloat16")):  # FTZ aside (ROWS16_FWD_FTZ: test_rows16_fwd_ftz_rule)
         for log in (False, True):
             assert fwd(M, N, dtype, log, "") == without_ftz(fwd(M, N, dtype, log, "H200")), (M, N, dtype, log)
