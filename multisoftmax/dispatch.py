@@ -382,17 +382,18 @@ PEEL_MIN_N = 2048
 # ROWS_PEEL16_SMALL_LANES[forward] peel one row a program at 1 warp. ROWS_PEEL16_TAILS: rows that `peel` peels for a
 # tail take the same tilings. H200, the benchmark's clock, M = 65536 unless named (bf16 and float16;
 # probe_rows_peel16*.log, probe_rows_1024_odd_fwd16*.log): odd N, every lane count at 1 warp (the backward in 2048 at
-# 2), against the plans before: 41-127 values (64 and 128 lanes, 8 rows a program; unpeeled before) forward 1.90-3.07x
+# 2), against the plans before: 41-127 values (64 and 128 lanes, 8 rows a program; unpeeled before) forward 1.89-3.07x
 # (65536 x 77 softmax 969 -> 2,231 GB/s), backward 1.13-1.79x; 193-511 (256 and 512 lanes, 4 and 2 rows; peeled at 2
 # warps before) 1.01-1.17x but two backwards within 0.5%; 521-1023 (1024 lanes, one row) 1.15-1.46x forward from 521
-# (781: 3,368 -> 3,938, 0.79 -> 0.93 of the copy), backward 1.18-1.43x to 700 values and 1.00-1.13x past them (781
-# softmax 3,693 -> 4,292); 1101-2047 forward 1.15-1.47x, backward at 2 warps 1.03-1.37x (1201 log_softmax 2,875 ->
-# 3,848). Even N (ALIGN 2, 4) forward in 256 lanes 1.07-1.61x; past 256 lanes, and in 64 and 128 (50, 60, 100),
-# 0.40-1.14x, and their backwards 0.83-1.04x: not peeled (in 512 lanes ROWS_TILINGS' 4 rows at 2 warps unpeeled ran
-# 0.985-1.06x of peeled). With a tail (65, 129, 257, 521, 1025) 1.005-1.84x over the rules' peeled tiling. The gain is
-# the peel's: unpeeled at the peeled tiling the odd rows ran 0.04-0.93x of it. Grids of 264-2112 rows (2-16 an SM): one
-# odd row a program at 1 warp 1.09-2.54x forward (64-2048 lanes), backward 1.12-1.90x to 512 lanes and 0.71-1.12x past
-# them (kept). probe_rows_peel16_check2_*.log: 163 changed plans 1.0005-3.07x of the plan before, one at 0.996x.
+# (781: 3,368 -> 3,938, 0.79 -> 0.93 of the copy), backward 1.15-1.43x to 701 values and 1.00-1.13x past them (781
+# softmax at 2 warps 3,796 -> 4,292 GB/s); 1101-2047 forward 1.15-1.47x, backward at 2 warps 1.03-1.37x (1201
+# log_softmax 2,875 -> 3,848). Even N (ALIGN 2, 4) forward in 256 lanes 1.07-1.61x; past 256 lanes, and in 64 and 128
+# (50, 60, 100), 0.40-1.14x, and their backwards 0.83-1.04x: not peeled (in 512 lanes ROWS_TILINGS' 4 rows at 2 warps
+# unpeeled ran 0.985-1.06x of peeled). With a tail (65, 129, 257, 521, 1025) 1.005-1.84x over the rules' peeled tiling.
+# The gain is the peel's: unpeeled at the peeled tiling the odd rows ran 0.04-0.93x of it. Grids of 264-2112 rows (2-16
+# an SM): one odd row a program at 1 warp 1.09-2.54x forward (64-2048 lanes), backward 1.11-2.05x to 512 lanes and
+# 0.71-1.12x past them (kept). probe_rows_peel16_check2_*.log: 163 changed plans 1.0005-3.07x of the plan before, one at
+# 0.996x.
 # Measured: bench/DISPATCH.md, ROWS_PEEL16.
 ROWS_PEEL16: dict = {}
 ROWS_PEEL16_MIN_PER_SM = 32
