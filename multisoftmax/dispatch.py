@@ -705,8 +705,8 @@ def peel(N: int, itemsize: int, align: int, strides_equal: bool, force: bool | N
 def _peel16(M: int, N: int, itemsize: int, align: int, strides_equal: bool, forward: bool, num_sms: int,
             gpu: str) -> tuple[int, int] | None:
     """(BLOCK_M, num_warps) where 16-bit rows not 16-byte aligned and shorter than PEEL_MIN_N peel at this GPU's
-    tiling (ROWS_PEEL16; in smaller grids one row a program at 1 warp, ROWS_PEEL16_SMALL_LANES), whether `peel`
-    leaves them whole or peels them for a tail (ROWS_PEEL16_TAILS: `peeled`), else None."""
+    tiling (ROWS_PEEL16; in smaller grids one row a program at 1 warp, ROWS_PEEL16_SMALL_LANES), else None. The
+    callers ask for rows that `peel` leaves whole and, where ROWS_PEEL16_TAILS, for those it peels for a tail."""
     if itemsize != 2 or align >= 8 or not strides_equal or N >= PEEL_MIN_N:
         return None
     lanes = triton.next_power_of_2(max(1, N // 8 * 8))

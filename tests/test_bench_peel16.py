@@ -211,7 +211,7 @@ def test_one_warp_tilings():
             with gpu_values_within(dispatch, "H200", PEEL16_AT_3EC4EB8):
                 then = _plan(dtype, M, N, op, direction)
             if now == then:
-                assert not now.kwargs["PEEL"] or N in (258, 260) and direction == "bwd" or name.endswith("1024_bwd.log")
+                assert not now.kwargs["PEEL"] or N in (258, 260) and direction == "bwd", (name, M, N, op, direction)
                 continue
             assert now.kwargs["PEEL"] and now.kwargs["num_warps"] == 1, (name, M, N, op, direction)
             gains.append(gbps[_tiled(now)] / gbps["dispatch"])

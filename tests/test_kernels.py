@@ -2247,8 +2247,9 @@ def test_rows_peel16_rule():
                 for M in (4224, 65536, 4223, 264):
                     (rules,), (tuned,) = plans(M, N, dtype, log, forward, ""), plans(M, N, dtype, log, forward, "H200")
                     what = (M, N, dtype, log, forward)
-                    if M < 4224 and (N % 2 == 0 or not forward and N > 511):
-                        assert tuned == rules or "FTZ" in tuned.kwargs, what  # smaller grids: as before
+                    if M < 4224 and (N % 2 == 0 or not forward and N > 511):  # smaller grids: as before
+                        forced = plans(M, N, dtype, log, forward, "H200", force_peel=True)
+                        assert (tuned,) == forced if N in tails else not tuned.kwargs["PEEL"], what
                         continue
                     tiling = (block_m, warps) if M >= 4224 else (1, 1)
                     assert rules.kwargs["PEEL"] == (N in tails) and tuned.kwargs["PEEL"], what
