@@ -703,11 +703,13 @@ def peel(N: int, itemsize: int, align: int, strides_equal: bool, force: bool | N
 
 
 def _peel16(M: int, N: int, itemsize: int, align: int, strides_equal: bool, forward: bool, num_sms: int,
-            gpu: str) -> tuple[int, int] | None:
+            gpu: str, peeled: bool) -> tuple[int, int] | None:
     """(BLOCK_M, num_warps) where 16-bit rows not 16-byte aligned and shorter than PEEL_MIN_N peel at this GPU's
-    tiling (ROWS_PEEL16; in smaller grids one row a program at 1 warp, ROWS_PEEL16_SMALL_LANES), else None. The
-    callers ask for rows that `peel` leaves whole and, where ROWS_PEEL16_TAILS, for those it peels for a tail."""
+    tiling (ROWS_PEEL16; in smaller grids one row a program at 1 warp, ROWS_PEEL16_SMALL_LANES), else None; rows
+    that `peel` already peels (`peeled`: for a tail) only where ROWS_PEEL16_TAILS."""
     if itemsize != 2 or align >= 8 or not strides_equal or N >= PEEL_MIN_N:
+        return None
+    if peeled and not _tuned("ROWS_PEEL16_TAILS", gpu):
         return None
     lanes = triton.next_power_of_2(max(1, N // 8 * 8))
     block_m, num_warps, fill, most = _tuned("ROWS_PEEL16", gpu).get((forward, lanes), (0, 0, 0.0, 0))
@@ -1237,9 +1239,8 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
     fam = force or family(M, N, itemsize, num_sms, acc["ALIGN"] * itemsize >= 16)
     vec = 16 // itemsize
     peeled = peel(N, itemsize, acc["ALIGN"], stride_xm == stride_ym, force_peel)  # the rows and coop families'
-    peel16 = (_peel16(M, N, itemsize, acc["ALIGN"], stride_xm == stride_ym, True, num_sms, gpu)
-              if fam == "rows" and not force and (not peeled or _tuned("ROWS_PEEL16_TAILS", gpu))
-              and force_peel is None else None)
+    peel16 = (_peel16(M, N, itemsize, acc["ALIGN"], stride_xm == stride_ym, True, num_sms, gpu, peeled)
+              if fam == "rows" and not force and force_peel is None else None)
     peeled = peeled or peel16 is not None  # this GPU's unaligned 16-bit rows peeled (ROWS_PEEL16)
     if (fam == "rows" and not force and itemsize == 2 and peeled and _coop_chunks(N, itemsize)[1] <= num_sms
             and _peeled16_fwd_coop(M, N, triton.next_power_of_2(N // vec * vec), log, num_sms, gpu)):
@@ -1378,9 +1379,8 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
              if counters_per_call and fam == "coop" and not force else None)
     fam = "split" if fresh else fam
     peeled = peel(N, itemsize, acc["ALIGN"], stride_ym == stride_dym == stride_dxm, force_peel)  # as plan_forward's
-    peel16 = (_peel16(M, N, itemsize, acc["ALIGN"], stride_ym == stride_dym == stride_dxm, False, num_sms, gpu)
-              if fam == "rows" and not force and (not peeled or _tuned("ROWS_PEEL16_TAILS", gpu))
-              and force_peel is None else None)
+    peel16 = (_peel16(M, N, itemsize, acc["ALIGN"], stride_ym == stride_dym == stride_dxm, False, num_sms, gpu,
+                      peeled) if fam == "rows" and not force and force_peel is None else None)
     peeled = peeled or peel16 is not None  # as plan_forward's (ROWS_PEEL16)
     if fam in ("rows", "coop", "pipe"):
         acc = dict(PEEL=peeled, VEC=vec, **acc)

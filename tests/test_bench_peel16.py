@@ -41,6 +41,11 @@ def _lanes(N: int) -> int:
     return triton.next_power_of_2(N // 8 * 8)
 
 
+def _tiled(plan, prefix: str = "p") -> str:
+    """The probe's label of a peeled plan's tiling (p_mBwW; the first logs' peel_mBwW)."""
+    return f"{prefix}_m{plan.kwargs['BLOCK_M']}w{plan.kwargs['num_warps']}"
+
+
 def _one_warp(plan) -> bool:
     """Whether `plan` is ROWS_PEEL16's odd forward one row a program at 1 warp (1024 and 2048 lanes), which the logs
     before probe_rows_1024_odd_fwd16.log did not run (test_one_warp_forwards)."""
@@ -62,8 +67,7 @@ def test_peeled_where_it_ran_ahead():
             if _one_warp(now):
                 continue  # not run at this tiling there: test_one_warp_forwards
             if now.kwargs["PEEL"]:
-                tiled = f"peel_m{now.kwargs['BLOCK_M']}w{now.kwargs['num_warps']}"
-                label = "peel" if now == _plan(dtype, M, N, op, direction, True) else tiled
+                label = "peel" if now == _plan(dtype, M, N, op, direction, True) else _tiled(now, "peel")
                 assert gbps[label] > gbps["dispatch"], (name, dtype, M, N, op, direction)
                 gains.append(gbps[label] / gbps["dispatch"])
             else:
@@ -192,11 +196,6 @@ SCANS = ("probe_rows_peel16_64b.log", "probe_rows_peel16_128b.log", "probe_rows_
          "probe_rows_peel16_tails.log")
 
 
-def _tiled(plan) -> str:
-    """The probe's label of a peeled plan's tiling (p_mBwW)."""
-    return f"p_m{plan.kwargs['BLOCK_M']}w{plan.kwargs['num_warps']}"
-
-
 def test_one_warp_tilings():
     """The scans at 3ec4eb8 ("dispatch": the plan then; "p_mBwW": peeled at B rows a program and W warps, "np_mBwW"
     unpeeled) on 65536 rows (and 524288-1048576 of 64 and 128 lanes): every case the H200 now plans otherwise ran at
@@ -259,11 +258,10 @@ def test_the_check_after_the_one_warp_rule():
             with gpu_values_within(dispatch, "H200", PEEL16_AT_3EC4EB8):
                 then = _plan(dtype, M, N, op, direction)
                 forced = _plan(dtype, M, N, op, direction, True)
+            label = "np" if not then.kwargs["PEEL"] else "p" if then == forced else _tiled(then)
             if now == then:
-                label = "np" if not now.kwargs["PEEL"] else "p" if now == forced else _tiled(now)
                 same.append(gbps["dispatch"] / gbps.get(label, gbps["dispatch"]))
                 continue
-            label = "np" if not then.kwargs["PEEL"] else "p" if then == forced else _tiled(then)
             gains.append(gbps["dispatch"] / gbps[label])
     assert len(gains) == 163 and len(same) == 11
     assert sorted(gains)[1] > 1.0005 and min(gains) > 0.996 and max(gains) < 3.08
