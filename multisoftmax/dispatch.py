@@ -379,10 +379,14 @@ PEEL_MIN_N = 2048
 # moves alone; 2, 4: pairs, quads), shorter than PEEL_MIN_N, peel where their aligned body takes `lanes` lanes
 # (triton.next_power_of_2(N // 8 * 8)) and N is at least `fill` of them, at BLOCK_M rows a program and num_warps, in
 # grids of at least ROWS_PEEL16_MIN_PER_SM rows an SM; in smaller grids the odd rows (ALIGN 1) of an entry's lanes up to
-# ROWS_PEEL16_SMALL_LANES[forward] peel one row a program at 1 warp. ROWS_PEEL16_TAILS: rows that `peel` peels for a
-# tail take the same tilings. H200, the benchmark's clock, M = 65536 unless named (bf16 and float16;
-# probe_rows_peel16*.log, probe_rows_1024_odd_fwd16*.log): odd N, every lane count at 1 warp (the backward in 2048 at
-# 2), against the plans before: 41-127 values (64 and 128 lanes, 8 rows a program; unpeeled before) forward 1.89-3.07x
+# ROWS_PEEL16_SMALL_LANES[forward] peel one row a program at 1 warp (or ROWS_PEEL16_SMALL_M's). ROWS_PEEL16_TAILS: rows
+# that `peel` peels for a tail take the same tilings. H200, the benchmark's clock, M = 65536 unless named (bf16 and
+# float16; probe_rows_peel16*.log, probe_rows_1024_odd_fwd16*.log): odd N, every lane count at 1 warp (the backward in
+# 2048 at 2), against the plans before: 17-39 values (16 and 32 lanes, 16 rows a program; whole at 32-64 rows and 4
+# warps before, 17 and 33 peeled at 64-128 rows and 2) 0.986-3.07x, geomean 1.49, on 65536 and 1048576 rows
+# (probe_rows_peel16_32_check.log: 1048576 x 35 log_softmax forward 739 -> 2,269 GB/s; under 1.0 only 23's log_softmax
+# backward on 65536 rows; the backwards of 19-31 ran up to 1.26x faster whole at 16 rows, not taken); 41-127 values
+# (64 and 128 lanes, 8 rows a program; unpeeled before) forward 1.89-3.07x
 # (65536 x 77 softmax 969 -> 2,231 GB/s), backward 1.13-1.79x; 193-511 (256 and 512 lanes, 4 and 2 rows; peeled at 2
 # warps before) 1.01-1.17x but two backwards within 0.5%; 521-1023 (1024 lanes, one row) 1.15-1.46x forward from 521
 # (781: 3,368 -> 3,938, 0.79 -> 0.93 of the copy), backward 1.15-1.43x to 701 values and 1.00-1.13x past them (781
@@ -399,6 +403,18 @@ ROWS_PEEL16: dict = {}
 ROWS_PEEL16_MIN_PER_SM = 32
 ROWS_PEEL16_SMALL_LANES = {True: 0, False: 0}
 ROWS_PEEL16_TAILS = False
+# ROWS_PEEL16_SMALL_M {lanes: BLOCK_M} (the H200's: GPU_CONSTANTS): the rows a program of ROWS_PEEL16_SMALL_LANES' odd
+# rows in smaller grids where not one. H200 (probe_rows_peel16_32_grids.log, bf16 17-39 odd values on 264-4223 rows):
+# in 16 and 32 lanes 4 rows at 1 warp ran 0.82-1.98x of one (1.01-1.98x from 2112 rows, 0.82-1.28x on 264 and 1056)
+# and 1.09-4.0x of the plan before (whole, or the rules' peeled 64-128 rows at 2 warps for 17 and 33).
+ROWS_PEEL16_SMALL_M: dict = {}
+# ROWS_WHOLE16_TAILS {BLOCK_N: (BLOCK_M, num_warps)} (the H200's: GPU_CONSTANTS; none on the H100, not measured there):
+# 16-bit rows of an even N (ALIGN 2 or 4) shorter than PEEL_MIN_N, which `peel` peels only for their tail (row_segments:
+# BLOCK_N and a tail of at most BLOCK_N / 16), run whole at this tiling in grids of at least ROWS_PEEL16_MIN_PER_SM rows
+# an SM. H200 (probe_rows_even_tails16.log, bf16 65536 and 1048576 rows, against the rules' peeled 64 and 32 rows at 2
+# warps): 34 values (32 + 2) whole at 16 rows and 1 warp forward 2.29-2.49x, backward 1.77-1.93x; 66 and 68 (64 + 2, 4)
+# forward 1.43-1.81x, backward 1.19-1.56x; 130 and 132 (128 lanes) 0.94-1.16x and 260 0.81-1.14x (kept peeled).
+ROWS_WHOLE16_TAILS: dict = {}
 # A chunk of a split row is at least this many elements, so each program streams long
 # enough to hide its start-up and the partials stay few.
 MIN_CHUNK = 8192
@@ -577,12 +593,15 @@ GPU_CONSTANTS = {
                  COLS16_SHORT_MIN_VALUES=32, COLS16_BWD_MIN_VALUES=(32, 128, 512, 0.8), COLS32_MIN_VALUES=32,
                  COLS16_FWD_TAIL=True, COLS16_FTZ=True, COLS16_FWD_STATS_N=16, ROWS16_FWD_FTZ=True,
                  ROWS16_FWD_FTZ_WARPS={8192: (4, 0.875)},
-                 ROWS_PEEL16={(True, 64): (8, 1, 0.0, 1), (True, 128): (8, 1, 0.0, 1), (True, 256): (4, 1, 0.0, 4),
+                 ROWS_PEEL16={(True, 16): (16, 1, 0.0, 1), (True, 32): (16, 1, 0.0, 1), (False, 16): (16, 1, 0.0, 1),
+                              (False, 32): (16, 1, 0.0, 1),
+                              (True, 64): (8, 1, 0.0, 1), (True, 128): (8, 1, 0.0, 1), (True, 256): (4, 1, 0.0, 4),
                               (True, 512): (2, 1, 0.0, 1), (True, 1024): (1, 1, 0.0, 1), (True, 2048): (1, 1, 0.0, 1),
                               (False, 64): (8, 1, 0.0, 1), (False, 128): (8, 1, 0.0, 1), (False, 256): (4, 1, 0.0, 1),
                               (False, 512): (2, 1, 0.0, 1), (False, 1024): (1, 1, 0.0, 1),
                               (False, 2048): (1, 2, 0.0, 1)},
-                 ROWS_PEEL16_SMALL_LANES={True: 2048, False: 512}, ROWS_PEEL16_TAILS=True),
+                 ROWS_PEEL16_SMALL_LANES={True: 2048, False: 512}, ROWS_PEEL16_TAILS=True,
+                 ROWS_PEEL16_SMALL_M={16: 4, 32: 4}, ROWS_WHOLE16_TAILS={32: (16, 1), 64: (16, 1)}),
 }
 
 
@@ -705,7 +724,8 @@ def peel(N: int, itemsize: int, align: int, strides_equal: bool, force: bool | N
 def _peel16(M: int, N: int, itemsize: int, align: int, strides_equal: bool, forward: bool, num_sms: int,
             gpu: str, peeled: bool) -> tuple[int, int] | None:
     """(BLOCK_M, num_warps) where 16-bit rows not 16-byte aligned and shorter than PEEL_MIN_N peel at this GPU's
-    tiling (ROWS_PEEL16; in smaller grids one row a program at 1 warp, ROWS_PEEL16_SMALL_LANES), else None; rows
+    tiling (ROWS_PEEL16; in smaller grids one row a program, or ROWS_PEEL16_SMALL_M's, at 1 warp:
+    ROWS_PEEL16_SMALL_LANES), else None; rows
     that `peel` already peels (`peeled`: for a tail) only where ROWS_PEEL16_TAILS."""
     if itemsize != 2 or align >= 8 or not strides_equal or N >= PEEL_MIN_N:
         return None
@@ -717,7 +737,21 @@ def _peel16(M: int, N: int, itemsize: int, align: int, strides_equal: bool, forw
         return None
     if M >= ROWS_PEEL16_MIN_PER_SM * num_sms:
         return min(block_m, triton.next_power_of_2(M)), num_warps
-    return (1, 1) if align == 1 and lanes <= _tuned("ROWS_PEEL16_SMALL_LANES", gpu)[forward] else None
+    if align != 1 or lanes > _tuned("ROWS_PEEL16_SMALL_LANES", gpu)[forward]:
+        return None
+    return min(_tuned("ROWS_PEEL16_SMALL_M", gpu).get(lanes, 1), triton.next_power_of_2(M)), 1
+
+
+def _whole16(M: int, N: int, itemsize: int, align: int, peeled: bool, num_sms: int, gpu: str) -> tuple[int, int] | None:
+    """(BLOCK_M, num_warps) where this GPU runs 16-bit rows of an even N that `peel` peels only for their tail
+    (`peeled`) whole instead (ROWS_WHOLE16_TAILS), else None."""
+    if itemsize != 2 or not peeled or align % 2 or align >= 8 or N >= PEEL_MIN_N:
+        return None
+    BLOCK_N, TAIL_N = row_segments(N)
+    tiling = _tuned("ROWS_WHOLE16_TAILS", gpu).get(BLOCK_N) if TAIL_N else None
+    if not tiling or M < ROWS_PEEL16_MIN_PER_SM * num_sms:
+        return None
+    return min(tiling[0], triton.next_power_of_2(M)), tiling[1]
 
 
 def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool = False, itemsize: int = 4,
@@ -1242,6 +1276,9 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
     peel16 = (_peel16(M, N, itemsize, acc["ALIGN"], stride_xm == stride_ym, True, num_sms, gpu, peeled)
               if fam == "rows" and not force and force_peel is None else None)
     peeled = peeled or peel16 is not None  # this GPU's unaligned 16-bit rows peeled (ROWS_PEEL16)
+    whole16 = (_whole16(M, N, itemsize, acc["ALIGN"], peeled, num_sms, gpu)
+               if fam == "rows" and not force and force_peel is None and peel16 is None else None)
+    peeled = peeled and whole16 is None  # ...or whole where they peeled for a tail alone (ROWS_WHOLE16_TAILS)
     if (fam == "rows" and not force and itemsize == 2 and peeled and _coop_chunks(N, itemsize)[1] <= num_sms
             and _peeled16_fwd_coop(M, N, triton.next_power_of_2(N // vec * vec), log, num_sms, gpu)):
         fam = "coop"  # peeled 16-bit rows this GPU runs faster cooperative (ROWS_PEELED16_FWD_MAX_LANES, _COOP)
@@ -1262,8 +1299,9 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
     if fam == "rows":
         BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, vec=vec if peeled else 0, log=log,
                                                               itemsize=itemsize, aligned=acc["ALIGN"] >= vec, gpu=gpu)
-        if peel16:
-            (BLOCK_M, num_warps), grid = peel16, (triton.cdiv(M, peel16[0]),)
+        if peel16 or whole16:
+            (BLOCK_M, num_warps) = peel16 or whole16
+            grid = (triton.cdiv(M, BLOCK_M),)
         rows_m = _rows_m(M, BLOCK_M, itemsize, log, True)
         # ROWS_FWD_ONE_ROW_N's rows unmasked; 32-bit offsets (ROWS_FWD16_OFFS32_LANES) where they fit
         even_n = (BLOCK_M == 1 and N == BLOCK_N and not TAIL_N and not peeled
@@ -1382,6 +1420,9 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
     peel16 = (_peel16(M, N, itemsize, acc["ALIGN"], stride_ym == stride_dym == stride_dxm, False, num_sms, gpu,
                       peeled) if fam == "rows" and not force and force_peel is None else None)
     peeled = peeled or peel16 is not None  # as plan_forward's (ROWS_PEEL16)
+    whole16 = (_whole16(M, N, itemsize, acc["ALIGN"], peeled, num_sms, gpu)
+               if fam == "rows" and not force and force_peel is None and peel16 is None else None)
+    peeled = peeled and whole16 is None  # as plan_forward's (ROWS_WHOLE16_TAILS)
     if fam in ("rows", "coop", "pipe"):
         acc = dict(PEEL=peeled, VEC=vec, **acc)
     # The pipelined kernel where it pays over the cooperative one (PIPE_*), or where forced ("pipe").
@@ -1393,8 +1434,9 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
         BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, forward=False, vec=vec if peeled else 0,
                                                               log=log, itemsize=itemsize, aligned=acc["ALIGN"] >= vec,
                                                               gpu=gpu)
-        if peel16:
-            (BLOCK_M, num_warps), grid = peel16, (triton.cdiv(M, peel16[0]),)
+        if peel16 or whole16:
+            (BLOCK_M, num_warps) = peel16 or whole16
+            grid = (triton.cdiv(M, BLOCK_M),)
         # RELOAD where this GPU's tiling has it (ROWS_TILINGS), its peeled 16-bit rows (ROWS_PEELED16_BWD_RELOAD),
         # its aligned ones with a tail (ROWS_TAIL16_BWD_RELOAD) or its wide ones (ROWS_BWD16_RELOAD_*) take it; left
         # out of the launch where off, as on the H100.

@@ -72,6 +72,16 @@ PEEL16_AT_3EC4EB8 = {
                     (False, 1024): (1, 2, 0.75, 1), (False, 2048): (1, 2, 0.0, 1)},
     "ROWS_PEEL16_SMALL_LANES": {True: 0, False: 0}, "ROWS_PEEL16_TAILS": False}
 
+# The H200's ROWS_PEEL16 as bench/results/h200/probe_rows_peel16_32.log and probe_rows_short_odd.log ran it (244c6d0:
+# no 16- or 32-lane entries, one row a program in every small grid, even rows with a tail peeled), for the tests that
+# hold those logs to their plans (tests/test_bench_peel16.py); `gpu_values_within(dispatch, "H200", PEEL16_AT_244C6D0)`.
+PEEL16_AT_244C6D0 = {
+    "ROWS_PEEL16": {(True, 64): (8, 1, 0.0, 1), (True, 128): (8, 1, 0.0, 1), (True, 256): (4, 1, 0.0, 4),
+                    (True, 512): (2, 1, 0.0, 1), (True, 1024): (1, 1, 0.0, 1), (True, 2048): (1, 1, 0.0, 1),
+                    (False, 64): (8, 1, 0.0, 1), (False, 128): (8, 1, 0.0, 1), (False, 256): (4, 1, 0.0, 1),
+                    (False, 512): (2, 1, 0.0, 1), (False, 1024): (1, 1, 0.0, 1), (False, 2048): (1, 2, 0.0, 1)},
+    "ROWS_PEEL16_SMALL_M": {}, "ROWS_WHOLE16_TAILS": {}}
+
 
 def without_ftz(plan) -> tuple:
     """`plan` (dispatch's launches) with FTZ left out of each launch's meta: a GPU's plan as it is but for FTZ

@@ -6,14 +6,16 @@ rows and W warps, "p": force_peel=True), and probe_rows_ftz_warps_small*.log (bf
 rows: "dispatch" then at 4 warps, "w16" the rules' 16). Those logs' tests plan with ROWS_PEEL16 as they ran it
 (forced_plans.PEEL16_AT_3EC4EB8); the 1-warp tilings, the small grids and the rows with a tail
 (ROWS_PEEL16_SMALL_LANES, ROWS_PEEL16_TAILS) are held to probe_rows_peel16_64.log ... _check2_*.log
-(test_one_warp_tilings and below)."""
+(test_one_warp_tilings and below); the 16- and 32-lane rows (17-39 values), their small grids (ROWS_PEEL16_SMALL_M) and
+the even rows with a tail run whole (ROWS_WHOLE16_TAILS) to probe_rows_peel16_32*.log, probe_rows_short_odd.log and
+probe_rows_even_tails16.log (test_short_rows_scans and below)."""
 
 import math
 
 import pytest
 
 import rows_logs
-from forced_plans import PEEL16_AT_3EC4EB8, gpu_values_within
+from forced_plans import PEEL16_AT_244C6D0, PEEL16_AT_3EC4EB8, gpu_values_within
 from multisoftmax import dispatch
 import triton  # noqa: E402  (after multisoftmax, which sets TRITON_INTERPRET where asked)
 
@@ -267,3 +269,114 @@ def test_the_check_after_the_one_warp_rule():
     assert sorted(gains)[1] > 1.0005 and min(gains) > 0.996 and max(gains) < 3.08
     assert 1.4 < math.exp(sum(map(math.log, gains)) / len(gains)) < 1.44
     assert min(same) > 0.987 and max(same) < 1.002
+
+
+def _then_244c6d0(dtype, M, N, op, direction, force_peel=None):
+    """The H200's plan of a case as probe_rows_peel16_32.log and probe_rows_short_odd.log ran it (244c6d0)."""
+    with gpu_values_within(dispatch, "H200", PEEL16_AT_244C6D0):
+        return _plan(dtype, M, N, op, direction, force_peel)
+
+
+def _label(plan) -> str:
+    """The probe's label of a plan re-tiled, peeled (p_mBwW) or whole (np_mBwW)."""
+    return _tiled(plan, "p" if plan.kwargs["PEEL"] else "np")
+
+
+def test_short_rows_scans():
+    """probe_rows_peel16_32.log and probe_rows_short_odd.log (bf16 17-39 values on 65536 and 1048576 rows, at
+    244c6d0: "dispatch" the plan then, "p_mBwW" peeled at B rows and W warps, "np_mBwW" whole): the odd rows now peel
+    at 16 rows a program and 1 warp both ways (ROWS_PEEL16's 16- and 32-lane entries), and 34 values (32 + a tail of
+    2) run whole so (ROWS_WHOLE16_TAILS): at that tiling they ran 0.99-3.08x of the plan then (104 cases, geomean
+    1.52; under 1.0 the 23-value log_softmax and 31-value softmax backwards on 65536 rows, 0.990 and 0.996x); 16 rows
+    was the best of 4-32 at 1 warp in most forwards, while the odd backwards of 19-31 values ran up to 1.26x faster
+    whole (np_m16w1; not taken: one entry serves 25-39 values). The even rows without a tail (18-30, 38; 40 cases)
+    keep their plans: peeled, 38's log_softmax forward ran 1.61x, but the even rows' other cases 0.73-1.26x."""
+    gains, kept = [], []
+    for name in ("probe_rows_peel16_32.log", "probe_rows_short_odd.log"):
+        for (dtype, M, N, op, direction), gbps in rows_logs.gbps(name).items():
+            now, then = _plan(dtype, M, N, op, direction), _then_244c6d0(dtype, M, N, op, direction)
+            if now == then:
+                assert N % 2 == 0 and not now.kwargs["PEEL"] and N != 34, (name, M, N, op, direction)
+                kept.append(max(gbps.values()) / gbps["dispatch"])
+                continue
+            assert (now.kwargs["BLOCK_M"], now.kwargs["num_warps"]) == (16, 1), (M, N, op, direction)
+            assert now.kwargs["PEEL"] == (N % 2 == 1), (M, N, op, direction)
+            gains.append(gbps[_label(now)] / gbps["dispatch"])
+    assert len(gains) == 104 and min(gains) > 0.989 and sorted(gains)[2] > 1.0 and max(gains) < 3.08
+    assert 1.5 < math.exp(sum(map(math.log, gains)) / len(gains)) < 1.55
+    assert len(kept) == 40 and max(kept) < 1.62
+
+
+def test_short_rows_check():
+    """probe_rows_peel16_32_check.log, with the 16- and 32-lane entries in dispatch ("dispatch"; "np": the rows whole
+    at the rules' tiling, the plan before for 19-31 and 35-39; "p": peeled at the rules' tiling, the plan before for 17
+    and 33, which peel for a tail), bf16 and float16 on 65536 and 1048576 rows: the 192 cases ran 0.986-3.07x of the
+    plan before, geomean 1.49 (bf16 1048576 x 35 log_softmax forward 739 -> 2,269 GB/s); under 1.0 only the 23-value
+    log_softmax backward at 65536 rows (0.986-0.992x)."""
+    gains = []
+    for (dtype, M, N, op, direction), gbps in rows_logs.gbps("probe_rows_peel16_32_check.log").items():
+        now, then = _plan(dtype, M, N, op, direction), _then_244c6d0(dtype, M, N, op, direction)
+        assert now != then and now.kwargs["PEEL"] and (now.kwargs["BLOCK_M"], now.kwargs["num_warps"]) == (16, 1)
+        label = "p" if then == _then_244c6d0(dtype, M, N, op, direction, True) else "np"
+        assert (label == "p") == (N in (17, 33)) and (label == "np") == (not then.kwargs["PEEL"]), (M, N)
+        gains.append(gbps["dispatch"] / gbps[label])
+        assert gains[-1] > 0.985 and (gains[-1] > 1.0 or (N, M, op, direction) == (23, 65536, "log_softmax", "bwd"))
+    assert len(gains) == 192 and max(gains) < 3.08
+    assert 1.45 < math.exp(sum(map(math.log, gains)) / len(gains)) < 1.52
+
+
+def test_short_rows_small_grids():
+    """probe_rows_peel16_32_grids.log (bf16 17-39 odd values on 264-4223 rows, under ROWS_PEEL16_MIN_PER_SM's 32 an SM;
+    "dispatch" then one row a program at 1 warp): 4 rows a program at 1 warp (p_m4w1; ROWS_PEEL16_SMALL_M) ran 1.09-4.0x
+    of the plan before these entries (np, or p for 17 and 33; geomean 1.92, 128 cases) and 0.82-1.98x of one row a
+    program: ahead from 2112 rows (1.01-1.98x), 0.82-1.28x on 264 and 1056."""
+    gains, of_one = [], []
+    for (dtype, M, N, op, direction), gbps in rows_logs.gbps("probe_rows_peel16_32_grids.log").items():
+        now, then = _plan(dtype, M, N, op, direction), _then_244c6d0(dtype, M, N, op, direction)
+        assert now.kwargs["PEEL"] and (now.kwargs["BLOCK_M"], now.kwargs["num_warps"]) == (4, 1), (M, N)
+        assert then == _then_244c6d0(dtype, M, N, op, direction, N in (17, 33)), (M, N)  # the np or p label's plan
+        gains.append(gbps["p_m4w1"] / gbps["p" if then.kwargs["PEEL"] else "np"])
+        of_one.append(gbps["p_m4w1"] / gbps["dispatch"])
+        assert of_one[-1] > (1.0 if M >= 2112 else 0.8), (M, N, op, direction)
+    assert len(gains) == 128 and min(gains) > 1.08 and max(gains) < 4.01
+    assert 1.9 < math.exp(sum(map(math.log, gains)) / len(gains)) < 1.95
+    assert min(of_one) > 0.8 and max(of_one) < 2.0
+
+
+def test_even_rows_with_a_tail_whole():
+    """probe_rows_even_tails16.log (bf16 even rows that `peel` peels for a tail alone, 65536 and 1048576 rows;
+    "dispatch" the rules' peeled tiling, "np_mBwW" whole at B rows and W warps): 34, 66 and 68 values now run whole at 16 rows
+    and 1 warp (ROWS_WHOLE16_TAILS), which ran 1.19-2.49x of the peeled plan (24 cases); 130, 132 and 260 keep it
+    (whole at 16 rows 0.81-1.16x)."""
+    gains, kept = [], []
+    for (dtype, M, N, op, direction), gbps in rows_logs.gbps("probe_rows_even_tails16.log").items():
+        now = _plan(dtype, M, N, op, direction)
+        if N in (34, 66, 68):
+            assert not now.kwargs["PEEL"] and (now.kwargs["BLOCK_M"], now.kwargs["num_warps"]) == (16, 1), (M, N)
+            assert now.kwargs["TAIL_N"] == N - now.kwargs["BLOCK_N"] > 0, (M, N)
+            gains.append(gbps["np_m16w1"] / gbps["dispatch"])
+        else:
+            assert now == _then_244c6d0(dtype, M, N, op, direction) and now.kwargs["PEEL"], (M, N)
+            kept.append(gbps["np_m16w1"] / gbps["dispatch"])
+    assert len(gains) == 24 and min(gains) > 1.19 and max(gains) < 2.5
+    assert len(kept) == 24 and min(kept) > 0.8 and max(kept) < 1.17
+
+
+def test_short_rows_check_with_the_rules():
+    """probe_rows_peel16_32_check2.log, with ROWS_PEEL16_SMALL_M and ROWS_WHOLE16_TAILS in dispatch ("dispatch"; "np"
+    and "p": the rules' plan whole and peeled, the plan before): bf16 19, 33 and 37 odd values on 1056-4223 rows, 4
+    rows a program, ran 1.12-3.37x of the plan before (36 cases; one row a program 0.51-1.22x of it); bf16 and float16
+    34, 66 and 68 values whole at 16 rows ran 1.19-2.50x of the rules' peeled plan (48 cases)."""
+    grids, whole = [], []
+    for (dtype, M, N, op, direction), gbps in rows_logs.gbps("probe_rows_peel16_32_check2.log").items():
+        now, then = _plan(dtype, M, N, op, direction), _then_244c6d0(dtype, M, N, op, direction)
+        tiling = (now.kwargs["BLOCK_M"], now.kwargs["num_warps"])
+        label = "p" if then.kwargs["PEEL"] else "np"
+        if N % 2:
+            assert M < 4224 and now.kwargs["PEEL"] and tiling == (4, 1), (M, N)
+            grids.append(gbps["dispatch"] / gbps[label])
+        else:
+            assert M >= 4224 and not now.kwargs["PEEL"] and tiling == (16, 1) and label == "p", (M, N)
+            whole.append(gbps["dispatch"] / gbps[label])
+    assert len(grids) == 36 and min(grids) > 1.11 and max(grids) < 3.38
+    assert len(whole) == 48 and min(whole) > 1.19 and max(whole) < 2.51

@@ -2213,11 +2213,11 @@ def test_rows16_fwd_ftz_run(torch_device, dtype, log):
 
 def test_rows_peel16_rule():
     """The H200's 16-bit rows shorter than PEEL_MIN_N that are not 16-byte aligned peel (ROWS_PEEL16): of an odd N
-    (ALIGN 1) forward and backward in 64-2048 lanes at 1 warp, 8 rows a program in 64 and 128 lanes, 4 in 256, 2 in
-    512 and one from 1024 (the backward in 2048 lanes at 2 warps); of an even N (ALIGN 2, 4) the forward in 256 lanes;
-    rows that `peel` peels for a tail (ROWS_PEEL16_TAILS) alike; in grids of at least 32 rows an SM
-    (ROWS_PEEL16_MIN_PER_SM), and in smaller ones the odd rows one a program at 1 warp, the forward in 64-2048 lanes,
-    the backward in 64-512 (ROWS_PEEL16_SMALL_LANES). The even rows' backward and longer forwards (in 512 lanes:
+    (ALIGN 1) forward and backward in 16-2048 lanes at 1 warp, 16 rows a program in 16 and 32 lanes, 8 in 64 and 128,
+    4 in 256, 2 in 512 and one from 1024 (the backward in 2048 lanes at 2 warps); of an even N (ALIGN 2, 4) the forward
+    in 256 lanes; rows that `peel` peels for a tail (ROWS_PEEL16_TAILS) alike; in grids of at least 32 rows an SM
+    (ROWS_PEEL16_MIN_PER_SM), and in smaller ones the odd rows one a program at 1 warp (4 in 16 and 32 lanes,
+    ROWS_PEEL16_SMALL_M), the forward in 16-2048 lanes, the backward in 16-512 (ROWS_PEEL16_SMALL_LANES). The even rows' backward and longer forwards (in 512 lanes:
     ROWS_TILINGS' 4 rows at 2 warps, unpeeled), the even rows of 64 and 128 lanes, float32 (always peeled), rows of
     PEEL_MIN_N values and more, forced families and the H100's rules keep the plans they had; nothing but PEEL, the
     edges (TAIL_N), the tiling, FTZ (peeled forwards take it) and OFFS32 (peeled rows leave it) changes."""
@@ -2225,6 +2225,7 @@ def test_rows_peel16_rule():
     assert dispatch.ROWS_PEEL16_SMALL_LANES == {True: 0, False: 0} and not dispatch.ROWS_PEEL16_TAILS
     h200 = dispatch.GPU_CONSTANTS["H200"]
     assert h200["ROWS_PEEL16_SMALL_LANES"] == {True: 2048, False: 512} and h200["ROWS_PEEL16_TAILS"]
+    assert dispatch.ROWS_PEEL16_SMALL_M == {} and h200["ROWS_PEEL16_SMALL_M"] == {16: 4, 32: 4}
 
     def plans(M, N, dtype, log, forward, gpu, force=None, force_peel=None):
         return (dispatch.plan_forward(M, N, N, N, dtype, log, 132, force, force_peel, gpu=gpu) if forward
@@ -2238,8 +2239,11 @@ def test_rows_peel16_rule():
               (False, 449): (2, 1), (False, 521): (1, 1), (False, 641): (1, 1), (False, 781): (1, 1),
               (False, 1023): (1, 1), (False, 1101): (1, 2), (False, 1999): (1, 2),
               (True, 65): (8, 1), (False, 129): (8, 1), (True, 257): (4, 1), (True, 258): (4, 1), (False, 257): (4, 1),
-              (True, 521): (1, 1), (True, 1025): (1, 1), (False, 1025): (1, 1)}
-    tails = (65, 129, 257, 258, 521, 1025)
+              (True, 521): (1, 1), (True, 1025): (1, 1), (False, 1025): (1, 1),
+              (True, 19): (16, 1), (True, 25): (16, 1), (True, 31): (16, 1), (True, 39): (16, 1), (False, 21): (16, 1),
+              (False, 29): (16, 1), (False, 37): (16, 1), (True, 17): (16, 1), (False, 17): (16, 1),
+              (True, 33): (16, 1), (False, 33): (16, 1)}
+    tails = (17, 33, 65, 129, 257, 258, 521, 1025)
     skip = ("PEEL", "TAIL_N", "BLOCK_N", "BLOCK_M", "num_warps", "FTZ", "EVEN_M", "ALIGN_M", "OFFS32")
     for (forward, N), (block_m, warps) in peeled.items():
         for dtype in ("bfloat16", "float16"):
@@ -2251,7 +2255,7 @@ def test_rows_peel16_rule():
                         forced = plans(M, N, dtype, log, forward, "H200", force_peel=True)
                         assert (tuned,) == forced if N in tails else not tuned.kwargs["PEEL"], what
                         continue
-                    tiling = (block_m, warps) if M >= 4224 else (1, 1)
+                    tiling = (block_m, warps) if M >= 4224 else (4 if N < 40 else 1, 1)
                     assert rules.kwargs["PEEL"] == (N in tails) and tuned.kwargs["PEEL"], what
                     assert tuned.kwargs["TAIL_N"] == 16, what
                     assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == tiling, what
@@ -2262,6 +2266,7 @@ def test_rows_peel16_rule():
     kept = [(True, 65536, 1002), (False, 65536, 1002), (False, 65536, 1996), (False, 65536, 300), (False, 65536, 254),
             (True, 65536, 1500), (True, 65536, 512), (False, 65536, 1024), (True, 65536, 300), (True, 65536, 510),
             (True, 65536, 50), (False, 65536, 60), (True, 65536, 100), (False, 65536, 126), (False, 65536, 258),
+            (True, 65536, 18), (False, 65536, 30), (True, 65536, 38), (False, 65536, 24),
             (True, 264, 254), (True, 4223, 300), (False, 4223, 1201), (False, 264, 781)]
     for forward, M, N in kept:
         for log in (False, True):
@@ -2280,23 +2285,67 @@ def test_rows_peel16_rule():
                                                                          "H200", force_peel=True)[0].kwargs["num_warps"]
 
 
+def test_rows_whole16_rule():
+    """The H200's 16-bit rows of an even N that `peel` peels only for their tail (ALIGN 2 or 4; 34 = 32 + 2, 66 and 68
+    = 64 + 2 and 4) run whole at 16 rows a program and 1 warp (ROWS_WHOLE16_TAILS), both ways, in grids of at least 32
+    rows an SM; smaller grids, 128 lanes and more (130, 132, 260), odd rows and an odd stride (ALIGN 1), strides that
+    differ, float32, forced families and force_peel, and the H100's rules keep their plans. Nothing but PEEL, TAIL_N
+    (the row's own tail, not the edges), the tiling, FTZ and OFFS32 changes."""
+    assert dispatch.ROWS_WHOLE16_TAILS == {}
+    assert dispatch.GPU_CONSTANTS["H200"]["ROWS_WHOLE16_TAILS"] == {32: (16, 1), 64: (16, 1)}
+
+    def plans(M, N, forward, gpu, dtype="bfloat16", log=False, stride=None, force=None, force_peel=None):
+        stride = stride or N
+        return (dispatch.plan_forward(M, N, stride, stride, dtype, log, 132, force, force_peel, gpu=gpu) if forward
+                else dispatch.plan_backward(M, N, stride, stride, stride, dtype, log, 132, force, force_peel, gpu=gpu))
+
+    skip = ("PEEL", "TAIL_N", "BLOCK_M", "num_warps", "FTZ", "EVEN_M", "ALIGN_M", "OFFS32")
+    for N in (34, 66, 68):
+        for forward, log, dtype, M in itertools.product((True, False), (False, True), ("bfloat16", "float16"),
+                                                        (4224, 65536)):
+            (rules,), (tuned,) = plans(M, N, forward, "", dtype, log), plans(M, N, forward, "H200", dtype, log)
+            what = (M, N, forward, log, dtype)
+            assert rules.kwargs["PEEL"] and not tuned.kwargs["PEEL"], what
+            assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"], tuned.grid) == (16, 1, (M // 16,)), what
+            assert (tuned.kwargs["BLOCK_N"], tuned.kwargs["TAIL_N"]) == dispatch.row_segments(N), what
+            assert {k: v for k, v in tuned.kwargs.items() if k not in skip} == \
+                {k: v for k, v in rules.kwargs.items() if k not in skip}, what
+    for forward in (True, False):
+        for M, N, kw in ((4223, 34, {}), (264, 66, {}), (65536, 130, {}), (65536, 132, {}), (65536, 260, {}),
+                         (65536, 33, {}), (65536, 34, dict(stride=35)), (65536, 34, dict(dtype="float32")),
+                         (65536, 34, dict(force="rows")), (65536, 34, dict(force_peel=True))):
+            (tuned,) = plans(M, N, forward, "H200", **kw)
+            assert tuned.kwargs["PEEL"] and (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) != (16, 1) or \
+                N == 33 or "stride" in kw, (M, N, kw)  # 33 and an odd stride: ROWS_PEEL16's 16 rows, peeled
+            if N in (34, 66, 130, 132) and not kw:
+                assert (tuned,) == plans(M, N, forward, "H200", force_peel=True), (M, N)
+        (strides,) = (dispatch.plan_forward(65536, 34, 34, 40, "bfloat16", False, 132, gpu="H200") if forward
+                      else dispatch.plan_backward(65536, 34, 34, 34, 40, "bfloat16", False, 132, gpu="H200"))
+        assert not strides.kwargs["PEEL"] and strides.kwargs["BLOCK_M"] != 16  # strides that differ: never peeled
+
+
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
 def test_rows_peel16_run(torch_device, dtype, log):
-    """The H200's peeled unaligned 16-bit rows (ROWS_PEEL16: odd N in 64-2048 lanes both ways at 1 warp, 8 rows a
-    program in 64 and 128 lanes, 4 in 256, 2 in 512, one from 1024; the backward in 2048 at 2 warps; even N forward in
-    256 lanes; rows with a tail alike, ROWS_PEEL16_TAILS), planned for 4 SMs so that 128 rows fill the rule's grid
-    (and 64 rows, a smaller grid, one row a program at 1 warp: ROWS_PEEL16_SMALL_LANES), on x with a NaN, a +inf, an
-    all -inf row and the dtype's largest value: y and dx right against float64, inputs not modified."""
+    """The H200's peeled unaligned 16-bit rows (ROWS_PEEL16: odd N in 16-2048 lanes both ways at 1 warp, 16 rows a
+    program in 16 and 32 lanes, 8 in 64 and 128, 4 in 256, 2 in 512, one from 1024; the backward in 2048 at 2 warps;
+    even N forward in 256 lanes; rows with a tail alike, ROWS_PEEL16_TAILS), planned for 4 SMs so that 128 rows fill
+    the rule's grid (and 64 rows, a smaller grid, one row a program at 1 warp, 4 in 16 and 32 lanes:
+    ROWS_PEEL16_SMALL_LANES, ROWS_PEEL16_SMALL_M), and its even rows with a tail whole at 16 rows (34, 66:
+    ROWS_WHOLE16_TAILS), on x with a NaN, a +inf, an all -inf row and the dtype's largest value: y and dx right against
+    float64, inputs not modified."""
     big = 65504.0 if dtype == "float16" else 3.3895313892515355e38
     for M, N, forward in ((128, 193, True), (128, 385, True), (128, 781, True), (128, 1201, True), (128, 255, False),
                           (128, 781, False), (128, 1101, False), (128, 254, True), (128, 190, True), (128, 41, True),
                           (128, 77, False), (128, 65, True), (128, 521, False), (128, 257, True), (64, 99, True),
-                          (64, 449, False)):
+                          (64, 449, False), (128, 19, True), (128, 37, False), (128, 17, True), (128, 33, False),
+                          (64, 25, True), (64, 39, False), (128, 34, True), (128, 66, False)):
         (one,) = (dispatch.plan_forward(M, N, N, N, dtype, log, 4, gpu="H200") if forward
                   else dispatch.plan_backward(M, N, N, N, N, dtype, log, 4, gpu="H200"))
-        assert one.kernel == ("softmax_fwd_rows" if forward else "softmax_bwd_rows") and one.kwargs["PEEL"], N
-        assert M == 128 or (one.kwargs["BLOCK_M"], one.kwargs["num_warps"]) == (1, 1), (M, N)
+        assert one.kernel == ("softmax_fwd_rows" if forward else "softmax_bwd_rows"), N
+        assert one.kwargs["PEEL"] == (N not in (34, 66)), N
+        tiling = (one.kwargs["BLOCK_M"], one.kwargs["num_warps"])
+        assert tiling == (16, 1) if M == 128 and N < 40 else M == 128 or tiling == (4 if N < 40 else 1, 1), (M, N)
         x = _random((M, N), dtype, torch_device, 61 + N)
         what = f"H200 peeled {(M, N)} fwd={forward} log={log} {dict(one.kwargs)}"
         if forward:
