@@ -407,13 +407,15 @@ ROWS_PEEL16_TAILS = False
 # rows in smaller grids where not one. H200 (probe_rows_peel16_32_grids.log, bf16 17-39 odd values on 264-4223 rows):
 # in 16 and 32 lanes 4 rows at 1 warp ran 0.82-1.98x of one (1.01-1.98x from 2112 rows, 0.82-1.28x on 264 and 1056)
 # and 1.09-4.0x of the plan before (whole, or the rules' peeled 64-128 rows at 2 warps for 17 and 33).
+# Measured: bench/DISPATCH.md, ROWS_PEEL16.
 ROWS_PEEL16_SMALL_M: dict = {}
 # ROWS_WHOLE16_TAILS {BLOCK_N: (BLOCK_M, num_warps)} (the H200's: GPU_CONSTANTS; none on the H100, not measured there):
 # 16-bit rows of an even N (ALIGN 2 or 4) shorter than PEEL_MIN_N, which `peel` peels only for their tail (row_segments:
 # BLOCK_N and a tail of at most BLOCK_N / 16), run whole at this tiling in grids of at least ROWS_PEEL16_MIN_PER_SM rows
 # an SM. H200 (probe_rows_even_tails16.log, bf16 65536 and 1048576 rows, against the rules' peeled 64 and 32 rows at 2
 # warps): 34 values (32 + 2) whole at 16 rows and 1 warp forward 2.29-2.49x, backward 1.77-1.93x; 66 and 68 (64 + 2, 4)
-# forward 1.43-1.81x, backward 1.19-1.56x; 130 and 132 (128 lanes) 0.94-1.16x and 260 0.81-1.14x (kept peeled).
+# forward 1.43-1.81x, backward 1.19-1.56x; 130 and 132 (128 lanes) 0.94-1.16x and 260 0.81-0.97x (kept peeled).
+# Measured: bench/DISPATCH.md, ROWS_PEEL16.
 ROWS_WHOLE16_TAILS: dict = {}
 # A chunk of a split row is at least this many elements, so each program streams long
 # enough to hide its start-up and the partials stay few.
