@@ -727,8 +727,8 @@ def _peel16(M: int, N: int, itemsize: int, align: int, strides_equal: bool, forw
             gpu: str, peeled: bool) -> tuple[int, int] | None:
     """(BLOCK_M, num_warps) where 16-bit rows not 16-byte aligned and shorter than PEEL_MIN_N peel at this GPU's
     tiling (ROWS_PEEL16; in smaller grids one row a program, or ROWS_PEEL16_SMALL_M's, at 1 warp:
-    ROWS_PEEL16_SMALL_LANES), else None; rows
-    that `peel` already peels (`peeled`: for a tail) only where ROWS_PEEL16_TAILS."""
+    ROWS_PEEL16_SMALL_LANES), else None; rows that `peel` already peels (`peeled`: for a tail) only where
+    ROWS_PEEL16_TAILS."""
     if itemsize != 2 or align >= 8 or not strides_equal or N >= PEEL_MIN_N:
         return None
     if peeled and not _tuned("ROWS_PEEL16_TAILS", gpu):
@@ -754,6 +754,15 @@ def _whole16(M: int, N: int, itemsize: int, align: int, peeled: bool, num_sms: i
     if not tiling or M < ROWS_PEEL16_MIN_PER_SM * num_sms:
         return None
     return min(tiling[0], triton.next_power_of_2(M)), tiling[1]
+
+
+def _tiling16(M: int, N: int, itemsize: int, align: int, strides_equal: bool, forward: bool, num_sms: int, gpu: str,
+              peeled: bool) -> tuple[tuple[int, int] | None, bool]:
+    """(this GPU's (BLOCK_M, num_warps) for its unaligned 16-bit rows shorter than PEEL_MIN_N, peeled (ROWS_PEEL16) or
+    whole where `peel` peels them for a tail alone (`peeled`; ROWS_WHOLE16_TAILS), else None; whether the rows peel)."""
+    peel16 = _peel16(M, N, itemsize, align, strides_equal, forward, num_sms, gpu, peeled)
+    whole16 = None if peel16 else _whole16(M, N, itemsize, align, peeled, num_sms, gpu)
+    return peel16 or whole16, (peeled or peel16 is not None) and whole16 is None
 
 
 def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool = False, itemsize: int = 4,
@@ -1275,12 +1284,9 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
     fam = force or family(M, N, itemsize, num_sms, acc["ALIGN"] * itemsize >= 16)
     vec = 16 // itemsize
     peeled = peel(N, itemsize, acc["ALIGN"], stride_xm == stride_ym, force_peel)  # the rows and coop families'
-    peel16 = (_peel16(M, N, itemsize, acc["ALIGN"], stride_xm == stride_ym, True, num_sms, gpu, peeled)
-              if fam == "rows" and not force and force_peel is None else None)
-    peeled = peeled or peel16 is not None  # this GPU's unaligned 16-bit rows peeled (ROWS_PEEL16)
-    whole16 = (_whole16(M, N, itemsize, acc["ALIGN"], peeled, num_sms, gpu)
-               if fam == "rows" and not force and force_peel is None and peel16 is None else None)
-    peeled = peeled and whole16 is None  # ...or whole where they peeled for a tail alone (ROWS_WHOLE16_TAILS)
+    # this GPU's unaligned 16-bit rows peeled (ROWS_PEEL16), or whole where they peeled for a tail alone
+    tiling16, peeled = (_tiling16(M, N, itemsize, acc["ALIGN"], stride_xm == stride_ym, True, num_sms, gpu, peeled)
+                        if fam == "rows" and not force and force_peel is None else (None, peeled))
     if (fam == "rows" and not force and itemsize == 2 and peeled and _coop_chunks(N, itemsize)[1] <= num_sms
             and _peeled16_fwd_coop(M, N, triton.next_power_of_2(N // vec * vec), log, num_sms, gpu)):
         fam = "coop"  # peeled 16-bit rows this GPU runs faster cooperative (ROWS_PEELED16_FWD_MAX_LANES, _COOP)
@@ -1301,9 +1307,8 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
     if fam == "rows":
         BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, vec=vec if peeled else 0, log=log,
                                                               itemsize=itemsize, aligned=acc["ALIGN"] >= vec, gpu=gpu)
-        if peel16 or whole16:
-            (BLOCK_M, num_warps) = peel16 or whole16
-            grid = (triton.cdiv(M, BLOCK_M),)
+        if tiling16:
+            (BLOCK_M, num_warps), grid = tiling16, (triton.cdiv(M, tiling16[0]),)
         rows_m = _rows_m(M, BLOCK_M, itemsize, log, True)
         # ROWS_FWD_ONE_ROW_N's rows unmasked; 32-bit offsets (ROWS_FWD16_OFFS32_LANES) where they fit
         even_n = (BLOCK_M == 1 and N == BLOCK_N and not TAIL_N and not peeled
@@ -1419,12 +1424,9 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
              if counters_per_call and fam == "coop" and not force else None)
     fam = "split" if fresh else fam
     peeled = peel(N, itemsize, acc["ALIGN"], stride_ym == stride_dym == stride_dxm, force_peel)  # as plan_forward's
-    peel16 = (_peel16(M, N, itemsize, acc["ALIGN"], stride_ym == stride_dym == stride_dxm, False, num_sms, gpu,
-                      peeled) if fam == "rows" and not force and force_peel is None else None)
-    peeled = peeled or peel16 is not None  # as plan_forward's (ROWS_PEEL16)
-    whole16 = (_whole16(M, N, itemsize, acc["ALIGN"], peeled, num_sms, gpu)
-               if fam == "rows" and not force and force_peel is None and peel16 is None else None)
-    peeled = peeled and whole16 is None  # as plan_forward's (ROWS_WHOLE16_TAILS)
+    tiling16, peeled = (_tiling16(M, N, itemsize, acc["ALIGN"], stride_ym == stride_dym == stride_dxm, False, num_sms,
+                                  gpu, peeled) if fam == "rows" and not force and force_peel is None
+                        else (None, peeled))  # as plan_forward's
     if fam in ("rows", "coop", "pipe"):
         acc = dict(PEEL=peeled, VEC=vec, **acc)
     # The pipelined kernel where it pays over the cooperative one (PIPE_*), or where forced ("pipe").
@@ -1436,9 +1438,8 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
         BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, forward=False, vec=vec if peeled else 0,
                                                               log=log, itemsize=itemsize, aligned=acc["ALIGN"] >= vec,
                                                               gpu=gpu)
-        if peel16 or whole16:
-            (BLOCK_M, num_warps) = peel16 or whole16
-            grid = (triton.cdiv(M, BLOCK_M),)
+        if tiling16:
+            (BLOCK_M, num_warps), grid = tiling16, (triton.cdiv(M, tiling16[0]),)
         # RELOAD where this GPU's tiling has it (ROWS_TILINGS), its peeled 16-bit rows (ROWS_PEELED16_BWD_RELOAD),
         # its aligned ones with a tail (ROWS_TAIL16_BWD_RELOAD) or its wide ones (ROWS_BWD16_RELOAD_*) take it; left
         # out of the launch where off, as on the H100.
