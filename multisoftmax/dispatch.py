@@ -166,6 +166,16 @@ _H200_ROWS = {  # (forward, itemsize, lanes, filled): (BLOCK_M, num_warps), soft
     (False, 2, 1024, True): (4, 16), (False, 2, 2048, True): (2, 16),
     (False, 4, 128, True): (4, 2), (False, 4, 256, True): (4, 4), (False, 4, 512, True): (8, 8),
     (False, 4, 1024, True): (4, 16), (False, 4, 2048, True): (2, 16), (False, 4, 2048, False): (2, 16),
+    # Short full rows (8-64 values, a router's softmax over its experts; results/h200/probe_rows_short_aligned.log,
+    # 65536 and 1048576 rows): the rules' 16 values a thread at 4 warps left 65536 rows of 8 float32 values in 256
+    # programs, under 2 an SM. float32 8 values at 64 rows: 1.13-1.25x on 65536 rows, 1.01-1.06x on 1048576; 16 values
+    # at 32 rows, 1 warp: 1.10-1.14x and 1.01-1.03x; 32 and 64 values 1.00-1.05x. The 16-bit backward of 8 and 16
+    # values: 1.02-1.16x on 65536 rows, 1.00-1.01x on 1048576; its forward and its longer rows within 4% (left). The
+    # check (probe_rows_short_aligned_check.log, also 8192 rows and float16): 0.998-1.60x, 1.006-1.60x on 8192 rows.
+    (True, 4, 8, True): (64, 4), (False, 4, 8, True): (64, 4), (True, 4, 16, True): (32, 1),
+    (False, 4, 16, True): (32, 1), (True, 4, 32, True): (16, 2), (False, 4, 32, True): (16, 1),
+    (True, 4, 64, True): (8, 1), (False, 4, 64, True): (8, 1), (False, 2, 8, True): (64, 2),
+    (False, 2, 16, True): (32, 1),
 }
 # A third value, True, has the backward reload y and dy after the row sum (softmax_bwd_rows' RELOAD) instead of
 # holding them across it: the H200's 16-bit softmax backward of 16384 values (8192 rows) 193.1 -> 185.1 us at 32
