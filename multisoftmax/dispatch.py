@@ -733,15 +733,13 @@ def peel(N: int, itemsize: int, align: int, strides_equal: bool, force: bool | N
     return itemsize >= 4 or N >= PEEL_MIN_N or row_segments(N)[1] > 0
 
 
-def _peel16(M: int, N: int, itemsize: int, align: int, strides_equal: bool, forward: bool, num_sms: int,
-            gpu: str, peeled: bool) -> tuple[int, int] | None:
-    """(BLOCK_M, num_warps) where 16-bit rows not 16-byte aligned and shorter than PEEL_MIN_N peel at this GPU's
-    tiling (ROWS_PEEL16; in smaller grids one row a program, or ROWS_PEEL16_SMALL_M's, at 1 warp:
+def _peel16(M: int, N: int, align: int, strides_equal: bool, forward: bool, num_sms: int, gpu: str,
+            peeled: bool) -> tuple[int, int] | None:
+    """(BLOCK_M, num_warps) where the 16-bit rows `_tiling16` passes (not 16-byte aligned, shorter than PEEL_MIN_N)
+    peel at this GPU's tiling (ROWS_PEEL16; in smaller grids one row a program, or ROWS_PEEL16_SMALL_M's, at 1 warp:
     ROWS_PEEL16_SMALL_LANES), else None; rows that `peel` already peels (`peeled`: for a tail) only where
     ROWS_PEEL16_TAILS."""
-    if itemsize != 2 or align >= 8 or not strides_equal or N >= PEEL_MIN_N:
-        return None
-    if peeled and not _tuned("ROWS_PEEL16_TAILS", gpu):
+    if not strides_equal or peeled and not _tuned("ROWS_PEEL16_TAILS", gpu):
         return None
     lanes = triton.next_power_of_2(max(1, N // 8 * 8))
     block_m, num_warps, fill, most = _tuned("ROWS_PEEL16", gpu).get((forward, lanes), (0, 0, 0.0, 0))
@@ -754,10 +752,10 @@ def _peel16(M: int, N: int, itemsize: int, align: int, strides_equal: bool, forw
     return min(_tuned("ROWS_PEEL16_SMALL_M", gpu).get(lanes, 1), triton.next_power_of_2(M)), 1
 
 
-def _whole16(M: int, N: int, itemsize: int, align: int, peeled: bool, num_sms: int, gpu: str) -> tuple[int, int] | None:
-    """(BLOCK_M, num_warps) where this GPU runs 16-bit rows of an even N that `peel` peels only for their tail
-    (`peeled`) whole instead (ROWS_WHOLE16_TAILS), else None."""
-    if itemsize != 2 or not peeled or align % 2 or align >= 8 or N >= PEEL_MIN_N:
+def _whole16(M: int, N: int, align: int, peeled: bool, num_sms: int, gpu: str) -> tuple[int, int] | None:
+    """(BLOCK_M, num_warps) where this GPU runs the 16-bit rows `_tiling16` passes, of an even N, that `peel` peels
+    only for their tail (`peeled`) whole instead (ROWS_WHOLE16_TAILS), else None."""
+    if not peeled or align % 2:
         return None
     BLOCK_N, TAIL_N = row_segments(N)
     tiling = _tuned("ROWS_WHOLE16_TAILS", gpu).get(BLOCK_N) if TAIL_N else None
@@ -770,8 +768,10 @@ def _tiling16(M: int, N: int, itemsize: int, align: int, strides_equal: bool, fo
               peeled: bool) -> tuple[tuple[int, int] | None, bool]:
     """(this GPU's (BLOCK_M, num_warps) for its unaligned 16-bit rows shorter than PEEL_MIN_N, peeled (ROWS_PEEL16) or
     whole where `peel` peels them for a tail alone (`peeled`; ROWS_WHOLE16_TAILS), else None; whether the rows peel)."""
-    peel16 = _peel16(M, N, itemsize, align, strides_equal, forward, num_sms, gpu, peeled)
-    whole16 = None if peel16 else _whole16(M, N, itemsize, align, peeled, num_sms, gpu)
+    if itemsize != 2 or align >= 8 or N >= PEEL_MIN_N:
+        return None, peeled
+    peel16 = _peel16(M, N, align, strides_equal, forward, num_sms, gpu, peeled)
+    whole16 = None if peel16 else _whole16(M, N, align, peeled, num_sms, gpu)
     return peel16 or whole16, (peeled or peel16 is not None) and whole16 is None
 
 

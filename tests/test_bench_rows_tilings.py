@@ -97,10 +97,7 @@ def test_each_entry_gains_where_measured():
 
 def _short_tilings(dtype, M, N, op, direction):
     """(the rules' tiling, the H200's) of a case of the short full rows' logs, as probe labels (mBwW)."""
-    log, forward = op == "log_softmax", direction == "fwd"
-    plans = [(dispatch.plan_forward(M, N, N, N, dtype, log, 132, gpu=gpu) if forward
-              else dispatch.plan_backward(M, N, N, N, N, dtype, log, 132, gpu=gpu)) for gpu in ("", "H200")]
-    return [_tiling(plan) for plan in plans]
+    return [_tiling(targets.plan(dtype, op, direction, M, N, 132, gpu)) for gpu in ("", "H200")]
 
 
 def test_short_full_rows_scan():
