@@ -2315,8 +2315,9 @@ def test_rows_whole16_rule():
                          (65536, 33, {}), (65536, 34, dict(stride=35)), (65536, 34, dict(dtype="float32")),
                          (65536, 34, dict(force="rows")), (65536, 34, dict(force_peel=True))):
             (tuned,) = plans(M, N, forward, "H200", **kw)
-            assert tuned.kwargs["PEEL"] and (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) != (16, 1) or \
-                N == 33 or "stride" in kw, (M, N, kw)  # 33 and an odd stride: ROWS_PEEL16's 16 rows, peeled
+            by_peel16 = N == 33 or "stride" in kw  # 33 and an odd stride: ROWS_PEEL16's 16 rows at 1 warp, peeled
+            assert tuned.kwargs["PEEL"], (M, N, kw)
+            assert ((tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == (16, 1)) == by_peel16, (M, N, kw)
             if N in (34, 66, 130, 132) and not kw:
                 assert (tuned,) == plans(M, N, forward, "H200", force_peel=True), (M, N)
         (strides,) = (dispatch.plan_forward(65536, 34, 34, 40, "bfloat16", False, 132, gpu="H200") if forward
