@@ -419,12 +419,27 @@ ROWS_PEEL16_TAILS = False
 # and 1.09-4.0x of the plan before (whole, or the rules' peeled 64-128 rows at 2 warps for 17 and 33).
 # Measured: bench/DISPATCH.md, ROWS_PEEL16.
 ROWS_PEEL16_SMALL_M: dict = {}
-# ROWS_WHOLE16_TAILS {BLOCK_N: (BLOCK_M, num_warps)} (the H200's: GPU_CONSTANTS; none on the H100, not measured there):
-# 16-bit rows of an even N (ALIGN 2 or 4) shorter than PEEL_MIN_N, which `peel` peels only for their tail (row_segments:
-# BLOCK_N and a tail of at most BLOCK_N / 16), run whole at this tiling in grids of at least ROWS_PEEL16_MIN_PER_SM rows
-# an SM. H200 (probe_rows_even_tails16.log, bf16 65536 and 1048576 rows, against the rules' peeled 64 and 32 rows at 2
-# warps): 34 values (32 + 2) whole at 16 rows and 1 warp forward 2.29-2.49x, backward 1.77-1.93x; 66 and 68 (64 + 2, 4)
-# forward 1.43-1.81x, backward 1.19-1.56x; 130 and 132 (128 lanes) 0.94-1.16x and 260 0.81-0.97x (kept peeled).
+# ROWS_PEEL16_WHOLE_FILL {(forward, lanes): fill} (the H200's: GPU_CONSTANTS): rows that ROWS_PEEL16's entry of these
+# lanes takes but that fill less than `fill` of them run whole (unpeeled) at its tiling, in small grids too. H200: the
+# odd backward of 25-31 values (a body of 24 in 32 lanes) whole at 16 rows and 1 warp ran 1.08-1.25x of it peeled
+# (probe_rows_odd_whole16_check.log, bf16 and float16 on 65536 and 1048576 rows, 32 cases, geomean 1.18; bf16 1048576
+# x 27 softmax 2,553 -> 3,162 GB/s), at 4 rows on 264-4223 rows 1.03-1.29x (softmax 1.16-1.29x; _grids.log, 64 cases).
+# Their forward ran 0.60-1.04x whole at 16-64 rows (kept peeled), and 19-23 values (a body of 16) 0.89-0.97x whole in
+# the softmax backward (probe_rows_odd_whole16.log; the log_softmax backward's 1.01-1.26x not taken: one entry serves
+# both ops).
+# Measured: bench/DISPATCH.md, ROWS_PEEL16.
+ROWS_PEEL16_WHOLE_FILL: dict = {}
+# ROWS_WHOLE16_TAILS {(forward, BLOCK_N, odd): (BLOCK_M, num_warps)} (the H200's: GPU_CONSTANTS; none on the H100, not
+# measured there): 16-bit rows shorter than PEEL_MIN_N that `peel` peels only for their tail (row_segments: BLOCK_N and
+# a tail of at most BLOCK_N / 16), of ALIGN 1 (`odd`: an odd N or stride) or 2 and 4, run whole at this tiling in grids
+# of at least ROWS_PEEL16_MIN_PER_SM rows an SM, before ROWS_PEEL16. H200, bf16 65536 and 1048576 rows: even N
+# (probe_rows_even_tails16.log, against the rules' peeled 64 and 32 rows at 2 warps) 34 values (32 + 2) whole at 16
+# rows and 1 warp forward 2.29-2.49x, backward 1.77-1.93x; 66 and 68 (64 + 2, 4) forward 1.43-1.81x, backward
+# 1.19-1.56x; 130 and 132 (128 lanes) 0.94-1.16x and 260 0.81-0.97x (kept peeled). Odd N (probe_rows_odd_whole16*.log,
+# against ROWS_PEEL16's 16 rows peeled; also float16): 17 (16 + 1) whole at 32 rows and 1 warp forward 1.31-1.47x,
+# backward 1.08-1.45x (bf16 65536 x 17 log_softmax 1,104 -> 1,595 GB/s), 33 forward 1.17-1.32x; 33's backward
+# 0.93-1.14x (softmax 0.93-1.00x: kept peeled); 65-67 and 129-135 0.34-0.99x whole at 8-32 rows
+# (probe_rows_odd_tails16.log).
 # Measured: bench/DISPATCH.md, ROWS_PEEL16.
 ROWS_WHOLE16_TAILS: dict = {}
 # A chunk of a split row is at least this many elements, so each program streams long
@@ -613,7 +628,10 @@ GPU_CONSTANTS = {
                               (False, 512): (2, 1, 0.0, 1), (False, 1024): (1, 1, 0.0, 1),
                               (False, 2048): (1, 2, 0.0, 1)},
                  ROWS_PEEL16_SMALL_LANES={True: 2048, False: 512}, ROWS_PEEL16_TAILS=True,
-                 ROWS_PEEL16_SMALL_M={16: 4, 32: 4}, ROWS_WHOLE16_TAILS={32: (16, 1), 64: (16, 1)}),
+                 ROWS_PEEL16_SMALL_M={16: 4, 32: 4}, ROWS_PEEL16_WHOLE_FILL={(False, 32): 1.0},
+                 ROWS_WHOLE16_TAILS={**{(forward, BLOCK_N, False): (16, 1) for forward in (True, False)
+                                        for BLOCK_N in (32, 64)},
+                                     (True, 16, True): (32, 1), (False, 16, True): (32, 1), (True, 32, True): (32, 1)}),
 }
 
 
@@ -734,31 +752,30 @@ def peel(N: int, itemsize: int, align: int, strides_equal: bool, force: bool | N
 
 
 def _peel16(M: int, N: int, align: int, strides_equal: bool, forward: bool, num_sms: int, gpu: str,
-            peeled: bool) -> tuple[int, int] | None:
-    """(BLOCK_M, num_warps) where the 16-bit rows `_tiling16` passes (not 16-byte aligned, shorter than PEEL_MIN_N)
-    peel at this GPU's tiling (ROWS_PEEL16; in smaller grids one row a program, or ROWS_PEEL16_SMALL_M's, at 1 warp:
-    ROWS_PEEL16_SMALL_LANES), else None; rows that `peel` already peels (`peeled`: for a tail) only where
-    ROWS_PEEL16_TAILS."""
+            peeled: bool) -> tuple[tuple[int, int], bool] | None:
+    """((BLOCK_M, num_warps), whether they peel) where the 16-bit rows `_tiling16` passes (not 16-byte aligned,
+    shorter than PEEL_MIN_N) run at this GPU's tiling (ROWS_PEEL16; in smaller grids one row a program, or
+    ROWS_PEEL16_SMALL_M's, at 1 warp: ROWS_PEEL16_SMALL_LANES), peeled but under ROWS_PEEL16_WHOLE_FILL of an entry's
+    lanes, else None; rows that `peel` already peels (`peeled`: for a tail) only where ROWS_PEEL16_TAILS."""
     if not strides_equal or peeled and not _tuned("ROWS_PEEL16_TAILS", gpu):
         return None
     lanes = triton.next_power_of_2(max(1, N // 8 * 8))
     block_m, num_warps, fill, most = _tuned("ROWS_PEEL16", gpu).get((forward, lanes), (0, 0, 0.0, 0))
     if not block_m or align > most or N < fill * lanes:
         return None
+    peels = N >= _tuned("ROWS_PEEL16_WHOLE_FILL", gpu).get((forward, lanes), 0.0) * lanes
     if M >= ROWS_PEEL16_MIN_PER_SM * num_sms:
-        return min(block_m, triton.next_power_of_2(M)), num_warps
+        return (min(block_m, triton.next_power_of_2(M)), num_warps), peels
     if align != 1 or lanes > _tuned("ROWS_PEEL16_SMALL_LANES", gpu)[forward]:
         return None
-    return min(_tuned("ROWS_PEEL16_SMALL_M", gpu).get(lanes, 1), triton.next_power_of_2(M)), 1
+    return (min(_tuned("ROWS_PEEL16_SMALL_M", gpu).get(lanes, 1), triton.next_power_of_2(M)), 1), peels
 
 
-def _whole16(M: int, N: int, align: int, peeled: bool, num_sms: int, gpu: str) -> tuple[int, int] | None:
-    """(BLOCK_M, num_warps) where this GPU runs the 16-bit rows `_tiling16` passes, of an even N, that `peel` peels
-    only for their tail (`peeled`) whole instead (ROWS_WHOLE16_TAILS), else None."""
-    if not peeled or align % 2:
-        return None
+def _whole16(M: int, N: int, align: int, forward: bool, peeled: bool, num_sms: int, gpu: str) -> tuple[int, int] | None:
+    """(BLOCK_M, num_warps) where this GPU runs the 16-bit rows `_tiling16` passes that `peel` peels only for their
+    tail (`peeled`) whole instead (ROWS_WHOLE16_TAILS, by direction, BLOCK_N and whether ALIGN is 1), else None."""
     BLOCK_N, TAIL_N = row_segments(N)
-    tiling = _tuned("ROWS_WHOLE16_TAILS", gpu).get(BLOCK_N) if TAIL_N else None
+    tiling = _tuned("ROWS_WHOLE16_TAILS", gpu).get((forward, BLOCK_N, align == 1)) if peeled and TAIL_N else None
     if not tiling or M < ROWS_PEEL16_MIN_PER_SM * num_sms:
         return None
     return min(tiling[0], triton.next_power_of_2(M)), tiling[1]
@@ -766,13 +783,15 @@ def _whole16(M: int, N: int, align: int, peeled: bool, num_sms: int, gpu: str) -
 
 def _tiling16(M: int, N: int, itemsize: int, align: int, strides_equal: bool, forward: bool, num_sms: int, gpu: str,
               peeled: bool) -> tuple[tuple[int, int] | None, bool]:
-    """(this GPU's (BLOCK_M, num_warps) for its unaligned 16-bit rows shorter than PEEL_MIN_N, peeled (ROWS_PEEL16) or
-    whole where `peel` peels them for a tail alone (`peeled`; ROWS_WHOLE16_TAILS), else None; whether the rows peel)."""
+    """(this GPU's (BLOCK_M, num_warps) for its unaligned 16-bit rows shorter than PEEL_MIN_N, whole where `peel` peels
+    them for a tail alone (`peeled`; ROWS_WHOLE16_TAILS), else peeled or whole at ROWS_PEEL16's tiling, else None;
+    whether the rows peel)."""
     if itemsize != 2 or align >= 8 or N >= PEEL_MIN_N:
         return None, peeled
-    peel16 = _peel16(M, N, align, strides_equal, forward, num_sms, gpu, peeled)
-    whole16 = None if peel16 else _whole16(M, N, align, peeled, num_sms, gpu)
-    return peel16 or whole16, (peeled or peel16 is not None) and whole16 is None
+    whole16 = _whole16(M, N, align, forward, peeled, num_sms, gpu)
+    if whole16:
+        return whole16, False
+    return _peel16(M, N, align, strides_equal, forward, num_sms, gpu, peeled) or (None, peeled)
 
 
 def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool = False, itemsize: int = 4,

@@ -8,14 +8,16 @@ rows: "dispatch" then at 4 warps, "w16" the rules' 16). Those logs' tests plan w
 (ROWS_PEEL16_SMALL_LANES, ROWS_PEEL16_TAILS) are held to probe_rows_peel16_64.log ... _check2_*.log
 (test_one_warp_tilings and below); the 16- and 32-lane rows (17-39 values), their small grids (ROWS_PEEL16_SMALL_M) and
 the even rows with a tail run whole (ROWS_WHOLE16_TAILS) to probe_rows_peel16_32*.log, probe_rows_short_odd.log and
-probe_rows_even_tails16.log (test_short_rows_scans and below)."""
+probe_rows_even_tails16.log (test_short_rows_scans and below, with the plans of 02f1616:
+forced_plans.WHOLE16_AT_02F1616); the odd rows whole since (ROWS_WHOLE16_TAILS' odd entries, ROWS_PEEL16_WHOLE_FILL)
+to probe_rows_odd_whole16*.log and probe_rows_odd_tails16.log (test_odd_rows_whole_scan and below)."""
 
 import math
 
 import pytest
 
 import rows_logs
-from forced_plans import PEEL16_AT_244C6D0, PEEL16_AT_3EC4EB8, gpu_values_within
+from forced_plans import PEEL16_AT_244C6D0, PEEL16_AT_3EC4EB8, WHOLE16_AT_02F1616, gpu_values_within
 from multisoftmax import dispatch
 import triton  # noqa: E402  (after multisoftmax, which sets TRITON_INTERPRET where asked)
 
@@ -29,6 +31,14 @@ def _plan(dtype, M, N, op, direction, force_peel=None):
     args = (M, N, N, N, dtype, log, 132) if direction == "fwd" else (M, N, N, N, N, dtype, log, 132)
     (one,) = make(*args, force_peel=force_peel, gpu="H200")
     return one
+
+
+@pytest.fixture
+def at_02f1616():
+    """The H200's plans as the logs from probe_rows_peel16_32.log to probe_rows_odd_whole16_grids.log ran them (odd
+    rows peeled at ROWS_PEEL16's tiling, with a tail or not)."""
+    with gpu_values_within(dispatch, "H200", WHOLE16_AT_02F1616):
+        yield
 
 
 @pytest.fixture
@@ -282,6 +292,7 @@ def _label(plan) -> str:
     return _tiled(plan, "p" if plan.kwargs["PEEL"] else "np")
 
 
+@pytest.mark.usefixtures("at_02f1616")
 def test_short_rows_scans():
     """probe_rows_peel16_32.log and probe_rows_short_odd.log (bf16 17-39 values on 65536 and 1048576 rows, at
     244c6d0: "dispatch" the plan then, "p_mBwW" peeled at B rows and W warps, "np_mBwW" whole): the odd rows now peel
@@ -307,6 +318,7 @@ def test_short_rows_scans():
     assert len(kept) == 40 and max(kept) < 1.62
 
 
+@pytest.mark.usefixtures("at_02f1616")
 def test_short_rows_check():
     """probe_rows_peel16_32_check.log, with the 16- and 32-lane entries in dispatch ("dispatch"; "np": the rows whole
     at the rules' tiling, the plan before for 19-31 and 35-39; "p": peeled at the rules' tiling, the plan before for 17
@@ -325,6 +337,7 @@ def test_short_rows_check():
     assert 1.45 < math.exp(sum(map(math.log, gains)) / len(gains)) < 1.52
 
 
+@pytest.mark.usefixtures("at_02f1616")
 def test_short_rows_small_grids():
     """probe_rows_peel16_32_grids.log (bf16 17-39 odd values on 264-4223 rows, under ROWS_PEEL16_MIN_PER_SM's 32 an SM;
     "dispatch" then one row a program at 1 warp): 4 rows a program at 1 warp (p_m4w1; ROWS_PEEL16_SMALL_M) ran 1.09-4.0x
@@ -343,6 +356,7 @@ def test_short_rows_small_grids():
     assert min(of_one) > 0.8 and max(of_one) < 2.0
 
 
+@pytest.mark.usefixtures("at_02f1616")
 def test_even_rows_with_a_tail_whole():
     """probe_rows_even_tails16.log (bf16 even rows that `peel` peels for a tail alone, 65536 and 1048576 rows;
     "dispatch" the rules' peeled tiling, "np_mBwW" whole at B rows and W warps): 34, 66 and 68 values now run whole at 16 rows
@@ -362,6 +376,7 @@ def test_even_rows_with_a_tail_whole():
     assert len(kept) == 24 and min(kept) > 0.8 and max(kept) < 1.17
 
 
+@pytest.mark.usefixtures("at_02f1616")
 def test_short_rows_check_with_the_rules():
     """probe_rows_peel16_32_check2.log, with ROWS_PEEL16_SMALL_M and ROWS_WHOLE16_TAILS in dispatch ("dispatch"; "np"
     and "p": the rules' plan whole and peeled, the plan before): bf16 19, 33 and 37 odd values on 1056-4223 rows, 4
@@ -380,3 +395,104 @@ def test_short_rows_check_with_the_rules():
             whole.append(gbps["dispatch"] / gbps[label])
     assert len(grids) == 36 and min(grids) > 1.11 and max(grids) < 3.38
     assert len(whole) == 48 and min(whole) > 1.19 and max(whole) < 2.51
+
+
+def _at_02f1616(dtype, M, N, op, direction):
+    """The H200's plan of a case as probe_rows_odd_whole16.log and the logs before it ran it (02f1616)."""
+    with gpu_values_within(dispatch, "H200", WHOLE16_AT_02F1616):
+        return _plan(dtype, M, N, op, direction)
+
+
+def _whole_now(plan, N, direction) -> bool:
+    """Whether `plan` runs odd rows whole that 02f1616 peeled: 17 both ways and 33 forward at 32 rows and 1 warp
+    (ROWS_WHOLE16_TAILS), the backward of 25-31 at ROWS_PEEL16's tiling (ROWS_PEEL16_WHOLE_FILL)."""
+    tiling = (plan.kwargs["BLOCK_M"], plan.kwargs["num_warps"])
+    if N == 17 or (N, direction) == (33, "fwd"):
+        return not plan.kwargs["PEEL"] and tiling == (32, 1) and plan.kwargs["TAIL_N"] == N - plan.kwargs["BLOCK_N"]
+    return 25 <= N <= 31 and direction == "bwd" and not plan.kwargs["PEEL"] and plan.kwargs["TAIL_N"] == 0
+
+
+def test_odd_rows_whole_scan():
+    """probe_rows_odd_whole16.log (bf16 odd 17-33 values on 65536 and 1048576 rows at 02f1616: "dispatch" peeled at 16
+    rows and 1 warp, "np_mBwW" whole): the rows that now run whole (17 both ways and 33 forward at 32 rows and 1 warp,
+    the backward of 25-31 at 16 rows) ran 1.07-1.47x of the plan then there (28 cases, geomean 1.23); the rest keep
+    their plans (33's backward among them: whole at 32 rows 0.96-1.14x), whose best whole tiling ran up to 1.26x of them
+    (the 19-23 log_softmax backwards, not taken: their softmax backward 0.89-0.97x)."""
+    gains, kept = [], []
+    for (dtype, M, N, op, direction), gbps in rows_logs.gbps("probe_rows_odd_whole16.log").items():
+        now, then = _plan(dtype, M, N, op, direction), _at_02f1616(dtype, M, N, op, direction)
+        assert then.kwargs["PEEL"] and (then.kwargs["BLOCK_M"], then.kwargs["num_warps"]) == (16, 1), (M, N)
+        if now == then:
+            assert not _whole_now(now, N, direction) and (N not in (17, 33) or direction == "bwd"), (M, N, direction)
+            kept.append(max(gbps.values()) / gbps["dispatch"])
+            continue
+        assert _whole_now(now, N, direction), (M, N, op, direction)
+        gains.append(gbps[_label(now)] / gbps["dispatch"])
+        assert gains[-1] > 1.07, (M, N, op, direction)
+    assert len(gains) == 28 and max(gains) < 1.47
+    assert 1.2 < math.exp(sum(map(math.log, gains)) / len(gains)) < 1.25
+    assert len(kept) == 44 and max(kept) < 1.27
+
+
+def test_odd_rows_whole_check():
+    """probe_rows_odd_whole16_check.log, with the odd rows' whole plans in dispatch ("dispatch"; "p_m16w1": the plan
+    before, peeled at 16 rows and 1 warp), bf16 and float16 on 65536 and 1048576 rows: the whole plans ran 1.08-1.47x of
+    the plan before (56 cases, geomean 1.22: 17 forward 1.31-1.47x, backward 1.08-1.45x; 33 forward 1.17-1.32x; the
+    25-31 backward 1.08-1.25x); 33's backward, whole in this run, ran 0.93-1.14x (its softmax 0.93-1.00x) and keeps the
+    peeled plan; the 25-31 forwards, unchanged, 0.99-1.01x (the run's noise)."""
+    gains, kept, same = [], [], []
+    for (dtype, M, N, op, direction), gbps in rows_logs.gbps("probe_rows_odd_whole16_check.log").items():
+        now, then = _plan(dtype, M, N, op, direction), _at_02f1616(dtype, M, N, op, direction)
+        ratio = gbps["dispatch"] / gbps["p_m16w1"]
+        if (N, direction) == (33, "bwd"):  # whole in this run (m32w1), peeled since
+            assert now == then, (M, N, op)
+            kept.append(ratio)
+        elif now == then:
+            assert direction == "fwd" and 25 <= N <= 31, (M, N)
+            same.append(ratio)
+        else:
+            assert _whole_now(now, N, direction), (M, N, op, direction)
+            gains.append(ratio)
+    assert len(gains) == 56 and min(gains) > 1.07 and max(gains) < 1.48
+    assert 1.2 < math.exp(sum(map(math.log, gains)) / len(gains)) < 1.25
+    assert len(kept) == 8 and min(kept) > 0.93 and max(kept) < 1.14
+    assert len(same) == 32 and min(same) > 0.98 and max(same) < 1.01
+
+
+def test_odd_rows_whole_small_grids():
+    """probe_rows_odd_whole16_grids.log (at 02f1616: "dispatch" peeled at 4 rows and 1 warp, ROWS_PEEL16_SMALL_M) and
+    probe_rows_odd_whole16_check_grids.log (the plan now: "dispatch"; "p_m4w1" the plan before), bf16 (and float16 in
+    the check) odd 17-31 values on 264-4223 rows: the backward of 25-31 now runs whole at 4 rows, which ran 1.03-1.28x
+    of the peeled plan in the scan (24 cases) and 1.03-1.29x in the check (softmax 1.16-1.29x, log_softmax 1.03-1.08x;
+    64 cases); 17-23 and the forwards keep it (whole 0.26-1.05x of it)."""
+    gains, kept = [], []
+    for (dtype, M, N, op, direction), gbps in rows_logs.gbps("probe_rows_odd_whole16_grids.log").items():
+        now, then = _plan(dtype, M, N, op, direction), _at_02f1616(dtype, M, N, op, direction)
+        assert then.kwargs["PEEL"] and (then.kwargs["BLOCK_M"], then.kwargs["num_warps"]) == (4, 1), (M, N)
+        if now == then:
+            assert not (25 <= N <= 31 and direction == "bwd"), (M, N, op)
+            kept.append(max(gbps.values()) / gbps["dispatch"])
+        else:
+            assert _whole_now(now, N, direction) and now.kwargs["BLOCK_M"] == 4, (M, N, op, direction)
+            gains.append(gbps[_label(now)] / gbps["dispatch"])
+    assert len(gains) == 24 and min(gains) > 1.02 and max(gains) < 1.29
+    assert len(kept) == 72 and max(kept) < 1.06
+    check = []
+    for (dtype, M, N, op, direction), gbps in rows_logs.gbps("probe_rows_odd_whole16_check_grids.log").items():
+        now = _plan(dtype, M, N, op, direction)
+        assert _whole_now(now, N, direction) and (now.kwargs["BLOCK_M"], now.kwargs["num_warps"]) == (4, 1), (M, N)
+        check.append(gbps["dispatch"] / gbps["p_m4w1"])
+    assert len(check) == 64 and min(check) > 1.02 and max(check) < 1.3
+
+
+def test_odd_rows_with_longer_tails_peeled():
+    """probe_rows_odd_tails16.log (bf16 odd rows with a tail in 64 and 128 lanes, 65, 67, 129, 131 and 135 values, on
+    65536 and 1048576 rows; "dispatch" ROWS_PEEL16's 8 rows at 1 warp, peeled): whole at 8-32 rows and 1-2 warps they
+    ran 0.34-0.99x of it, and keep it (no odd entries of 64 and 128 lanes in ROWS_WHOLE16_TAILS)."""
+    cases = rows_logs.gbps("probe_rows_odd_tails16.log")
+    for (dtype, M, N, op, direction), gbps in cases.items():
+        now = _plan(dtype, M, N, op, direction)
+        assert now == _at_02f1616(dtype, M, N, op, direction) and now.kwargs["PEEL"], (M, N)
+        assert (now.kwargs["BLOCK_M"], now.kwargs["num_warps"]) == (8, 1), (M, N)
+        assert max(gbps.values()) == gbps["dispatch"], (M, N, op, direction)
+    assert len(cases) == 40

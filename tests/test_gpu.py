@@ -372,29 +372,35 @@ def test_h200_rows16_ftz_warps_through_both_adapters(dtype, N, per_sm, warps):
                                             ("bfloat16", 521, 32), ("float16", 257, 32), ("bfloat16", 77, 2),
                                             ("float16", 449, 8), ("bfloat16", 781, 16), ("bfloat16", 19, 32),
                                             ("float16", 33, 32), ("bfloat16", 37, 32), ("bfloat16", 25, 8),
-                                            ("float16", 17, 2), ("bfloat16", 34, 32), ("float16", 66, 32)])
+                                            ("float16", 17, 2), ("bfloat16", 34, 32), ("float16", 66, 32),
+                                            ("bfloat16", 17, 32), ("float16", 29, 32)])
 def test_h200_peel16_through_both_adapters(dtype, N, per_sm):
-    """The H200's unaligned 16-bit rows peeled (GPU_CONSTANTS' ROWS_PEEL16: odd N forward and backward in 16-2048
-    lanes at 1 warp, the backward in 2048 at 2; even N the forward in 256; rows with a tail too, ROWS_PEEL16_TAILS;
-    in 512 lanes ROWS_TILINGS' 4 rows at 2 warps for the even rows, unpeeled; even rows of 34 and 66 values whole at
-    16 rows and 1 warp, ROWS_WHOLE16_TAILS), `per_sm` rows an SM and one more (under ROWS_PEEL16_MIN_PER_SM's 32, odd
-    rows one a program at 1 warp, 4 in 16 and 32 lanes, the backward to 512 lanes, ROWS_PEEL16_SMALL_LANES and
-    ROWS_PEEL16_SMALL_M): through the torch adapter and the JAX adapter (jax.vjp), both ops and directions, on
-    random x, on x with a NaN, a +inf, an all -inf row and the largest and lowest finite values, and (the torch
-    adapter) on x and dy that start 2 bytes past their storage: right against float64. On another GPU the same shapes
-    run its own plans, checked alike."""
+    """The H200's unaligned 16-bit rows peeled (GPU_CONSTANTS' ROWS_PEEL16: odd N forward and backward in 16-2048 lanes
+    at 1 warp, the backward in 2048 at 2; even N the forward in 256; rows with a tail too, ROWS_PEEL16_TAILS; in 512
+    lanes ROWS_TILINGS' 4 rows at 2 warps for the even rows, unpeeled; rows with a tail whole, ROWS_WHOLE16_TAILS: 34
+    and 66 values at 16 rows and 1 warp, 17 and 33's forward at 32; the odd backward of 25-31 values whole at
+    ROWS_PEEL16's tiling, ROWS_PEEL16_WHOLE_FILL), `per_sm` rows an SM and one more (under ROWS_PEEL16_MIN_PER_SM's 32,
+    odd rows one a program at 1 warp, 4 in 16 and 32 lanes, the backward to 512 lanes, ROWS_PEEL16_SMALL_LANES and
+    ROWS_PEEL16_SMALL_M; rows with a tail peeled): through the torch adapter and the JAX adapter (jax.vjp), both ops and
+    directions, on random x, on x with a NaN, a +inf, an all -inf row and the largest and lowest finite values, and (the
+    torch adapter) on x and dy that start 2 bytes past their storage: right against float64. On another GPU the same
+    shapes run its own plans, checked alike."""
     M = per_sm * _sms() + 1
     if dispatch.tuned_gpu(torch.cuda.get_device_name()) == "H200":
         for log in (False, True):
             (fwd,) = dispatch.plan_forward(M, N, N, N, dtype, log, _sms(), gpu="H200")
             (bwd,) = dispatch.plan_backward(M, N, N, N, N, dtype, log, _sms(), gpu="H200")
             small_bwd = per_sm < 32 and N > 511  # the backward's small grids past 512 lanes: as the rules plan them
-            assert (fwd.kwargs["PEEL"], bwd.kwargs["PEEL"]) == (N % 2 == 1 or 128 < N < 256,
-                                                                N % 2 == 1 and not small_bwd)
+            # whole: rows with a tail (the odd ones in grids of 32 rows an SM, 33 forward), the backward of 25-31
+            whole_fwd = N in (34, 66) or N in (17, 33) and per_sm >= 32
+            whole_bwd = N in (34, 66) or N == 17 and per_sm >= 32 or 25 <= N <= 31
+            assert (fwd.kwargs["PEEL"], bwd.kwargs["PEEL"]) == ((N % 2 == 1 or 128 < N < 256) and not whole_fwd,
+                                                                N % 2 == 1 and not small_bwd and not whole_bwd)
             assert N % 2 == 0 or fwd.kwargs["num_warps"] == 1, (log, N)
             assert per_sm == 32 or (fwd.kwargs["BLOCK_M"], fwd.kwargs["num_warps"]) == (4 if N < 40 else 1, 1)
-            assert N >= 40 or per_sm < 32 or all((one.kwargs["BLOCK_M"], one.kwargs["num_warps"]) == (16, 1)
-                                                 for one in (fwd, bwd)), (log, N)
+            assert N >= 40 or per_sm < 32 or all(
+                (one.kwargs["BLOCK_M"], one.kwargs["num_warps"]) == (32 if odd_tail else 16, 1)
+                for one, odd_tail in ((fwd, N in (17, 33)), (bwd, N == 17))), (log, N)
             assert N != 300 or (fwd.kwargs["BLOCK_M"], fwd.kwargs["num_warps"]) == (4, 2)
     _check_random_rows(M, N, dtype)
     big = torch.finfo(getattr(torch, dtype)).max

@@ -2241,8 +2241,7 @@ def test_rows_peel16_rule():
               (True, 65): (8, 1), (False, 129): (8, 1), (True, 257): (4, 1), (True, 258): (4, 1), (False, 257): (4, 1),
               (True, 521): (1, 1), (True, 1025): (1, 1), (False, 1025): (1, 1),
               (True, 19): (16, 1), (True, 25): (16, 1), (True, 31): (16, 1), (True, 39): (16, 1), (False, 21): (16, 1),
-              (False, 29): (16, 1), (False, 37): (16, 1), (True, 17): (16, 1), (False, 17): (16, 1),
-              (True, 33): (16, 1), (False, 33): (16, 1)}
+              (False, 23): (16, 1), (False, 37): (16, 1), (False, 33): (16, 1)}  # whole: test_rows_whole16_rule
     tails = (17, 33, 65, 129, 257, 258, 521, 1025)
     skip = ("PEEL", "TAIL_N", "BLOCK_N", "BLOCK_M", "num_warps", "FTZ", "EVEN_M", "ALIGN_M", "OFFS32")
     for (forward, N), (block_m, warps) in peeled.items():
@@ -2286,13 +2285,21 @@ def test_rows_peel16_rule():
 
 
 def test_rows_whole16_rule():
-    """The H200's 16-bit rows of an even N that `peel` peels only for their tail (ALIGN 2 or 4; 34 = 32 + 2, 66 and 68
-    = 64 + 2 and 4) run whole at 16 rows a program and 1 warp (ROWS_WHOLE16_TAILS), both ways, in grids of at least 32
-    rows an SM; smaller grids, 128 lanes and more (130, 132, 260), odd rows and an odd stride (ALIGN 1), strides that
-    differ, float32, forced families and force_peel, and the H100's rules keep their plans. Nothing but PEEL, TAIL_N
-    (the row's own tail, not the edges), the tiling, FTZ and OFFS32 changes."""
-    assert dispatch.ROWS_WHOLE16_TAILS == {}
-    assert dispatch.GPU_CONSTANTS["H200"]["ROWS_WHOLE16_TAILS"] == {32: (16, 1), 64: (16, 1)}
+    """The H200's 16-bit rows that `peel` peels only for their tail run whole in grids of at least 32 rows an SM
+    (ROWS_WHOLE16_TAILS): of an even N (ALIGN 2 or 4; 34 = 32 + 2, 66 and 68 = 64 + 2 and 4) at 16 rows a program and
+    1 warp both ways, of ALIGN 1 (17 = 16 + 1 both ways, 33 = 32 + 1 and 34 of an odd stride forward) at 32 rows and 1
+    warp; and the odd backward of 25-31 values (under ROWS_PEEL16_WHOLE_FILL's 32 of its 32 lanes) runs whole at
+    ROWS_PEEL16's tiling, 16 rows or 4 in smaller grids, at 1 warp. Smaller grids of the rows with a tail, 128 lanes and
+    more (130, 132, 260), the odd rows of 64 and 128 lanes with a tail (65, 67, 129), 33's backward, the odd forward of
+    25-31 and backward of 19-23, strides that differ, float32, forced families and force_peel, and the H100's rules keep
+    their plans. Nothing but PEEL, TAIL_N (the row's own tail, not the edges), the tiling, FTZ and OFFS32 changes."""
+    assert dispatch.ROWS_WHOLE16_TAILS == {} and dispatch.ROWS_PEEL16_WHOLE_FILL == {}
+    h200 = dispatch.GPU_CONSTANTS["H200"]
+    assert h200["ROWS_WHOLE16_TAILS"] == {(True, 32, False): (16, 1), (False, 32, False): (16, 1),
+                                          (True, 64, False): (16, 1), (False, 64, False): (16, 1),
+                                          (True, 16, True): (32, 1), (False, 16, True): (32, 1),
+                                          (True, 32, True): (32, 1)}
+    assert h200["ROWS_PEEL16_WHOLE_FILL"] == {(False, 32): 1.0}
 
     def plans(M, N, forward, gpu, dtype="bfloat16", log=False, stride=None, force=None, force_peel=None):
         stride = stride or N
@@ -2300,29 +2307,46 @@ def test_rows_whole16_rule():
                 else dispatch.plan_backward(M, N, stride, stride, stride, dtype, log, 132, force, force_peel, gpu=gpu))
 
     skip = ("PEEL", "TAIL_N", "BLOCK_M", "num_warps", "FTZ", "EVEN_M", "ALIGN_M", "OFFS32")
-    for N in (34, 66, 68):
-        for forward, log, dtype, M in itertools.product((True, False), (False, True), ("bfloat16", "float16"),
-                                                        (4224, 65536)):
-            (rules,), (tuned,) = plans(M, N, forward, "", dtype, log), plans(M, N, forward, "H200", dtype, log)
-            what = (M, N, forward, log, dtype)
-            assert rules.kwargs["PEEL"] and not tuned.kwargs["PEEL"], what
-            assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"], tuned.grid) == (16, 1, (M // 16,)), what
+    # (N, forward, stride): the whole tiling on 4224 and 65536 rows (and on 4223 and 264, where given)
+    whole = {**{(N, forward, None): ((16, 1), None) for N in (34, 66, 68) for forward in (True, False)},
+             (17, True, None): ((32, 1), None), (17, False, None): ((32, 1), None), (33, True, None): ((32, 1), None),
+             (34, True, 35): ((32, 1), None), **{(N, False, None): ((16, 1), (4, 1)) for N in (25, 27, 29, 31)}}
+    for (N, forward, stride), (tiling, small) in whole.items():
+        for log, dtype, M in itertools.product((False, True), ("bfloat16", "float16"), (4224, 65536, 4223, 264)):
+            if M < 4224 and not small:
+                continue
+            (rules,), (tuned,) = plans(M, N, forward, "", dtype, log, stride), plans(M, N, forward, "H200", dtype, log,
+                                                                                       stride)
+            what, block_m = (M, N, forward, log, dtype, stride), min((tiling if M >= 4224 else small)[0], M)
+            assert rules.kwargs["PEEL"] == (N not in range(25, 32)) and not tuned.kwargs["PEEL"], what
+            assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == (block_m, 1), what
+            assert tuned.grid == (triton.cdiv(M, block_m),), what
             assert (tuned.kwargs["BLOCK_N"], tuned.kwargs["TAIL_N"]) == dispatch.row_segments(N), what
             assert {k: v for k, v in tuned.kwargs.items() if k not in skip} == \
                 {k: v for k, v in rules.kwargs.items() if k not in skip}, what
     for forward in (True, False):
-        for M, N, kw in ((4223, 34, {}), (264, 66, {}), (65536, 130, {}), (65536, 132, {}), (65536, 260, {}),
-                         (65536, 33, {}), (65536, 34, dict(stride=35)), (65536, 34, dict(dtype="float32")),
-                         (65536, 34, dict(force="rows")), (65536, 34, dict(force_peel=True))):
+        for M, N, kw in ((4223, 34, {}), (264, 66, {}), (4223, 17, {}), (264, 33, {}), (65536, 130, {}),
+                         (65536, 132, {}), (65536, 260, {}), (65536, 65, {}), (65536, 67, {}), (65536, 129, {}),
+                         (65536, 34, dict(dtype="float32")), (65536, 34, dict(force="rows")),
+                         (65536, 17, dict(force_peel=True)), (65536, 34, dict(force_peel=True))):
             (tuned,) = plans(M, N, forward, "H200", **kw)
-            by_peel16 = N == 33 or "stride" in kw  # 33 and an odd stride: ROWS_PEEL16's 16 rows at 1 warp, peeled
             assert tuned.kwargs["PEEL"], (M, N, kw)
-            assert ((tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == (16, 1)) == by_peel16, (M, N, kw)
+            if M < 4224 and N % 2:  # ROWS_PEEL16_SMALL_M's 4 rows at 1 warp, peeled
+                assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == (4, 1), (M, N, kw)
             if N in (34, 66, 130, 132) and not kw:
                 assert (tuned,) == plans(M, N, forward, "H200", force_peel=True), (M, N)
+            if N in (65, 67, 129):  # ROWS_PEEL16's 8 rows at 1 warp, peeled
+                assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == (8, 1), (M, N, kw)
         (strides,) = (dispatch.plan_forward(65536, 34, 34, 40, "bfloat16", False, 132, gpu="H200") if forward
                       else dispatch.plan_backward(65536, 34, 34, 34, 40, "bfloat16", False, 132, gpu="H200"))
         assert not strides.kwargs["PEEL"] and strides.kwargs["BLOCK_M"] != 16  # strides that differ: never peeled
+    for M, N, forward, stride in ((65536, 33, False, None), (65536, 34, False, 35), (4224, 25, True, None),
+                                  (65536, 31, True, None), (65536, 19, False, None), (65536, 23, False, None),
+                                  (264, 21, False, None)):
+        for log in (False, True):  # ROWS_PEEL16's tiling, peeled
+            (tuned,) = plans(M, N, forward, "H200", log=log, stride=stride)
+            tiling = (16, 1) if M >= 4224 else (4, 1)
+            assert tuned.kwargs["PEEL"] and (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == tiling, (M, N)
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -2330,23 +2354,28 @@ def test_rows_whole16_rule():
 def test_rows_peel16_run(torch_device, dtype, log):
     """The H200's peeled unaligned 16-bit rows (ROWS_PEEL16: odd N in 16-2048 lanes both ways at 1 warp, 16 rows a
     program in 16 and 32 lanes, 8 in 64 and 128, 4 in 256, 2 in 512, one from 1024; the backward in 2048 at 2 warps;
-    even N forward in 256 lanes; rows with a tail alike, ROWS_PEEL16_TAILS), planned for 4 SMs so that 128 rows fill
-    the rule's grid (and 64 rows, a smaller grid, one row a program at 1 warp, 4 in 16 and 32 lanes:
-    ROWS_PEEL16_SMALL_LANES, ROWS_PEEL16_SMALL_M), and its even rows with a tail whole at 16 rows (34, 66:
-    ROWS_WHOLE16_TAILS), on x with a NaN, a +inf, an all -inf row and the dtype's largest value: y and dx right against
-    float64, inputs not modified."""
+    even N forward in 256 lanes; rows with a tail alike, ROWS_PEEL16_TAILS), planned for 4 SMs so that 128 rows fill the
+    rule's grid (and 64 rows, a smaller grid, one row a program at 1 warp, 4 in 16 and 32 lanes:
+    ROWS_PEEL16_SMALL_LANES, ROWS_PEEL16_SMALL_M), and its rows with a tail whole, the even ones at 16 rows (34, 66:
+    ROWS_WHOLE16_TAILS), the odd at 32 (17, 33 forward), and the odd backward of 25-31 values whole at ROWS_PEEL16's
+    tiling (27, 29: ROWS_PEEL16_WHOLE_FILL), on x with a NaN, a +inf, an all -inf row and the dtype's largest value: y
+    and dx right against float64, inputs not modified."""
     big = 65504.0 if dtype == "float16" else 3.3895313892515355e38
     for M, N, forward in ((128, 193, True), (128, 385, True), (128, 781, True), (128, 1201, True), (128, 255, False),
                           (128, 781, False), (128, 1101, False), (128, 254, True), (128, 190, True), (128, 41, True),
                           (128, 77, False), (128, 65, True), (128, 521, False), (128, 257, True), (64, 99, True),
                           (64, 449, False), (128, 19, True), (128, 37, False), (128, 17, True), (128, 33, False),
-                          (64, 25, True), (64, 39, False), (128, 34, True), (128, 66, False)):
+                          (64, 25, True), (64, 39, False), (128, 34, True), (128, 66, False), (128, 33, True),
+                          (128, 27, False), (64, 29, False)):
         (one,) = (dispatch.plan_forward(M, N, N, N, dtype, log, 4, gpu="H200") if forward
                   else dispatch.plan_backward(M, N, N, N, N, dtype, log, 4, gpu="H200"))
         assert one.kernel == ("softmax_fwd_rows" if forward else "softmax_bwd_rows"), N
-        assert one.kwargs["PEEL"] == (N not in (34, 66)), N
+        whole = N in (34, 66, 17) or (N, forward) in ((33, True), (27, False), (29, False))
+        assert one.kwargs["PEEL"] == (not whole), N
         tiling = (one.kwargs["BLOCK_M"], one.kwargs["num_warps"])
-        assert tiling == (16, 1) if M == 128 and N < 40 else M == 128 or tiling == (4 if N < 40 else 1, 1), (M, N)
+        at_32 = N == 17 or (N, forward) == (33, True)  # odd rows with a tail: 32 rows
+        assert tiling == ((32 if at_32 else 16), 1) if M == 128 and N < 40 else M == 128 or tiling == (
+            4 if N < 40 else 1, 1), (M, N)
         x = _random((M, N), dtype, torch_device, 61 + N)
         what = f"H200 peeled {(M, N)} fwd={forward} log={log} {dict(one.kwargs)}"
         if forward:
