@@ -442,6 +442,16 @@ ROWS_PEEL16_WHOLE_FILL: dict = {}
 # (probe_rows_odd_tails16.log).
 # Measured: bench/DISPATCH.md, ROWS_PEEL16.
 ROWS_WHOLE16_TAILS: dict = {}
+# ROWS_ODD16_TILINGS {(forward, BLOCK_N): (BLOCK_M, num_warps)} (the H200's: GPU_CONSTANTS; none on the H100, not
+# measured there): 16-bit rows of ALIGN 1 (an odd N or stride) in BLOCK_N lanes, no tail, that neither
+# ROWS_WHOLE16_TAILS nor ROWS_PEEL16 takes, run whole at this tiling in grids of at least ROWS_PEEL16_MIN_PER_SM rows an
+# SM. H200
+# (probe_rows_short16_5_7.log, _9_15.log, bf16 65536 and 1048576 rows, against the rules' 256 and 128 rows at 4
+# warps): the backward of 5 and 7 values at 64 rows and 1 warp 1.07-1.58x, of 9-15 at 32 rows 1.04-1.37x (512 values
+# a program, as ROWS_PEEL16's 16 rows of 32 lanes); their forward 0.94-1.24x (softmax ahead on 65536 rows, log_softmax
+# behind: left), the even rows' (6, 10-14) backward 0.90-1.29x (left).
+# Measured: bench/DISPATCH.md, ROWS_PEEL16.
+ROWS_ODD16_TILINGS: dict = {}
 # A chunk of a split row is at least this many elements, so each program streams long
 # enough to hide its start-up and the partials stay few.
 MIN_CHUNK = 8192
@@ -631,7 +641,8 @@ GPU_CONSTANTS = {
                  ROWS_PEEL16_SMALL_M={16: 4, 32: 4}, ROWS_PEEL16_WHOLE_FILL={(False, 32): 1.0},
                  ROWS_WHOLE16_TAILS={**{(forward, BLOCK_N, False): (16, 1) for forward in (True, False)
                                         for BLOCK_N in (32, 64)},
-                                     (True, 16, True): (32, 1), (False, 16, True): (32, 1), (True, 32, True): (32, 1)}),
+                                     (True, 16, True): (32, 1), (False, 16, True): (32, 1), (True, 32, True): (32, 1)},
+                 ROWS_ODD16_TILINGS={(False, 8): (64, 1), (False, 16): (32, 1)}),
 }
 
 
@@ -784,14 +795,21 @@ def _whole16(M: int, N: int, align: int, forward: bool, peeled: bool, num_sms: i
 def _tiling16(M: int, N: int, itemsize: int, align: int, strides_equal: bool, forward: bool, num_sms: int, gpu: str,
               peeled: bool) -> tuple[tuple[int, int] | None, bool]:
     """(this GPU's (BLOCK_M, num_warps) for its unaligned 16-bit rows shorter than PEEL_MIN_N, whole where `peel` peels
-    them for a tail alone (`peeled`; ROWS_WHOLE16_TAILS), else peeled or whole at ROWS_PEEL16's tiling, else None;
-    whether the rows peel)."""
+    them for a tail alone (`peeled`; ROWS_WHOLE16_TAILS), else peeled or whole at ROWS_PEEL16's tiling, else, of ALIGN
+    1, whole at ROWS_ODD16_TILINGS', else None; whether the rows peel)."""
     if itemsize != 2 or align >= 8 or N >= PEEL_MIN_N:
         return None, peeled
     whole16 = _whole16(M, N, align, forward, peeled, num_sms, gpu)
     if whole16:
         return whole16, False
-    return _peel16(M, N, align, strides_equal, forward, num_sms, gpu, peeled) or (None, peeled)
+    peel16 = _peel16(M, N, align, strides_equal, forward, num_sms, gpu, peeled)
+    if peel16:
+        return peel16
+    BLOCK_N, TAIL_N = row_segments(N)
+    odd = _tuned("ROWS_ODD16_TILINGS", gpu).get((forward, BLOCK_N)) if align == 1 and not TAIL_N else None
+    if odd and not peeled and M >= ROWS_PEEL16_MIN_PER_SM * num_sms:
+        return (min(odd[0], triton.next_power_of_2(M)), odd[1]), False
+    return None, peeled
 
 
 def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool = False, itemsize: int = 4,

@@ -373,18 +373,19 @@ def test_h200_rows16_ftz_warps_through_both_adapters(dtype, N, per_sm, warps):
                                             ("float16", 449, 8), ("bfloat16", 781, 16), ("bfloat16", 19, 32),
                                             ("float16", 33, 32), ("bfloat16", 37, 32), ("bfloat16", 25, 8),
                                             ("float16", 17, 2), ("bfloat16", 34, 32), ("float16", 66, 32),
-                                            ("bfloat16", 17, 32), ("float16", 29, 32)])
+                                            ("bfloat16", 17, 32), ("float16", 29, 32), ("bfloat16", 13, 32),
+                                            ("float16", 7, 32)])
 def test_h200_peel16_through_both_adapters(dtype, N, per_sm):
     """The H200's unaligned 16-bit rows peeled (GPU_CONSTANTS' ROWS_PEEL16: odd N forward and backward in 16-2048 lanes
     at 1 warp, the backward in 2048 at 2; even N the forward in 256; rows with a tail too, ROWS_PEEL16_TAILS; in 512
     lanes ROWS_TILINGS' 4 rows at 2 warps for the even rows, unpeeled; rows with a tail whole, ROWS_WHOLE16_TAILS: 34
     and 66 values at 16 rows and 1 warp, 17 and 33's forward at 32; the odd backward of 25-31 values whole at
-    ROWS_PEEL16's tiling, ROWS_PEEL16_WHOLE_FILL), `per_sm` rows an SM and one more (under ROWS_PEEL16_MIN_PER_SM's 32,
-    odd rows one a program at 1 warp, 4 in 16 and 32 lanes, the backward to 512 lanes, ROWS_PEEL16_SMALL_LANES and
-    ROWS_PEEL16_SMALL_M; rows with a tail peeled): through the torch adapter and the JAX adapter (jax.vjp), both ops and
-    directions, on random x, on x with a NaN, a +inf, an all -inf row and the largest and lowest finite values, and (the
-    torch adapter) on x and dy that start 2 bytes past their storage: right against float64. On another GPU the same
-    shapes run its own plans, checked alike."""
+    ROWS_PEEL16's tiling, ROWS_PEEL16_WHOLE_FILL, and of 5-15 values at 64 and 32 rows, ROWS_ODD16_TILINGS), `per_sm`
+    rows an SM and one more (under ROWS_PEEL16_MIN_PER_SM's 32, odd rows one a program at 1 warp, 4 in 16 and 32 lanes,
+    the backward to 512 lanes, ROWS_PEEL16_SMALL_LANES and ROWS_PEEL16_SMALL_M; rows with a tail peeled): through the
+    torch adapter and the JAX adapter (jax.vjp), both ops and directions, on random x, on x with a NaN, a +inf, an all
+    -inf row and the largest and lowest finite values, and (the torch adapter) on x and dy that start 2 bytes past their
+    storage: right against float64. On another GPU the same shapes run its own plans, checked alike."""
     M = per_sm * _sms() + 1
     if dispatch.tuned_gpu(torch.cuda.get_device_name()) == "H200":
         for log in (False, True):
@@ -394,11 +395,13 @@ def test_h200_peel16_through_both_adapters(dtype, N, per_sm):
             # whole: rows with a tail (the odd ones in grids of 32 rows an SM, 33 forward), the backward of 25-31
             whole_fwd = N in (34, 66) or N in (17, 33) and per_sm >= 32
             whole_bwd = N in (34, 66) or N == 17 and per_sm >= 32 or 25 <= N <= 31
-            assert (fwd.kwargs["PEEL"], bwd.kwargs["PEEL"]) == ((N % 2 == 1 or 128 < N < 256) and not whole_fwd,
-                                                                N % 2 == 1 and not small_bwd and not whole_bwd)
-            assert N % 2 == 0 or fwd.kwargs["num_warps"] == 1, (log, N)
+            odd = N % 2 == 1 and N > 16  # (shorter odd rows: whole, the backward at ROWS_ODD16_TILINGS')
+            assert (fwd.kwargs["PEEL"], bwd.kwargs["PEEL"]) == ((odd or 128 < N < 256) and not whole_fwd,
+                                                                odd and not small_bwd and not whole_bwd)
+            assert not odd or fwd.kwargs["num_warps"] == 1, (log, N)
             assert per_sm == 32 or (fwd.kwargs["BLOCK_M"], fwd.kwargs["num_warps"]) == (4 if N < 40 else 1, 1)
-            assert N >= 40 or per_sm < 32 or all(
+            assert N > 16 or (bwd.kwargs["BLOCK_M"], bwd.kwargs["num_warps"]) == (64 if N < 8 else 32, 1), (log, N)
+            assert N >= 40 or N < 17 or per_sm < 32 or all(
                 (one.kwargs["BLOCK_M"], one.kwargs["num_warps"]) == (32 if odd_tail else 16, 1)
                 for one, odd_tail in ((fwd, N in (17, 33)), (bwd, N == 17))), (log, N)
             assert N != 300 or (fwd.kwargs["BLOCK_M"], fwd.kwargs["num_warps"]) == (4, 2)
@@ -406,7 +409,7 @@ def test_h200_peel16_through_both_adapters(dtype, N, per_sm):
     big = torch.finfo(getattr(torch, dtype)).max
     g = torch.Generator(device="cuda").manual_seed(M + N)
     x = (torch.randn(M, N, device="cuda", generator=g) * 3).to(getattr(torch, dtype))
-    x[0, 5], x[1, 7], x[2, :], x[5, 9], x[6, 10] = float("nan"), float("inf"), -float("inf"), big, -big
+    x[0, 5], x[1, 7 % N], x[2, :], x[5, 9 % N], x[6, 10 % N] = float("nan"), float("inf"), -float("inf"), big, -big
     _check_forward_both_adapters(x, 1, dtype, f"{M}x{N}")
     tdt = getattr(torch, dtype)
     x = torch.empty(M * N + 1, device="cuda", dtype=tdt)[1:].view(M, N)

@@ -2358,24 +2358,24 @@ def test_rows_peel16_run(torch_device, dtype, log):
     rule's grid (and 64 rows, a smaller grid, one row a program at 1 warp, 4 in 16 and 32 lanes:
     ROWS_PEEL16_SMALL_LANES, ROWS_PEEL16_SMALL_M), and its rows with a tail whole, the even ones at 16 rows (34, 66:
     ROWS_WHOLE16_TAILS), the odd at 32 (17, 33 forward), and the odd backward of 25-31 values whole at ROWS_PEEL16's
-    tiling (27, 29: ROWS_PEEL16_WHOLE_FILL), on x with a NaN, a +inf, an all -inf row and the dtype's largest value: y
-    and dx right against float64, inputs not modified."""
+    tiling (27, 29: ROWS_PEEL16_WHOLE_FILL) and of 5-15 values at ROWS_ODD16_TILINGS' (7, 13), on x with a NaN, a +inf,
+    an all -inf row and the dtype's largest value: y and dx right against float64, inputs not modified."""
     big = 65504.0 if dtype == "float16" else 3.3895313892515355e38
     for M, N, forward in ((128, 193, True), (128, 385, True), (128, 781, True), (128, 1201, True), (128, 255, False),
                           (128, 781, False), (128, 1101, False), (128, 254, True), (128, 190, True), (128, 41, True),
                           (128, 77, False), (128, 65, True), (128, 521, False), (128, 257, True), (64, 99, True),
                           (64, 449, False), (128, 19, True), (128, 37, False), (128, 17, True), (128, 33, False),
                           (64, 25, True), (64, 39, False), (128, 34, True), (128, 66, False), (128, 33, True),
-                          (128, 27, False), (64, 29, False)):
+                          (128, 27, False), (64, 29, False), (128, 13, False), (128, 7, False)):
         (one,) = (dispatch.plan_forward(M, N, N, N, dtype, log, 4, gpu="H200") if forward
                   else dispatch.plan_backward(M, N, N, N, N, dtype, log, 4, gpu="H200"))
         assert one.kernel == ("softmax_fwd_rows" if forward else "softmax_bwd_rows"), N
-        whole = N in (34, 66, 17) or (N, forward) in ((33, True), (27, False), (29, False))
+        whole = N in (34, 66, 17, 13, 7) or (N, forward) in ((33, True), (27, False), (29, False))
         assert one.kwargs["PEEL"] == (not whole), N
         tiling = (one.kwargs["BLOCK_M"], one.kwargs["num_warps"])
-        at_32 = N == 17 or (N, forward) == (33, True)  # odd rows with a tail: 32 rows
-        assert tiling == ((32 if at_32 else 16), 1) if M == 128 and N < 40 else M == 128 or tiling == (
-            4 if N < 40 else 1, 1), (M, N)
+        at_32 = N in (17, 13) or (N, forward) == (33, True)  # odd rows with a tail, 9-15 values: 32 rows
+        block_m = 64 if N < 8 else 32 if at_32 else 16  # (5-15 values: ROWS_ODD16_TILINGS)
+        assert tiling == (block_m, 1) if M == 128 and N < 40 else M == 128 or tiling == (4 if N < 40 else 1, 1), (M, N)
         x = _random((M, N), dtype, torch_device, 61 + N)
         what = f"H200 peeled {(M, N)} fwd={forward} log={log} {dict(one.kwargs)}"
         if forward:
