@@ -444,8 +444,7 @@ ROWS_PEEL16_WHOLE_FILL: dict = {}
 ROWS_WHOLE16_TAILS: dict = {}
 # ROWS_ODD16_TILINGS {(forward, BLOCK_N): (BLOCK_M, num_warps)} (the H200's: GPU_CONSTANTS; none on the H100, not
 # measured there): 16-bit rows of ALIGN 1 (an odd N or stride) in BLOCK_N lanes, no tail, that neither
-# ROWS_WHOLE16_TAILS nor ROWS_PEEL16 takes, run whole at this tiling in grids of at least ROWS_PEEL16_MIN_PER_SM rows an
-# SM. H200
+# ROWS_WHOLE16_TAILS nor ROWS_PEEL16 takes, run whole at this tiling, in any grid. H200
 # (probe_rows_short16_5_7.log, _9_15.log, bf16 65536 and 1048576 rows, against the rules' 256 and 128 rows at 4
 # warps): the backward of 5 and 7 values at 64 rows and 1 warp 1.07-1.58x, of 9-15 at 32 rows 1.04-1.37x (512 values
 # a program, as ROWS_PEEL16's 16 rows of 32 lanes); their forward 0.94-1.24x (softmax ahead on 65536 rows, log_softmax
@@ -807,7 +806,7 @@ def _tiling16(M: int, N: int, itemsize: int, align: int, strides_equal: bool, fo
         return peel16
     BLOCK_N, TAIL_N = row_segments(N)
     odd = _tuned("ROWS_ODD16_TILINGS", gpu).get((forward, BLOCK_N)) if align == 1 and not TAIL_N else None
-    if odd and not peeled and M >= ROWS_PEEL16_MIN_PER_SM * num_sms:
+    if odd and not peeled:
         return (min(odd[0], triton.next_power_of_2(M)), odd[1]), False
     return None, peeled
 
