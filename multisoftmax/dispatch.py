@@ -448,7 +448,9 @@ ROWS_WHOLE16_TAILS: dict = {}
 # (probe_rows_short16_5_7.log, _9_15.log, bf16 65536 and 1048576 rows, against the rules' 256 and 128 rows at 4
 # warps): the backward of 5 and 7 values at 64 rows and 1 warp 1.07-1.58x, of 9-15 at 32 rows 1.04-1.37x (512 values
 # a program, as ROWS_PEEL16's 16 rows of 32 lanes); their forward 0.94-1.24x (softmax ahead on 65536 rows, log_softmax
-# behind: left), the even rows' (6, 10-14) backward 0.90-1.29x (left).
+# behind: left), the even rows' (6, 10-14) backward 0.90-1.29x (left). The check (probe_rows_odd16_bwd_check.log,
+# _grids.log; bf16 and float16, 264-1048576 rows): 1.00-1.86x, geomean 1.31 (bf16 65536 x 5 softmax 444 -> 696 GB/s,
+# 1048576 x 15 2,391 -> 2,792); ties (1.00x) only on 264 rows (4-13 GB/s) and bf16 4224 x 7 softmax, none behind.
 # Measured: bench/DISPATCH.md, ROWS_PEEL16.
 ROWS_ODD16_TILINGS: dict = {}
 # A chunk of a split row is at least this many elements, so each program streams long

@@ -10,7 +10,9 @@ rows: "dispatch" then at 4 warps, "w16" the rules' 16). Those logs' tests plan w
 the even rows with a tail run whole (ROWS_WHOLE16_TAILS) to probe_rows_peel16_32*.log, probe_rows_short_odd.log and
 probe_rows_even_tails16.log (test_short_rows_scans and below, with the plans of 02f1616:
 forced_plans.WHOLE16_AT_02F1616); the odd rows whole since (ROWS_WHOLE16_TAILS' odd entries, ROWS_PEEL16_WHOLE_FILL)
-to probe_rows_odd_whole16*.log and probe_rows_odd_tails16.log (test_odd_rows_whole_scan and below)."""
+to probe_rows_odd_whole16*.log and probe_rows_odd_tails16.log (test_odd_rows_whole_scan and below); the odd backward of
+5-15 values (ROWS_ODD16_TILINGS) to probe_rows_short16_*.log and probe_rows_odd16_bwd_*.log (test_odd_short_rows_scan
+and below)."""
 
 import math
 
@@ -496,3 +498,57 @@ def test_odd_rows_with_longer_tails_peeled():
         assert (now.kwargs["BLOCK_M"], now.kwargs["num_warps"]) == (8, 1), (M, N)
         assert max(gbps.values()) == gbps["dispatch"], (M, N, op, direction)
     assert len(cases) == 40
+
+
+def _before_odd16(dtype, M, N, op, direction):
+    """The H200's plan of a case before ROWS_ODD16_TILINGS (cfc29ff, as probe_rows_short16_*.log ran it)."""
+    with gpu_values_within(dispatch, "H200", {"ROWS_ODD16_TILINGS": {}}):
+        return _plan(dtype, M, N, op, direction)
+
+
+def test_odd_short_rows_scan():
+    """probe_rows_short16_5_7.log and _9_15.log (bf16 5-15 values on 65536 and 1048576 rows at cfc29ff: "dispatch" the
+    rules' 256 or 128 rows at 4 warps, whole; "np_mBwW" whole at B rows and W warps, "p_mBwW" peeled): the odd
+    backward now runs whole at 64 rows (5, 7) or 32 (9-15) and 1 warp (ROWS_ODD16_TILINGS), which ran 1.04-1.58x of
+    the plan then (24 cases); the forwards and the even rows (6, 10-14) keep their plans, whose best tiling ran up to
+    1.29x of them (the even 12's backward on 65536 rows; 10's softmax backward 0.90x at 32 rows on 1048576)."""
+    gains, kept = [], []
+    for name in ("probe_rows_short16_5_7.log", "probe_rows_short16_9_15.log"):
+        for (dtype, M, N, op, direction), gbps in rows_logs.gbps(name).items():
+            now, then = _plan(dtype, M, N, op, direction), _before_odd16(dtype, M, N, op, direction)
+            assert not then.kwargs["PEEL"] and then.kwargs["num_warps"] == 4, (M, N)
+            if now == then:
+                assert N % 2 == 0 or direction == "fwd", (M, N, op, direction)
+                kept.append(max(gbps.values()) / gbps["dispatch"])
+                continue
+            assert direction == "bwd" and N % 2 and not now.kwargs["PEEL"], (M, N, op)
+            assert (now.kwargs["BLOCK_M"], now.kwargs["num_warps"]) == (64 if N < 8 else 32, 1), (M, N, op)
+            gains.append(gbps[_label(now)] / gbps["dispatch"])
+    assert len(gains) == 24 and min(gains) > 1.03 and max(gains) < 1.58
+    assert len(kept) == 56 and max(kept) < 1.29
+
+
+def test_odd_short_rows_check():
+    """probe_rows_odd16_bwd_check.log (d99e90b: ROWS_ODD16_TILINGS from 4224 rows, "dispatch"; "before" the rules'
+    plan; "np" the new tiling; bf16 and float16, odd backward of 5-15 values) and _grids.log (0fb8405: in every grid):
+    on 4224-1048576 rows the rule ran 1.00-1.66x of the plan before (72 cases, geomean 1.31; bf16 65536 x 5 softmax 444
+    -> 696 GB/s), on 2112 rows its tiling 1.03-1.86x, and in every grid on 264-2112 rows 1.00-1.86x (72 cases; ties
+    only on 264 rows, 4-13 GB/s)."""
+    big, small = [], []
+    for (dtype, M, N, op, direction), gbps in rows_logs.gbps("probe_rows_odd16_bwd_check.log").items():
+        now = _plan(dtype, M, N, op, direction)
+        assert (now.kwargs["BLOCK_M"], now.kwargs["num_warps"]) == (64 if N < 8 else 32, 1), (M, N)
+        if M >= 4224:
+            big.append(gbps["dispatch"] / gbps["before"])
+        else:  # d99e90b's plan then the rules' ("dispatch"), the new tiling "np"
+            small.append(gbps["np"] / gbps["dispatch"])
+    assert len(big) == 72 and min(big) >= 1.0 and max(big) < 1.66
+    assert 1.3 < math.exp(sum(map(math.log, big)) / len(big)) < 1.32
+    assert len(small) == 24 and min(small) > 1.02 and max(small) < 1.87
+    grids = []
+    for (dtype, M, N, op, direction), gbps in rows_logs.gbps("probe_rows_odd16_bwd_grids.log").items():
+        now = _plan(dtype, M, N, op, direction)
+        assert (now.kwargs["BLOCK_M"], now.kwargs["num_warps"]) == (64 if N < 8 else 32, 1), (M, N)
+        grids.append(gbps["dispatch"] / gbps["before"])
+        assert grids[-1] >= (1.0 if M == 264 else 1.02), (M, N, op)
+    assert len(grids) == 72 and max(grids) < 1.87

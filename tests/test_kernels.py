@@ -2349,6 +2349,44 @@ def test_rows_whole16_rule():
             assert tuned.kwargs["PEEL"] and (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == tiling, (M, N)
 
 
+def test_rows_odd16_rule():
+    """The H200's 16-bit backward of rows of ALIGN 1 (an odd N or stride) of 5-15 values, no tail, runs whole at 512
+    values a program and 1 warp (ROWS_ODD16_TILINGS: 64 rows of 8 lanes, 32 of 16), in every grid; the forward, the
+    even rows of a contiguous x (6, 10-14), 16 values (of an odd stride: ROWS_PEEL16's 16-lane entry, peeled), 1-4
+    values, float32, strides that differ (unpeeled, so whole alike), forced families and the H100's rules keep their
+    plans. Nothing but the tiling (and the grid, EVEN_M and ALIGN_M with it) changes."""
+    assert dispatch.ROWS_ODD16_TILINGS == {}
+    assert dispatch.GPU_CONSTANTS["H200"]["ROWS_ODD16_TILINGS"] == {(False, 8): (64, 1), (False, 16): (32, 1)}
+
+    def plans(M, N, forward, gpu, dtype="bfloat16", log=False, stride=None, force=None):
+        stride = stride or N
+        return (dispatch.plan_forward(M, N, stride, stride, dtype, log, 132, force, gpu=gpu) if forward
+                else dispatch.plan_backward(M, N, stride, stride, stride, dtype, log, 132, force, gpu=gpu))
+
+    skip = ("BLOCK_M", "num_warps", "EVEN_M", "ALIGN_M")
+    for N, stride in ((5, None), (7, None), (9, None), (11, None), (13, None), (15, None), (6, 7), (8, 9), (12, 13)):
+        for log, dtype, M in itertools.product((False, True), ("bfloat16", "float16"), (1, 37, 264, 4224, 65536)):
+            (rules,), (tuned,) = plans(M, N, False, "", dtype, log, stride), plans(M, N, False, "H200", dtype, log,
+                                                                                     stride)
+            block_m = min(64 if N <= 8 else 32, triton.next_power_of_2(M))
+            what = (M, N, stride, log, dtype)
+            assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"], tuned.grid) == (
+                block_m, 1, (triton.cdiv(M, block_m),)), what
+            assert not tuned.kwargs["PEEL"] and tuned.kernel == rules.kernel, what
+            assert {k: v for k, v in tuned.kwargs.items() if k not in skip} == \
+                {k: v for k, v in rules.kwargs.items() if k not in skip}, what
+            (fwd,) = plans(M, N, True, "H200", dtype, log, stride)
+            assert fwd == plans(M, N, True, "", dtype, log, stride)[0] or "FTZ" in fwd.kwargs, what
+    for M, N, kw in ((65536, 6, {}), (65536, 10, {}), (65536, 14, {}), (65536, 3, {}), (65536, 3, dict(stride=5)),
+                     (65536, 9, dict(dtype="float32")), (65536, 9, dict(force="rows"))):
+        (tuned,) = plans(M, N, False, "H200", **kw)
+        assert tuned == plans(M, N, False, "", **kw)[0], (M, N, kw)
+    (strided,) = plans(65536, 16, False, "H200", stride=17)  # ROWS_PEEL16's 16-lane entry: peeled
+    assert strided.kwargs["PEEL"] and (strided.kwargs["BLOCK_M"], strided.kwargs["num_warps"]) == (16, 1)
+    (unequal,) = dispatch.plan_backward(65536, 9, 9, 9, 16, "bfloat16", False, 132, gpu="H200")
+    assert (unequal.kwargs["BLOCK_M"], unequal.kwargs["num_warps"]) == (32, 1) and not unequal.kwargs["PEEL"]
+
+
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
 def test_rows_peel16_run(torch_device, dtype, log):
