@@ -71,7 +71,7 @@ PEEL16_AT_3EC4EB8 = {
                     (True, 2048): (1, 1, 0.0, 1), (False, 256): (8, 2, 0.0, 1), (False, 512): (4, 2, 0.0, 1),
                     (False, 1024): (1, 2, 0.75, 1), (False, 2048): (1, 2, 0.0, 1)},
     "ROWS_PEEL16_SMALL_LANES": {True: 0, False: 0}, "ROWS_PEEL16_TAILS": False, "ROWS_PEEL16_WHOLE_FILL": {},
-    "ROWS_WHOLE16_TAILS": {}}
+    "ROWS_WHOLE16_TAILS": {}, "ROWS_ODD16_TILINGS": {}}
 
 # The H200's ROWS_PEEL16 as bench/results/h200/probe_rows_peel16_32.log and probe_rows_short_odd.log ran it (244c6d0:
 # no 16- or 32-lane entries, one row a program in every small grid, even rows with a tail peeled), for the tests that
@@ -81,13 +81,13 @@ PEEL16_AT_244C6D0 = {
                     (True, 512): (2, 1, 0.0, 1), (True, 1024): (1, 1, 0.0, 1), (True, 2048): (1, 1, 0.0, 1),
                     (False, 64): (8, 1, 0.0, 1), (False, 128): (8, 1, 0.0, 1), (False, 256): (4, 1, 0.0, 1),
                     (False, 512): (2, 1, 0.0, 1), (False, 1024): (1, 1, 0.0, 1), (False, 2048): (1, 2, 0.0, 1)},
-    "ROWS_PEEL16_SMALL_M": {}, "ROWS_PEEL16_WHOLE_FILL": {}, "ROWS_WHOLE16_TAILS": {}}
+    "ROWS_PEEL16_SMALL_M": {}, "ROWS_PEEL16_WHOLE_FILL": {}, "ROWS_WHOLE16_TAILS": {}, "ROWS_ODD16_TILINGS": {}}
 
 # The H200's short unaligned 16-bit rows as the logs after 244c6d0 ran them (02f1616: the even rows with a tail alone
 # whole, the odd ones peeled at ROWS_PEEL16's tiling), for the tests that hold those logs to their plans
 # (tests/test_bench_peel16.py); `gpu_values_within(dispatch, "H200", WHOLE16_AT_02F1616)`.
 WHOLE16_AT_02F1616 = {
-    "ROWS_PEEL16_WHOLE_FILL": {},
+    "ROWS_PEEL16_WHOLE_FILL": {}, "ROWS_ODD16_TILINGS": {},
     "ROWS_WHOLE16_TAILS": {(forward, BLOCK_N, False): (16, 1) for forward in (True, False) for BLOCK_N in (32, 64)}}
 
 
