@@ -90,6 +90,10 @@ WHOLE16_AT_02F1616 = {
     "ROWS_PEEL16_WHOLE_FILL": {}, "ROWS_ODD16_TILINGS": {},
     "ROWS_WHOLE16_TAILS": {(forward, BLOCK_N, False): (16, 1) for forward in (True, False) for BLOCK_N in (32, 64)}}
 
+# The H200's plans before ROWS_ODD16_TILINGS, as bench/results/h200/probe_rows_short16_*.log ran them (cfc29ff), for
+# tests/test_bench_peel16.py; `gpu_values_within(dispatch, "H200", ODD16_AT_CFC29FF)`.
+ODD16_AT_CFC29FF = {"ROWS_ODD16_TILINGS": {}}
+
 
 def without_ftz(plan) -> tuple:
     """`plan` (dispatch's launches) with FTZ left out of each launch's meta: a GPU's plan as it is but for FTZ

@@ -19,7 +19,8 @@ import math
 import pytest
 
 import rows_logs
-from forced_plans import PEEL16_AT_244C6D0, PEEL16_AT_3EC4EB8, WHOLE16_AT_02F1616, gpu_values_within
+from forced_plans import (ODD16_AT_CFC29FF, PEEL16_AT_244C6D0, PEEL16_AT_3EC4EB8, WHOLE16_AT_02F1616,
+                          gpu_values_within)
 from multisoftmax import dispatch
 import triton  # noqa: E402  (after multisoftmax, which sets TRITON_INTERPRET where asked)
 
@@ -27,8 +28,12 @@ BEFORE = ("probe_rows_peel16.log", "probe_rows_peel16_scan.log", "probe_rows_pee
           "probe_rows_peel16_small.log")
 
 
-def _plan(dtype, M, N, op, direction, force_peel=None):
-    """The H200's one launch for a case of the logs (with dispatch's force_peel)."""
+def _plan(dtype, M, N, op, direction, force_peel=None, at=None):
+    """The H200's one launch for a case of the logs (with dispatch's force_peel; with `at`, a forced_plans dict, as
+    the earlier tree it names planned it)."""
+    if at:
+        with gpu_values_within(dispatch, "H200", at):
+            return _plan(dtype, M, N, op, direction, force_peel)
     log, make = op == "log_softmax", (dispatch.plan_forward if direction == "fwd" else dispatch.plan_backward)
     args = (M, N, N, N, dtype, log, 132) if direction == "fwd" else (M, N, N, N, N, dtype, log, 132)
     (one,) = make(*args, force_peel=force_peel, gpu="H200")
@@ -283,12 +288,6 @@ def test_the_check_after_the_one_warp_rule():
     assert min(same) > 0.987 and max(same) < 1.002
 
 
-def _then_244c6d0(dtype, M, N, op, direction, force_peel=None):
-    """The H200's plan of a case as probe_rows_peel16_32.log and probe_rows_short_odd.log ran it (244c6d0)."""
-    with gpu_values_within(dispatch, "H200", PEEL16_AT_244C6D0):
-        return _plan(dtype, M, N, op, direction, force_peel)
-
-
 def _label(plan) -> str:
     """The probe's label of a plan re-tiled, peeled (p_mBwW) or whole (np_mBwW)."""
     return _tiled(plan, "p" if plan.kwargs["PEEL"] else "np")
@@ -307,7 +306,7 @@ def test_short_rows_scans():
     gains, kept = [], []
     for name in ("probe_rows_peel16_32.log", "probe_rows_short_odd.log"):
         for (dtype, M, N, op, direction), gbps in rows_logs.gbps(name).items():
-            now, then = _plan(dtype, M, N, op, direction), _then_244c6d0(dtype, M, N, op, direction)
+            now, then = _plan(dtype, M, N, op, direction), _plan(dtype, M, N, op, direction, at=PEEL16_AT_244C6D0)
             if now == then:
                 assert N % 2 == 0 and not now.kwargs["PEEL"] and N != 34, (name, M, N, op, direction)
                 kept.append(max(gbps.values()) / gbps["dispatch"])
@@ -329,9 +328,9 @@ def test_short_rows_check():
     log_softmax backward at 65536 rows (0.986-0.992x)."""
     gains = []
     for (dtype, M, N, op, direction), gbps in rows_logs.gbps("probe_rows_peel16_32_check.log").items():
-        now, then = _plan(dtype, M, N, op, direction), _then_244c6d0(dtype, M, N, op, direction)
+        now, then = _plan(dtype, M, N, op, direction), _plan(dtype, M, N, op, direction, at=PEEL16_AT_244C6D0)
         assert now != then and now.kwargs["PEEL"] and (now.kwargs["BLOCK_M"], now.kwargs["num_warps"]) == (16, 1)
-        label = "p" if then == _then_244c6d0(dtype, M, N, op, direction, True) else "np"
+        label = "p" if then == _plan(dtype, M, N, op, direction, True, at=PEEL16_AT_244C6D0) else "np"
         assert (label == "p") == (N in (17, 33)) and (label == "np") == (not then.kwargs["PEEL"]), (M, N)
         gains.append(gbps["dispatch"] / gbps[label])
         assert gains[-1] > 0.985 and (gains[-1] > 1.0 or (N, M, op, direction) == (23, 65536, "log_softmax", "bwd"))
@@ -347,9 +346,10 @@ def test_short_rows_small_grids():
     program: ahead from 2112 rows (1.01-1.98x), 0.82-1.28x on 264 and 1056."""
     gains, of_one = [], []
     for (dtype, M, N, op, direction), gbps in rows_logs.gbps("probe_rows_peel16_32_grids.log").items():
-        now, then = _plan(dtype, M, N, op, direction), _then_244c6d0(dtype, M, N, op, direction)
+        now, then = _plan(dtype, M, N, op, direction), _plan(dtype, M, N, op, direction, at=PEEL16_AT_244C6D0)
         assert now.kwargs["PEEL"] and (now.kwargs["BLOCK_M"], now.kwargs["num_warps"]) == (4, 1), (M, N)
-        assert then == _then_244c6d0(dtype, M, N, op, direction, N in (17, 33)), (M, N)  # the np or p label's plan
+        # the np or p label's plan
+        assert then == _plan(dtype, M, N, op, direction, N in (17, 33), at=PEEL16_AT_244C6D0), (M, N)
         gains.append(gbps["p_m4w1"] / gbps["p" if then.kwargs["PEEL"] else "np"])
         of_one.append(gbps["p_m4w1"] / gbps["dispatch"])
         assert of_one[-1] > (1.0 if M >= 2112 else 0.8), (M, N, op, direction)
@@ -361,9 +361,9 @@ def test_short_rows_small_grids():
 @pytest.mark.usefixtures("at_02f1616")
 def test_even_rows_with_a_tail_whole():
     """probe_rows_even_tails16.log (bf16 even rows that `peel` peels for a tail alone, 65536 and 1048576 rows;
-    "dispatch" the rules' peeled tiling, "np_mBwW" whole at B rows and W warps): 34, 66 and 68 values now run whole at 16 rows
-    and 1 warp (ROWS_WHOLE16_TAILS), which ran 1.19-2.49x of the peeled plan (24 cases); 130, 132 and 260 keep it
-    (whole at 16 rows 0.81-1.16x)."""
+    "dispatch" the rules' peeled tiling, "np_mBwW" whole at B rows and W warps): 34, 66 and 68 values now run whole at
+    16 rows and 1 warp (ROWS_WHOLE16_TAILS), which ran 1.19-2.49x of the peeled plan (24 cases); 130, 132 and 260 keep
+    it (whole at 16 rows 0.81-1.16x)."""
     gains, kept = [], []
     for (dtype, M, N, op, direction), gbps in rows_logs.gbps("probe_rows_even_tails16.log").items():
         now = _plan(dtype, M, N, op, direction)
@@ -372,7 +372,7 @@ def test_even_rows_with_a_tail_whole():
             assert now.kwargs["TAIL_N"] == N - now.kwargs["BLOCK_N"] > 0, (M, N)
             gains.append(gbps["np_m16w1"] / gbps["dispatch"])
         else:
-            assert now == _then_244c6d0(dtype, M, N, op, direction) and now.kwargs["PEEL"], (M, N)
+            assert now == _plan(dtype, M, N, op, direction, at=PEEL16_AT_244C6D0) and now.kwargs["PEEL"], (M, N)
             kept.append(gbps["np_m16w1"] / gbps["dispatch"])
     assert len(gains) == 24 and min(gains) > 1.19 and max(gains) < 2.5
     assert len(kept) == 24 and min(kept) > 0.8 and max(kept) < 1.17
@@ -386,7 +386,7 @@ def test_short_rows_check_with_the_rules():
     34, 66 and 68 values whole at 16 rows ran 1.19-2.50x of the rules' peeled plan (48 cases)."""
     grids, whole = [], []
     for (dtype, M, N, op, direction), gbps in rows_logs.gbps("probe_rows_peel16_32_check2.log").items():
-        now, then = _plan(dtype, M, N, op, direction), _then_244c6d0(dtype, M, N, op, direction)
+        now, then = _plan(dtype, M, N, op, direction), _plan(dtype, M, N, op, direction, at=PEEL16_AT_244C6D0)
         tiling = (now.kwargs["BLOCK_M"], now.kwargs["num_warps"])
         label = "p" if then.kwargs["PEEL"] else "np"
         if N % 2:
@@ -397,12 +397,6 @@ def test_short_rows_check_with_the_rules():
             whole.append(gbps["dispatch"] / gbps[label])
     assert len(grids) == 36 and min(grids) > 1.11 and max(grids) < 3.38
     assert len(whole) == 48 and min(whole) > 1.19 and max(whole) < 2.51
-
-
-def _at_02f1616(dtype, M, N, op, direction):
-    """The H200's plan of a case as probe_rows_odd_whole16.log and the logs before it ran it (02f1616)."""
-    with gpu_values_within(dispatch, "H200", WHOLE16_AT_02F1616):
-        return _plan(dtype, M, N, op, direction)
 
 
 def _whole_now(plan, N, direction) -> bool:
@@ -422,7 +416,7 @@ def test_odd_rows_whole_scan():
     (the 19-23 log_softmax backwards, not taken: their softmax backward 0.89-0.97x)."""
     gains, kept = [], []
     for (dtype, M, N, op, direction), gbps in rows_logs.gbps("probe_rows_odd_whole16.log").items():
-        now, then = _plan(dtype, M, N, op, direction), _at_02f1616(dtype, M, N, op, direction)
+        now, then = _plan(dtype, M, N, op, direction), _plan(dtype, M, N, op, direction, at=WHOLE16_AT_02F1616)
         assert then.kwargs["PEEL"] and (then.kwargs["BLOCK_M"], then.kwargs["num_warps"]) == (16, 1), (M, N)
         if now == then:
             assert not _whole_now(now, N, direction) and (N not in (17, 33) or direction == "bwd"), (M, N, direction)
@@ -444,7 +438,7 @@ def test_odd_rows_whole_check():
     peeled plan; the 25-31 forwards, unchanged, 0.99-1.01x (the run's noise)."""
     gains, kept, same = [], [], []
     for (dtype, M, N, op, direction), gbps in rows_logs.gbps("probe_rows_odd_whole16_check.log").items():
-        now, then = _plan(dtype, M, N, op, direction), _at_02f1616(dtype, M, N, op, direction)
+        now, then = _plan(dtype, M, N, op, direction), _plan(dtype, M, N, op, direction, at=WHOLE16_AT_02F1616)
         ratio = gbps["dispatch"] / gbps["p_m16w1"]
         if (N, direction) == (33, "bwd"):  # whole in this run (m32w1), peeled since
             assert now == then, (M, N, op)
@@ -469,7 +463,7 @@ def test_odd_rows_whole_small_grids():
     64 cases); 17-23 and the forwards keep it (whole 0.26-1.05x of it)."""
     gains, kept = [], []
     for (dtype, M, N, op, direction), gbps in rows_logs.gbps("probe_rows_odd_whole16_grids.log").items():
-        now, then = _plan(dtype, M, N, op, direction), _at_02f1616(dtype, M, N, op, direction)
+        now, then = _plan(dtype, M, N, op, direction), _plan(dtype, M, N, op, direction, at=WHOLE16_AT_02F1616)
         assert then.kwargs["PEEL"] and (then.kwargs["BLOCK_M"], then.kwargs["num_warps"]) == (4, 1), (M, N)
         if now == then:
             assert not (25 <= N <= 31 and direction == "bwd"), (M, N, op)
@@ -494,16 +488,10 @@ def test_odd_rows_with_longer_tails_peeled():
     cases = rows_logs.gbps("probe_rows_odd_tails16.log")
     for (dtype, M, N, op, direction), gbps in cases.items():
         now = _plan(dtype, M, N, op, direction)
-        assert now == _at_02f1616(dtype, M, N, op, direction) and now.kwargs["PEEL"], (M, N)
+        assert now == _plan(dtype, M, N, op, direction, at=WHOLE16_AT_02F1616) and now.kwargs["PEEL"], (M, N)
         assert (now.kwargs["BLOCK_M"], now.kwargs["num_warps"]) == (8, 1), (M, N)
         assert max(gbps.values()) == gbps["dispatch"], (M, N, op, direction)
     assert len(cases) == 40
-
-
-def _before_odd16(dtype, M, N, op, direction):
-    """The H200's plan of a case before ROWS_ODD16_TILINGS (cfc29ff, as probe_rows_short16_*.log ran it)."""
-    with gpu_values_within(dispatch, "H200", {"ROWS_ODD16_TILINGS": {}}):
-        return _plan(dtype, M, N, op, direction)
 
 
 def test_odd_short_rows_scan():
@@ -515,7 +503,7 @@ def test_odd_short_rows_scan():
     gains, kept = [], []
     for name in ("probe_rows_short16_5_7.log", "probe_rows_short16_9_15.log"):
         for (dtype, M, N, op, direction), gbps in rows_logs.gbps(name).items():
-            now, then = _plan(dtype, M, N, op, direction), _before_odd16(dtype, M, N, op, direction)
+            now, then = _plan(dtype, M, N, op, direction), _plan(dtype, M, N, op, direction, at=ODD16_AT_CFC29FF)
             assert not then.kwargs["PEEL"] and then.kwargs["num_warps"] == 4, (M, N)
             if now == then:
                 assert N % 2 == 0 or direction == "fwd", (M, N, op, direction)
