@@ -783,10 +783,11 @@ def _peel16(M: int, N: int, align: int, strides_equal: bool, forward: bool, num_
     return (min(_tuned("ROWS_PEEL16_SMALL_M", gpu).get(lanes, 1), triton.next_power_of_2(M)), 1), peels
 
 
-def _whole16(M: int, N: int, align: int, forward: bool, peeled: bool, num_sms: int, gpu: str) -> tuple[int, int] | None:
-    """(BLOCK_M, num_warps) where this GPU runs the 16-bit rows `_tiling16` passes that `peel` peels only for their
-    tail (`peeled`) whole instead (ROWS_WHOLE16_TAILS, by direction, BLOCK_N and whether ALIGN is 1), else None."""
-    BLOCK_N, TAIL_N = row_segments(N)
+def _whole16(M: int, BLOCK_N: int, TAIL_N: int, align: int, forward: bool, peeled: bool, num_sms: int,
+             gpu: str) -> tuple[int, int] | None:
+    """(BLOCK_M, num_warps) where this GPU runs the 16-bit rows `_tiling16` passes (in BLOCK_N + TAIL_N lanes:
+    row_segments) that `peel` peels only for their tail (`peeled`) whole instead (ROWS_WHOLE16_TAILS, by direction,
+    BLOCK_N and whether ALIGN is 1), else None."""
     tiling = _tuned("ROWS_WHOLE16_TAILS", gpu).get((forward, BLOCK_N, align == 1)) if peeled and TAIL_N else None
     if not tiling or M < ROWS_PEEL16_MIN_PER_SM * num_sms:
         return None
@@ -800,13 +801,13 @@ def _tiling16(M: int, N: int, itemsize: int, align: int, strides_equal: bool, fo
     1, whole at ROWS_ODD16_TILINGS', else None; whether the rows peel)."""
     if itemsize != 2 or align >= 8 or N >= PEEL_MIN_N:
         return None, peeled
-    whole16 = _whole16(M, N, align, forward, peeled, num_sms, gpu)
+    BLOCK_N, TAIL_N = row_segments(N)
+    whole16 = _whole16(M, BLOCK_N, TAIL_N, align, forward, peeled, num_sms, gpu)
     if whole16:
         return whole16, False
     peel16 = _peel16(M, N, align, strides_equal, forward, num_sms, gpu, peeled)
     if peel16:
         return peel16
-    BLOCK_N, TAIL_N = row_segments(N)
     odd = _tuned("ROWS_ODD16_TILINGS", gpu).get((forward, BLOCK_N)) if align == 1 and not TAIL_N else None
     if odd and not peeled:
         return (min(odd[0], triton.next_power_of_2(M)), odd[1]), False
