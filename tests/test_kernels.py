@@ -2284,6 +2284,14 @@ def test_rows_peel16_rule():
                                                                          "H200", force_peel=True)[0].kwargs["num_warps"]
 
 
+def _short16_plans(M, N, forward, gpu, dtype="bfloat16", log=False, stride=None, force=None, force_peel=None):
+    """dispatch's plan of M rows of N values (132 SMs), forward or backward, every tensor at one row stride (N unless
+    given), for the short-row rule tests below."""
+    stride = stride or N
+    return (dispatch.plan_forward(M, N, stride, stride, dtype, log, 132, force, force_peel, gpu=gpu) if forward
+            else dispatch.plan_backward(M, N, stride, stride, stride, dtype, log, 132, force, force_peel, gpu=gpu))
+
+
 def test_rows_whole16_rule():
     """The H200's 16-bit rows that `peel` peels only for their tail run whole in grids of at least 32 rows an SM
     (ROWS_WHOLE16_TAILS): of an even N (ALIGN 2 or 4; 34 = 32 + 2, 66 and 68 = 64 + 2 and 4) at 16 rows a program and
@@ -2301,11 +2309,6 @@ def test_rows_whole16_rule():
                                           (True, 32, True): (32, 1)}
     assert h200["ROWS_PEEL16_WHOLE_FILL"] == {(False, 32): 1.0}
 
-    def plans(M, N, forward, gpu, dtype="bfloat16", log=False, stride=None, force=None, force_peel=None):
-        stride = stride or N
-        return (dispatch.plan_forward(M, N, stride, stride, dtype, log, 132, force, force_peel, gpu=gpu) if forward
-                else dispatch.plan_backward(M, N, stride, stride, stride, dtype, log, 132, force, force_peel, gpu=gpu))
-
     skip = ("PEEL", "TAIL_N", "BLOCK_M", "num_warps", "FTZ", "EVEN_M", "ALIGN_M", "OFFS32")
     # (N, forward, stride): the whole tiling on 4224 and 65536 rows (and on 4223 and 264, where given)
     whole = {**{(N, forward, None): ((16, 1), None) for N in (34, 66, 68) for forward in (True, False)},
@@ -2315,8 +2318,8 @@ def test_rows_whole16_rule():
         for log, dtype, M in itertools.product((False, True), ("bfloat16", "float16"), (4224, 65536, 4223, 264)):
             if M < 4224 and not small:
                 continue
-            (rules,), (tuned,) = plans(M, N, forward, "", dtype, log, stride), plans(M, N, forward, "H200", dtype, log,
-                                                                                       stride)
+            (rules,) = _short16_plans(M, N, forward, "", dtype, log, stride)
+            (tuned,) = _short16_plans(M, N, forward, "H200", dtype, log, stride)
             what, block_m = (M, N, forward, log, dtype, stride), min((tiling if M >= 4224 else small)[0], M)
             assert rules.kwargs["PEEL"] == (N not in range(25, 32)) and not tuned.kwargs["PEEL"], what
             assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == (block_m, 1), what
@@ -2329,12 +2332,12 @@ def test_rows_whole16_rule():
                          (65536, 132, {}), (65536, 260, {}), (65536, 65, {}), (65536, 67, {}), (65536, 129, {}),
                          (65536, 34, dict(dtype="float32")), (65536, 34, dict(force="rows")),
                          (65536, 17, dict(force_peel=True)), (65536, 34, dict(force_peel=True))):
-            (tuned,) = plans(M, N, forward, "H200", **kw)
+            (tuned,) = _short16_plans(M, N, forward, "H200", **kw)
             assert tuned.kwargs["PEEL"], (M, N, kw)
             if M < 4224 and N % 2:  # ROWS_PEEL16_SMALL_M's 4 rows at 1 warp, peeled
                 assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == (4, 1), (M, N, kw)
             if N in (34, 66, 130, 132) and not kw:
-                assert (tuned,) == plans(M, N, forward, "H200", force_peel=True), (M, N)
+                assert (tuned,) == _short16_plans(M, N, forward, "H200", force_peel=True), (M, N)
             if N in (65, 67, 129):  # ROWS_PEEL16's 8 rows at 1 warp, peeled
                 assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == (8, 1), (M, N, kw)
         (strides,) = (dispatch.plan_forward(65536, 34, 34, 40, "bfloat16", False, 132, gpu="H200") if forward
@@ -2344,7 +2347,7 @@ def test_rows_whole16_rule():
                                   (65536, 31, True, None), (65536, 19, False, None), (65536, 23, False, None),
                                   (264, 21, False, None)):
         for log in (False, True):  # ROWS_PEEL16's tiling, peeled
-            (tuned,) = plans(M, N, forward, "H200", log=log, stride=stride)
+            (tuned,) = _short16_plans(M, N, forward, "H200", log=log, stride=stride)
             tiling = (16, 1) if M >= 4224 else (4, 1)
             assert tuned.kwargs["PEEL"] and (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == tiling, (M, N)
 
@@ -2358,16 +2361,11 @@ def test_rows_odd16_rule():
     assert dispatch.ROWS_ODD16_TILINGS == {}
     assert dispatch.GPU_CONSTANTS["H200"]["ROWS_ODD16_TILINGS"] == {(False, 8): (64, 1), (False, 16): (32, 1)}
 
-    def plans(M, N, forward, gpu, dtype="bfloat16", log=False, stride=None, force=None):
-        stride = stride or N
-        return (dispatch.plan_forward(M, N, stride, stride, dtype, log, 132, force, gpu=gpu) if forward
-                else dispatch.plan_backward(M, N, stride, stride, stride, dtype, log, 132, force, gpu=gpu))
-
     skip = ("BLOCK_M", "num_warps", "EVEN_M", "ALIGN_M")
     for N, stride in ((5, None), (7, None), (9, None), (11, None), (13, None), (15, None), (6, 7), (8, 9), (12, 13)):
         for log, dtype, M in itertools.product((False, True), ("bfloat16", "float16"), (1, 37, 264, 4224, 65536)):
-            (rules,), (tuned,) = plans(M, N, False, "", dtype, log, stride), plans(M, N, False, "H200", dtype, log,
-                                                                                     stride)
+            (rules,) = _short16_plans(M, N, False, "", dtype, log, stride)
+            (tuned,) = _short16_plans(M, N, False, "H200", dtype, log, stride)
             block_m = min(64 if N <= 8 else 32, triton.next_power_of_2(M))
             what = (M, N, stride, log, dtype)
             assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"], tuned.grid) == (
@@ -2375,13 +2373,13 @@ def test_rows_odd16_rule():
             assert not tuned.kwargs["PEEL"] and tuned.kernel == rules.kernel, what
             assert {k: v for k, v in tuned.kwargs.items() if k not in skip} == \
                 {k: v for k, v in rules.kwargs.items() if k not in skip}, what
-            (fwd,) = plans(M, N, True, "H200", dtype, log, stride)
-            assert fwd == plans(M, N, True, "", dtype, log, stride)[0] or "FTZ" in fwd.kwargs, what
+            (fwd,) = _short16_plans(M, N, True, "H200", dtype, log, stride)
+            assert fwd == _short16_plans(M, N, True, "", dtype, log, stride)[0] or "FTZ" in fwd.kwargs, what
     for M, N, kw in ((65536, 6, {}), (65536, 10, {}), (65536, 14, {}), (65536, 3, {}), (65536, 3, dict(stride=5)),
                      (65536, 9, dict(dtype="float32")), (65536, 9, dict(force="rows"))):
-        (tuned,) = plans(M, N, False, "H200", **kw)
-        assert tuned == plans(M, N, False, "", **kw)[0], (M, N, kw)
-    (strided,) = plans(65536, 16, False, "H200", stride=17)  # ROWS_PEEL16's 16-lane entry: peeled
+        (tuned,) = _short16_plans(M, N, False, "H200", **kw)
+        assert tuned == _short16_plans(M, N, False, "", **kw)[0], (M, N, kw)
+    (strided,) = _short16_plans(65536, 16, False, "H200", stride=17)  # ROWS_PEEL16's 16-lane entry: peeled
     assert strided.kwargs["PEEL"] and (strided.kwargs["BLOCK_M"], strided.kwargs["num_warps"]) == (16, 1)
     (unequal,) = dispatch.plan_backward(65536, 9, 9, 9, 16, "bfloat16", False, 132, gpu="H200")
     assert (unequal.kwargs["BLOCK_M"], unequal.kwargs["num_warps"]) == (32, 1) and not unequal.kwargs["PEEL"]
