@@ -453,6 +453,23 @@ ROWS_WHOLE16_TAILS: dict = {}
 # 1048576 x 15 2,391 -> 2,792); ties (1.00x) only on 264 rows (4-13 GB/s) and bf16 4224 x 7 softmax, none behind.
 # Measured: bench/DISPATCH.md, ROWS_PEEL16.
 ROWS_ODD16_TILINGS: dict = {}
+# ROWS_WHOLE32 {(forward, log, BLOCK_N, TAIL_N, odd): (BLOCK_M, num_warps, SMALL_BLOCK_M, SMALL_NUM_WARPS)} (the
+# H200's: GPU_CONSTANTS; none on the H100, not measured there): float32 rows not 16-byte aligned (N or a stride not a
+# multiple of 4; `odd`: ALIGN 1, else 2), which `peel` peels from 4 values, in BLOCK_N + TAIL_N lanes (row_segments),
+# run whole at this tiling, and where it leaves fewer than ROWS_WHOLE32_MIN_PROGRAMS programs an SM at SMALL_BLOCK_M
+# rows and SMALL_NUM_WARPS. H200 (probe_rows_short32_8_16.log, _32_64.log, _2_4.log; 4224, 65536 and 1048576 rows,
+# against the rules' peeled 64-2048 rows at 4 warps): 5 and 6 values (8 lanes) at 64 rows and 2 warps 1.52-2.29x
+# (1048576 x 6 softmax forward 31.3 -> 13.7 us), 16 rows at 1 warp on 4224 1.76-2.75x; 9, 10 and 13 (16 lanes) at 32
+# rows and 1 warp 1.10-1.77x from 65536 rows, 16 rows on 4224 1.24-2.13x (32 there: 0.95-1.97x); 17 (16 + 1) at 16
+# rows 1.09-1.53x, 4 rows on 4224 1.33-1.81x; 30 (32 lanes, ALIGN 2) at 16 rows 1.01-1.45x, 4 on 4224 1.22-1.79x; 25
+# (ALIGN 1) alike 1.08-1.58x but its log_softmax forward 0.84-0.96x whole at 8-32 rows (kept peeled); 3 values (4
+# lanes, no body: `peel` no longer peels them) at 64 rows and 1 warp 2.9-23.6x, 32 rows on 4224; 2 at 256 rows and 4
+# warps 4.3-27x (1048576 x 2 softmax backward 201 -> 7.4 us). 33 (32 + 1) 0.78-1.22x and 63 (64 lanes) 1.00-1.14x
+# from 65536 rows: left. The check (probe_rows_whole32_check*.log, 1056-1048576 rows, the float32 rows of 1-31 values
+# and float64's 1, 415 changed plans against the plans before): 1.00-25x, geomean 1.98, none behind (1048576 x 21
+# softmax forward 1.00x, 18 and 30 1.01x). Measured: bench/DISPATCH.md, ROWS_WHOLE32.
+ROWS_WHOLE32: dict = {}
+ROWS_WHOLE32_MIN_PROGRAMS = 4
 # A chunk of a split row is at least this many elements, so each program streams long
 # enough to hide its start-up and the partials stay few.
 MIN_CHUNK = 8192
@@ -643,7 +660,14 @@ GPU_CONSTANTS = {
                  ROWS_WHOLE16_TAILS={**{(forward, BLOCK_N, False): (16, 1) for forward in (True, False)
                                         for BLOCK_N in (32, 64)},
                                      (True, 16, True): (32, 1), (False, 16, True): (32, 1), (True, 32, True): (32, 1)},
-                 ROWS_ODD16_TILINGS={(False, 8): (64, 1), (False, 16): (32, 1)}),
+                 ROWS_ODD16_TILINGS={(False, 8): (64, 1), (False, 16): (32, 1)},
+                 ROWS_WHOLE32={**{(forward, log, BLOCK_N, TAIL_N, odd): tiling
+                                  for (BLOCK_N, TAIL_N), tiling, odds in (
+                                      ((2, 0), (256, 4, 256, 4), (False, True)), ((4, 0), (64, 1, 32, 1), (True,)),
+                                      ((8, 0), (64, 2, 16, 1), (False, True)), ((16, 0), (32, 1, 16, 1), (False, True)),
+                                      ((16, 1), (16, 1, 4, 1), (True,)), ((32, 0), (16, 1, 4, 1), (False, True)))
+                                  for forward in (True, False) for log in (False, True) for odd in odds
+                                  if not (forward and log and odd and BLOCK_N == 32)}}),
 }
 
 
@@ -752,14 +776,15 @@ def peel(N: int, itemsize: int, align: int, strides_equal: bool, force: bool | N
     When N or a stride is not a multiple of 16 bytes (`align`, in values, below 16 / itemsize),
     rows start unaligned and masks are not uniform over a vector, so every value would move
     alone. The head and tail are computed from the row's own start, which needs one stride
-    for every tensor of the launch (`strides_equal`). `force` overrides (tests, benchmark).
+    for every tensor of the launch (`strides_equal`). Rows shorter than a vector (float32 N < 4,
+    float64 N = 1) have no body and stay whole. `force` overrides (tests, benchmark).
     """
     if not strides_equal:
         return False
     if force is not None:
         return force
-    if align >= 16 // itemsize:
-        return False  # aligned already
+    if align >= 16 // itemsize or N < 16 // itemsize:
+        return False  # aligned already, or no 16-byte body to move in vectors (float32 N < 4, float64 N = 1)
     return itemsize >= 4 or N >= PEEL_MIN_N or row_segments(N)[1] > 0
 
 
@@ -812,6 +837,29 @@ def _tiling16(M: int, N: int, itemsize: int, align: int, strides_equal: bool, fo
     if odd and not peeled:
         return (min(odd[0], triton.next_power_of_2(M)), odd[1]), False
     return None, peeled
+
+
+def _tiling32(M: int, N: int, itemsize: int, align: int, forward: bool, log: bool, num_sms: int, gpu: str,
+              peeled: bool) -> tuple[tuple[int, int] | None, bool]:
+    """(this GPU's (BLOCK_M, num_warps) for its float32 rows not 16-byte aligned that ROWS_WHOLE32 runs whole (by
+    direction, op, row_segments' lanes and whether ALIGN is 1; smaller grids: ROWS_WHOLE32_MIN_PROGRAMS), else None;
+    whether the rows peel)."""
+    if itemsize != 4 or align >= 4:
+        return None, peeled
+    tiling = _tuned("ROWS_WHOLE32", gpu).get((forward, log, *row_segments(N), align == 1))
+    if not tiling:
+        return None, peeled
+    block_m, num_warps = tiling[:2] if M >= ROWS_WHOLE32_MIN_PROGRAMS * num_sms * tiling[0] else tiling[2:]
+    return (min(block_m, triton.next_power_of_2(M)), num_warps), False
+
+
+def _retiled(M: int, N: int, itemsize: int, align: int, strides_equal: bool, forward: bool, log: bool, num_sms: int,
+             gpu: str, peeled: bool) -> tuple[tuple[int, int] | None, bool]:
+    """(this GPU's (BLOCK_M, num_warps) for rows not 16-byte aligned that the rows family runs at its own tiling,
+    16-bit (`_tiling16`) or float32 (`_tiling32`), else None; whether the rows peel). `peeled`: what `peel` said."""
+    if itemsize == 2:
+        return _tiling16(M, N, itemsize, align, strides_equal, forward, num_sms, gpu, peeled)
+    return _tiling32(M, N, itemsize, align, forward, log, num_sms, gpu, peeled)
 
 
 def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool = False, itemsize: int = 4,
@@ -1333,9 +1381,10 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
     fam = force or family(M, N, itemsize, num_sms, acc["ALIGN"] * itemsize >= 16)
     vec = 16 // itemsize
     peeled = peel(N, itemsize, acc["ALIGN"], stride_xm == stride_ym, force_peel)  # the rows and coop families'
-    # this GPU's unaligned 16-bit rows peeled (ROWS_PEEL16), or whole where they peeled for a tail alone
-    tiling16, peeled = (_tiling16(M, N, itemsize, acc["ALIGN"], stride_xm == stride_ym, True, num_sms, gpu, peeled)
-                        if fam == "rows" and not force and force_peel is None else (None, peeled))
+    # this GPU's unaligned 16-bit rows peeled (ROWS_PEEL16), or whole where they peeled for a tail alone; its short
+    # unaligned float32 rows whole (ROWS_WHOLE32)
+    retiled, peeled = (_retiled(M, N, itemsize, acc["ALIGN"], stride_xm == stride_ym, True, log, num_sms, gpu, peeled)
+                       if fam == "rows" and not force and force_peel is None else (None, peeled))
     if (fam == "rows" and not force and itemsize == 2 and peeled and _coop_chunks(N, itemsize)[1] <= num_sms
             and _peeled16_fwd_coop(M, N, triton.next_power_of_2(N // vec * vec), log, num_sms, gpu)):
         fam = "coop"  # peeled 16-bit rows this GPU runs faster cooperative (ROWS_PEELED16_FWD_MAX_LANES, _COOP)
@@ -1356,8 +1405,8 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
     if fam == "rows":
         BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, vec=vec if peeled else 0, log=log,
                                                               itemsize=itemsize, aligned=acc["ALIGN"] >= vec, gpu=gpu)
-        if tiling16:
-            (BLOCK_M, num_warps), grid = tiling16, (triton.cdiv(M, tiling16[0]),)
+        if retiled:
+            (BLOCK_M, num_warps), grid = retiled, (triton.cdiv(M, retiled[0]),)
         rows_m = _rows_m(M, BLOCK_M, itemsize, log, True)
         # ROWS_FWD_ONE_ROW_N's rows unmasked; 32-bit offsets (ROWS_FWD16_OFFS32_LANES) where they fit
         even_n = (BLOCK_M == 1 and N == BLOCK_N and not TAIL_N and not peeled
@@ -1473,9 +1522,9 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
              if counters_per_call and fam == "coop" and not force else None)
     fam = "split" if fresh else fam
     peeled = peel(N, itemsize, acc["ALIGN"], stride_ym == stride_dym == stride_dxm, force_peel)  # as plan_forward's
-    tiling16, peeled = (_tiling16(M, N, itemsize, acc["ALIGN"], stride_ym == stride_dym == stride_dxm, False, num_sms,
-                                  gpu, peeled) if fam == "rows" and not force and force_peel is None
-                        else (None, peeled))  # as plan_forward's
+    retiled, peeled = (_retiled(M, N, itemsize, acc["ALIGN"], stride_ym == stride_dym == stride_dxm, False, log,
+                                num_sms, gpu, peeled) if fam == "rows" and not force and force_peel is None
+                       else (None, peeled))  # as plan_forward's
     if fam in ("rows", "coop", "pipe"):
         acc = dict(PEEL=peeled, VEC=vec, **acc)
     # The pipelined kernel where it pays over the cooperative one (PIPE_*), or where forced ("pipe").
@@ -1487,8 +1536,8 @@ def plan_backward(M: int, N: int, stride_ym: int, stride_dym: int, stride_dxm: i
         BLOCK_M, BLOCK_N, TAIL_N, num_warps, grid = _rows_tiling(M, N, forward=False, vec=vec if peeled else 0,
                                                               log=log, itemsize=itemsize, aligned=acc["ALIGN"] >= vec,
                                                               gpu=gpu)
-        if tiling16:
-            (BLOCK_M, num_warps), grid = tiling16, (triton.cdiv(M, tiling16[0]),)
+        if retiled:
+            (BLOCK_M, num_warps), grid = retiled, (triton.cdiv(M, retiled[0]),)
         # RELOAD where this GPU's tiling has it (ROWS_TILINGS), its peeled 16-bit rows (ROWS_PEELED16_BWD_RELOAD),
         # its aligned ones with a tail (ROWS_TAIL16_BWD_RELOAD) or its wide ones (ROWS_BWD16_RELOAD_*) take it; left
         # out of the launch where off, as on the H100.

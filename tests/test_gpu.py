@@ -421,6 +421,46 @@ def test_h200_peel16_through_both_adapters(dtype, N, per_sm):
     _check_both_adapters(x, dy, dtype, f"{M}x{N} shifted")
 
 
+@pytest.mark.parametrize("dtype,N,per_sm", [("float32", 2, 600), ("float32", 3, 300), ("float32", 3, 8),
+                                          ("float32", 5, 300), ("float32", 6, 8), ("float32", 9, 150),
+                                          ("float32", 13, 8), ("float32", 17, 80), ("float32", 17, 8),
+                                          ("float32", 25, 80), ("float32", 30, 8), ("float32", 1, 64),
+                                          ("float64", 1, 64)])
+def test_h200_whole32_through_both_adapters(dtype, N, per_sm):
+    """The H200's float32 rows not 16-byte aligned of 2-32 values whole (GPU_CONSTANTS' ROWS_WHOLE32: 2 at 256 rows
+    and 4 warps, 3 at 64 and 1, 5-7 at 64 and 2, 9-15 at 32 and 1, 17-32 at 16 and 1; under ROWS_WHOLE32_MIN_PROGRAMS' 4
+    programs an SM 32, 16 and 4 rows at 1 warp; the log_softmax forward of odd 19-31 kept peeled), and the rows no GPU
+    peels now (float32 N < 4, float64 N = 1), `per_sm` rows an SM and one more: through the torch adapter and the JAX
+    adapter (jax.vjp), both ops and directions, on random x, on x with a NaN, a +inf, an all -inf row and the largest
+    and lowest finite values, and (the torch adapter) on x and dy that start 4 bytes past their storage: right against
+    float64. On another GPU the same shapes run its own plans, checked alike."""
+    M = per_sm * _sms() + 1
+    if dispatch.tuned_gpu(torch.cuda.get_device_name()) == "H200":
+        for log in (False, True):
+            for one in (dispatch.plan_forward(M, N, N, N, dtype, log, _sms(), gpu="H200")
+                        + dispatch.plan_backward(M, N, N, N, N, dtype, log, _sms(), gpu="H200")):
+                forward = one.kernel == "softmax_fwd_rows"
+                assert one.kernel in ("softmax_fwd_rows", "softmax_bwd_rows"), (N, one.kernel)
+                assert one.kwargs["PEEL"] == (N == 25 and log and forward), (log, N, one.kernel)
+                if dtype == "float32" and N > 1 and not one.kwargs["PEEL"]:
+                    big = {2: 256, 3: 64, 5: 64, 6: 64}.get(N, 32 if N < 17 else 16)
+                    small = {2: (256, 4), 3: (32, 1)}.get(N, (16, 1) if N < 17 else (4, 1))
+                    want = ((big, 4 if N == 2 else 2 if N in (5, 6) else 1) if M >= 4 * _sms() * big else small)
+                    assert (one.kwargs["BLOCK_M"], one.kwargs["num_warps"]) == want, (log, N, one.kernel)
+    _check_random_rows(M, N, dtype)
+    big = torch.finfo(getattr(torch, dtype)).max
+    g = torch.Generator(device="cuda").manual_seed(M + N)
+    x = (torch.randn(M, N, device="cuda", generator=g) * 3).to(getattr(torch, dtype))
+    x[0, 0], x[1, N - 1], x[2, :], x[5, N // 2], x[6, 0] = float("nan"), float("inf"), -float("inf"), big, -big
+    _check_forward_both_adapters(x, 1, dtype, f"{M}x{N}")
+    tdt = getattr(torch, dtype)
+    x = torch.empty(M * N + 1, device="cuda", dtype=tdt)[1:].view(M, N)
+    dy = torch.empty(M * N + 1, device="cuda", dtype=tdt)[1:].view(M, N)
+    x.copy_(torch.randn(M, N, device="cuda", generator=g) * 4)
+    dy.copy_(torch.randn(M, N, device="cuda", generator=g))
+    _check_both_adapters(x, dy, dtype, f"{M}x{N} shifted")
+
+
 def _check_columns_both_adapters(dtype: str, shape: tuple, dim: int):
     """softmax and log_softmax over `dim` of a random x of `shape`, forward and backward, through the torch adapter
     (autograd) and the JAX adapter (jax.vjp): right against float64."""

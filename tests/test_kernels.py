@@ -70,17 +70,28 @@ def test_family_forward_backward(forced_family, torch_device, fam, dtype, log, M
 @pytest.mark.parametrize("M,N", [(9, 3), (3, 17), (4, 37), (2, 130)])
 def test_peeled_rows(forced_family, torch_device, fam, dtype, log, M, N):
     """Rows not 16-byte aligned, cut into head, aligned body and tail (PEEL): every row
-    starts at another offset within a 16-byte cell; rows shorter than a cell are all head."""
+    starts at another offset within a 16-byte cell; rows shorter than a cell, which `peel` leaves
+    whole (no body), are all head where forced (force_peel, as the benchmark and probes can)."""
     forced_family(fam, peel_min_n=1)
     x = _random((M, N), dtype, torch_device, seed=M * 7 + N)
+    vec = 16 // x.element_size()
     plan = dispatch.plan_forward(M, N, N, N, dtype, log, 132)
-    assert plan[0].kwargs["PEEL"] == (N % (16 // x.element_size()) != 0)
+    assert plan[0].kwargs["PEEL"] == (N % vec != 0 and N >= vec)
     y = torch.ops.multisoftmax.softmax_fwd(x, log)
-    ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), log=log), dtype, f"{fam} fwd")
+    expected = ref.softmax(x.double().cpu().numpy(), log=log)
+    ref.assert_close(y.double().cpu(), expected, dtype, f"{fam} fwd")
     dy = _random((M, N), dtype, torch_device, seed=M * 7 + N + 1)
     dx = torch.ops.multisoftmax.softmax_bwd(y, dy, log)
     expected_dx = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=log)
     ref.assert_close(dx.double().cpu(), expected_dx, dtype, f"{fam} bwd", scale_atol=True)
+    if N < vec:  # all head, forced
+        fwd = dispatch.plan_forward(M, N, N, N, dtype, log, 132, force_peel=True)
+        bwd = dispatch.plan_backward(M, N, N, N, N, dtype, log, 132, force_peel=True)
+        assert fwd[0].kwargs["PEEL"] and bwd[0].kwargs["PEEL"]
+        ref.assert_close(_run(fwd, {"x": x}, dtype, torch_device, (M, N)).double().cpu(), expected, dtype,
+                         f"{fam} fwd, peeled")
+        ref.assert_close(_run(bwd, {"y": y, "dy": dy}, dtype, torch_device, (M, N)).double().cpu(), expected_dx,
+                         dtype, f"{fam} bwd, peeled", scale_atol=True)
 
 
 def _assert_special_rows(x, fam):
@@ -120,6 +131,13 @@ def test_peel_rule():
     assert dispatch.plan_forward(64, 129, 129, 129, "bfloat16", False, 132)[0].kwargs["PEEL"]
     assert dispatch.plan_forward(64, 781, 781, 781, "float32", False, 132)[0].kwargs["PEEL"]
     assert not dispatch.plan_forward(64, 16385, 16400, 16385, "bfloat16", False, 132)[0].kwargs["PEEL"]
+    # ...but not rows shorter than a 16-byte vector (float32 N < 4, float64 N = 1): no body to move in vectors.
+    for dtype, N in (("float32", 1), ("float32", 2), ("float32", 3), ("float64", 1)):
+        for gpu in ("", "H200"):
+            assert not dispatch.plan_forward(65536, N, N, N, dtype, False, 132, gpu=gpu)[0].kwargs["PEEL"], (dtype, N)
+            assert not dispatch.plan_backward(65536, N, N, N, N, dtype, True, 132, gpu=gpu)[0].kwargs["PEEL"]
+    assert dispatch.plan_forward(64, 5, 5, 5, "float32", False, 132)[0].kwargs["PEEL"]
+    assert dispatch.plan_forward(64, 3, 3, 3, "float64", False, 132)[0].kwargs["PEEL"]
     plan = dispatch.plan_forward(8191, 16385, 16385, 16385, "bfloat16", False, 132)[0].kwargs
     assert (plan["BLOCK_N"], plan["TAIL_N"], plan["VEC"]) == (16384, 16, 8)
     # From PEEL_MIN_N on, 16-bit rows are peeled, on half the warps of an unpeeled row; float32
@@ -2356,8 +2374,8 @@ def test_rows_odd16_rule():
     """The H200's 16-bit backward of rows of ALIGN 1 (an odd N or stride) of 5-15 values, no tail, runs whole at 512
     values a program and 1 warp (ROWS_ODD16_TILINGS: 64 rows of 8 lanes, 32 of 16), in every grid; the forward, the
     even rows of a contiguous x (6, 10-14), 16 values (of an odd stride: ROWS_PEEL16's 16-lane entry, peeled), 1-4
-    values, float32, strides that differ (unpeeled, so whole alike), forced families and the H100's rules keep their
-    plans. Nothing but the tiling (and the grid, EVEN_M and ALIGN_M with it) changes."""
+    values, strides that differ (unpeeled, so whole alike), forced families and the H100's rules keep their plans
+    (float32: test_rows_whole32_rule). Nothing but the tiling (and the grid, EVEN_M and ALIGN_M with it) changes."""
     assert dispatch.ROWS_ODD16_TILINGS == {}
     assert dispatch.GPU_CONSTANTS["H200"]["ROWS_ODD16_TILINGS"] == {(False, 8): (64, 1), (False, 16): (32, 1)}
 
@@ -2376,13 +2394,110 @@ def test_rows_odd16_rule():
             (fwd,) = _short16_plans(M, N, True, "H200", dtype, log, stride)
             assert fwd == _short16_plans(M, N, True, "", dtype, log, stride)[0] or "FTZ" in fwd.kwargs, what
     for M, N, kw in ((65536, 6, {}), (65536, 10, {}), (65536, 14, {}), (65536, 3, {}), (65536, 3, dict(stride=5)),
-                     (65536, 9, dict(dtype="float32")), (65536, 9, dict(force="rows"))):
+                     (65536, 9, dict(force="rows"))):
         (tuned,) = _short16_plans(M, N, False, "H200", **kw)
         assert tuned == _short16_plans(M, N, False, "", **kw)[0], (M, N, kw)
     (strided,) = _short16_plans(65536, 16, False, "H200", stride=17)  # ROWS_PEEL16's 16-lane entry: peeled
     assert strided.kwargs["PEEL"] and (strided.kwargs["BLOCK_M"], strided.kwargs["num_warps"]) == (16, 1)
     (unequal,) = dispatch.plan_backward(65536, 9, 9, 9, 16, "bfloat16", False, 132, gpu="H200")
     assert (unequal.kwargs["BLOCK_M"], unequal.kwargs["num_warps"]) == (32, 1) and not unequal.kwargs["PEEL"]
+
+
+def test_rows_whole32_rule():
+    """The H200's float32 rows not 16-byte aligned of 2-32 values (ROWS_WHOLE32) run whole, by lanes: 2 at 256 rows and
+    4 warps, 3 at 64 rows and 1 warp, 5-7 at 64 and 2, 9-15 at 32 and 1, 17 (16 + 1) and 18-32 at 16 and 1; where that
+    leaves fewer than 4 programs an SM (ROWS_WHOLE32_MIN_PROGRAMS), 2 at 256 and 4 warps, 3 at 32 rows, 5-15 at 16,
+    17-31 at 4, 1 warp. Strides that differ (unpeeled before too) alike. The log_softmax forward of odd 19-31 (kept
+    peeled), 33 and 63 values, rows a float32 vector covers (aligned), float64 rows, forced families and force_peel,
+    and the H100's rules keep their plans (the rules' no longer peel rows of fewer than 4 values: `peel`). Nothing but
+    PEEL, BLOCK_N and TAIL_N (row_segments', not the edges), BLOCK_M, num_warps and the grid (and EVEN_M and ALIGN_M
+    with them) changes."""
+    assert dispatch.ROWS_WHOLE32 == {} and dispatch.ROWS_WHOLE32_MIN_PROGRAMS == 4
+    skip = ("PEEL", "BLOCK_N", "TAIL_N", "BLOCK_M", "num_warps", "EVEN_M", "ALIGN_M")
+
+    def tiling(N, forward, log, odd):
+        """(BLOCK_M, num_warps, small BLOCK_M, small num_warps) of the rule, or None."""
+        if N == 2:
+            return (256, 4, 256, 4)
+        if N == 3:
+            return (64, 1, 32, 1)
+        if N <= 8:
+            return (64, 2, 16, 1)
+        if N <= 16:
+            return (32, 1, 16, 1)
+        return None if forward and log and odd and N > 17 else (16, 1, 4, 1)
+
+    seen = set()
+    for N, stride in ((2, None), (3, None), (5, None), (6, None), (7, None), (9, None), (10, None), (13, None),
+                      (15, None), (17, None), (18, None), (19, None), (25, None), (30, None), (31, None), (2, 3),
+                      (6, 9), (12, 13), (8, 10), (16, 18), (24, 27)):
+        grids = (1, 37, 1056, 4224, 16896, 33792, 65536)
+        for forward, log, M in itertools.product((True, False), (False, True), grids):
+            (rules,) = _short16_plans(M, N, forward, "", "float32", log, stride)
+            (tuned,) = _short16_plans(M, N, forward, "H200", "float32", log, stride)
+            odd = N % 2 == 1 or (stride or N) % 2 == 1  # ALIGN 1
+            want = tiling(N, forward, log, odd)
+            what = (M, N, stride, forward, log)
+            assert rules.kwargs["PEEL"] == (N > 3), what
+            if want is None:
+                assert tuned == rules and tuned.kwargs["PEEL"], what
+                continue
+            big = M >= 4 * 132 * want[0]
+            block_m = min((want[:2] if big else want[2:])[0], triton.next_power_of_2(M))
+            assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == (block_m, (want[:2] if big else want[2:])[1])
+            assert tuned.grid == (triton.cdiv(M, block_m),) and not tuned.kwargs["PEEL"], what
+            assert (tuned.kwargs["BLOCK_N"], tuned.kwargs["TAIL_N"]) == dispatch.row_segments(N), what
+            assert tuned.kernel == rules.kernel and {k: v for k, v in tuned.kwargs.items() if k not in skip} == \
+                {k: v for k, v in rules.kwargs.items() if k not in skip}, what
+            seen.add((N, big))
+    assert len(seen) == 2 * 19 - 1, sorted(seen)  # both kinds of grid for every N but 2 (65536 rows: small)
+    (unequal,) = dispatch.plan_backward(65536, 9, 9, 9, 16, "float32", False, 132, gpu="H200")
+    assert (unequal.kwargs["BLOCK_M"], unequal.kwargs["num_warps"]) == (32, 1) and not unequal.kwargs["PEEL"]
+    for M, N, kw in ((65536, 33, {}), (65536, 63, {}), (65536, 35, {}), (65536, 12, {}), (65536, 8, {}),
+                     (65536, 9, dict(dtype="float64")), (65536, 2, dict(dtype="float64", stride=3)),
+                     (65536, 9, dict(force="rows")), (65536, 9, dict(force_peel=True))):
+        kw = {"dtype": "float32", **kw}
+        for forward in (True, False):
+            (tuned,) = _short16_plans(M, N, forward, "H200", **kw)
+            (rules,) = _short16_plans(M, N, forward, "", **kw)
+            assert tuned == rules or N in (8, 12), (M, N, kw)  # (aligned 8 and 12: ROWS_TILINGS')
+            assert tuned.kwargs["PEEL"] == (N not in (8, 12)), (M, N, kw)
+
+
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_rows_whole32_run(torch_device, log):
+    """The H200's short unaligned float32 rows whole (ROWS_WHOLE32), planned for 4 SMs so that 2048 rows fill the rule's
+    grid and 64 rows run its smaller grids' tiling, and the rows `peel` no longer peels (1-3 values, float64's 1; 25's
+    log_softmax forward and float64's 3 peeled), on x
+    with a NaN, a +inf, an all -inf row and the dtype's largest value: y and dx right against float64, inputs not
+    modified."""
+    for M, N, dtype in ((2048, 2, "float32"), (64, 3, "float32"), (2048, 5, "float32"), (64, 6, "float32"),
+                        (2048, 13, "float32"), (64, 10, "float32"), (2048, 17, "float32"), (64, 17, "float32"),
+                        (2048, 30, "float32"), (64, 25, "float32"), (64, 1, "float32"), (64, 1, "float64"),
+                        (64, 3, "float64")):
+        for forward in (True, False):
+            (one,) = (dispatch.plan_forward(M, N, N, N, dtype, log, 4, gpu="H200") if forward
+                      else dispatch.plan_backward(M, N, N, N, N, dtype, log, 4, gpu="H200"))
+            peeled = dtype == "float64" and N == 3 or N == 25 and forward and log  # (25: kept peeled)
+            assert one.kwargs["PEEL"] == peeled, (M, N, dtype)
+            x = _random((M, N), dtype, torch_device, 71 + N)
+            what = f"H200 whole32 {(M, N, dtype)} fwd={forward} log={log} {dict(one.kwargs)}"
+            big = torch.finfo(DTYPES[dtype]).max
+            if forward:
+                x[0, 0], x[1, N - 1], x[5, N // 2] = float("nan"), float("inf"), big
+                x[2, :] = -float("inf")
+                x_before = x.clone()
+                y = _run((one,), {"x": x}, dtype, torch_device, (M, N))
+                ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), 1, log), dtype, what)
+                assert torch.equal(x.isnan(), x_before.isnan()) and torch.equal(x.nan_to_num(), x_before.nan_to_num())
+                continue
+            y = (torch.log_softmax if log else torch.softmax)(x.double(), -1).to(DTYPES[dtype])
+            dy = _random((M, N), dtype, torch_device, 72 + N)
+            y_before, dy_before = y.clone(), dy.clone()
+            dx = _run((one,), {"y": y, "dy": dy}, dtype, torch_device, (M, N))
+            expected = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=log)
+            ref.assert_close(dx.double().cpu(), expected, dtype, what, scale_atol=True)
+            assert torch.equal(y, y_before) and torch.equal(dy, dy_before)
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
