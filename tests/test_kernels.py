@@ -2403,6 +2403,28 @@ def test_rows_odd16_rule():
     assert (unequal.kwargs["BLOCK_M"], unequal.kwargs["num_warps"]) == (32, 1) and not unequal.kwargs["PEEL"]
 
 
+def _check_rows_launch(one, M, N, dtype, log, forward, device, seed, what):
+    """Runs launch `one` (a rows kernel's plan of M x N, forward or backward) on fresh inputs (seed `seed`), the
+    forward's x with a NaN, a +inf, an all -inf row and the dtype's largest value: y or dx right against float64,
+    inputs not modified (`what`: the case, for messages)."""
+    x = _random((M, N), dtype, device, seed)
+    if forward:
+        x[0, 5 % N], x[1, 7 % N], x[5, (N - 2) % N] = float("nan"), float("inf"), torch.finfo(DTYPES[dtype]).max
+        x[2, :] = -float("inf")
+        x_before = x.clone()
+        y = _run((one,), {"x": x}, dtype, device, (M, N))
+        ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), 1, log), dtype, what)
+        assert torch.equal(x.isnan(), x_before.isnan()) and torch.equal(x.nan_to_num(), x_before.nan_to_num())
+        return
+    y = (torch.log_softmax if log else torch.softmax)(x.double(), -1).to(DTYPES[dtype])
+    dy = _random((M, N), dtype, device, seed + 1)
+    y_before, dy_before = y.clone(), dy.clone()
+    dx = _run((one,), {"y": y, "dy": dy}, dtype, device, (M, N))
+    expected = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=log)
+    ref.assert_close(dx.double().cpu(), expected, dtype, what, scale_atol=True)
+    assert torch.equal(y, y_before) and torch.equal(dy, dy_before)
+
+
 def test_rows_whole32_rule():
     """The H200's float32 rows not 16-byte aligned of 2-32 values (ROWS_WHOLE32) run whole, by lanes: 2 at 256 rows and
     4 warps, 3 at 64 rows and 1 warp, 5-7 at 64 and 2, 9-15 at 32 and 1, 17 (16 + 1) and 18-32 at 16 and 1; where that
@@ -2480,24 +2502,8 @@ def test_rows_whole32_run(torch_device, log):
                       else dispatch.plan_backward(M, N, N, N, N, dtype, log, 4, gpu="H200"))
             peeled = dtype == "float64" and N == 3 or N == 25 and forward and log  # (25: kept peeled)
             assert one.kwargs["PEEL"] == peeled, (M, N, dtype)
-            x = _random((M, N), dtype, torch_device, 71 + N)
-            what = f"H200 whole32 {(M, N, dtype)} fwd={forward} log={log} {dict(one.kwargs)}"
-            big = torch.finfo(DTYPES[dtype]).max
-            if forward:
-                x[0, 0], x[1, N - 1], x[5, N // 2] = float("nan"), float("inf"), big
-                x[2, :] = -float("inf")
-                x_before = x.clone()
-                y = _run((one,), {"x": x}, dtype, torch_device, (M, N))
-                ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), 1, log), dtype, what)
-                assert torch.equal(x.isnan(), x_before.isnan()) and torch.equal(x.nan_to_num(), x_before.nan_to_num())
-                continue
-            y = (torch.log_softmax if log else torch.softmax)(x.double(), -1).to(DTYPES[dtype])
-            dy = _random((M, N), dtype, torch_device, 72 + N)
-            y_before, dy_before = y.clone(), dy.clone()
-            dx = _run((one,), {"y": y, "dy": dy}, dtype, torch_device, (M, N))
-            expected = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=log)
-            ref.assert_close(dx.double().cpu(), expected, dtype, what, scale_atol=True)
-            assert torch.equal(y, y_before) and torch.equal(dy, dy_before)
+            _check_rows_launch(one, M, N, dtype, log, forward, torch_device, 71 + N,
+                               f"H200 whole32 {(M, N, dtype)} fwd={forward} log={log} {dict(one.kwargs)}")
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -2511,7 +2517,6 @@ def test_rows_peel16_run(torch_device, dtype, log):
     ROWS_WHOLE16_TAILS), the odd at 32 (17, 33 forward), and the odd backward of 25-31 values whole at ROWS_PEEL16's
     tiling (27, 29: ROWS_PEEL16_WHOLE_FILL) and of 5-15 values at ROWS_ODD16_TILINGS' (7, 13), on x with a NaN, a +inf,
     an all -inf row and the dtype's largest value: y and dx right against float64, inputs not modified."""
-    big = 65504.0 if dtype == "float16" else 3.3895313892515355e38
     for M, N, forward in ((128, 193, True), (128, 385, True), (128, 781, True), (128, 1201, True), (128, 255, False),
                           (128, 781, False), (128, 1101, False), (128, 254, True), (128, 190, True), (128, 41, True),
                           (128, 77, False), (128, 65, True), (128, 521, False), (128, 257, True), (64, 99, True),
@@ -2527,23 +2532,8 @@ def test_rows_peel16_run(torch_device, dtype, log):
         at_32 = N in (17, 13) or (N, forward) == (33, True)  # odd rows with a tail, 9-15 values: 32 rows
         block_m = 64 if N < 8 else 32 if at_32 else 16  # (5-15 values: ROWS_ODD16_TILINGS)
         assert tiling == (block_m, 1) if M == 128 and N < 40 else M == 128 or tiling == (4 if N < 40 else 1, 1), (M, N)
-        x = _random((M, N), dtype, torch_device, 61 + N)
-        what = f"H200 peeled {(M, N)} fwd={forward} log={log} {dict(one.kwargs)}"
-        if forward:
-            x[0, 5], x[1, 7], x[5, N - 2] = float("nan"), float("inf"), big
-            x[2, :] = -float("inf")
-            x_before = x.clone()
-            y = _run((one,), {"x": x}, dtype, torch_device, (M, N))
-            ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), 1, log), dtype, what)
-            assert torch.equal(x.isnan(), x_before.isnan()) and torch.equal(x.nan_to_num(), x_before.nan_to_num())
-            continue
-        y = (torch.log_softmax if log else torch.softmax)(x.double(), -1).to(DTYPES[dtype])
-        dy = _random((M, N), dtype, torch_device, 62 + N)
-        y_before, dy_before = y.clone(), dy.clone()
-        dx = _run((one,), {"y": y, "dy": dy}, dtype, torch_device, (M, N))
-        expected = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=log)
-        ref.assert_close(dx.double().cpu(), expected, dtype, what, scale_atol=True)
-        assert torch.equal(y, y_before) and torch.equal(dy, dy_before)
+        _check_rows_launch(one, M, N, dtype, log, forward, torch_device, 61 + N,
+                           f"H200 peeled {(M, N)} fwd={forward} log={log} {dict(one.kwargs)}")
 
 
 def test_columns_tiling_rule():
