@@ -344,7 +344,7 @@ def _check_forward_both_adapters(x: torch.Tensor, dim: int, dtype: str, what: st
 
     for log, tf, jf in ((False, mt.softmax, mj.softmax), (True, mt.log_softmax, mj.log_softmax)):
         expected = (torch.log_softmax if log else torch.softmax)(x.double(), dim).cpu()
-        yj = jax.jit(lambda a: jf(a, dim))(jnp.asarray(x.float().cpu().numpy()).astype(jnp.dtype(dtype)))
+        yj = jax.jit(lambda a: jf(a, dim))(jnp.asarray(x.double().cpu().numpy()).astype(jnp.dtype(dtype)))
         for who, y in (("torch", tf(x, dim).double().cpu()), ("jax", torch.from_numpy(np.asarray(yj, np.float64)))):
             ref.assert_close(y, expected, dtype, f"{who} {what} log={log}")
     del x
