@@ -819,12 +819,12 @@ def _whole16(M: int, BLOCK_N: int, TAIL_N: int, align: int, forward: bool, peele
     return min(tiling[0], triton.next_power_of_2(M)), tiling[1]
 
 
-def _tiling16(M: int, N: int, itemsize: int, align: int, strides_equal: bool, forward: bool, num_sms: int, gpu: str,
+def _tiling16(M: int, N: int, align: int, strides_equal: bool, forward: bool, num_sms: int, gpu: str,
               peeled: bool) -> tuple[tuple[int, int] | None, bool]:
     """(this GPU's (BLOCK_M, num_warps) for its unaligned 16-bit rows shorter than PEEL_MIN_N, whole where `peel` peels
     them for a tail alone (`peeled`; ROWS_WHOLE16_TAILS), else peeled or whole at ROWS_PEEL16's tiling, else, of ALIGN
     1, whole at ROWS_ODD16_TILINGS', else None; whether the rows peel)."""
-    if itemsize != 2 or align >= 8 or N >= PEEL_MIN_N:
+    if align >= 8 or N >= PEEL_MIN_N:
         return None, peeled
     BLOCK_N, TAIL_N = row_segments(N)
     whole16 = _whole16(M, BLOCK_N, TAIL_N, align, forward, peeled, num_sms, gpu)
@@ -839,12 +839,12 @@ def _tiling16(M: int, N: int, itemsize: int, align: int, strides_equal: bool, fo
     return None, peeled
 
 
-def _tiling32(M: int, N: int, itemsize: int, align: int, forward: bool, log: bool, num_sms: int, gpu: str,
+def _tiling32(M: int, N: int, align: int, forward: bool, log: bool, num_sms: int, gpu: str,
               peeled: bool) -> tuple[tuple[int, int] | None, bool]:
     """(this GPU's (BLOCK_M, num_warps) for its float32 rows not 16-byte aligned that ROWS_WHOLE32 runs whole (by
     direction, op, row_segments' lanes and whether ALIGN is 1; smaller grids: ROWS_WHOLE32_MIN_PROGRAMS), else None;
     whether the rows peel)."""
-    if itemsize != 4 or align >= 4:
+    if align >= 4:
         return None, peeled
     tiling = _tuned("ROWS_WHOLE32", gpu).get((forward, log, *row_segments(N), align == 1))
     if not tiling:
@@ -858,8 +858,10 @@ def _retiled(M: int, N: int, itemsize: int, align: int, strides_equal: bool, for
     """(this GPU's (BLOCK_M, num_warps) for rows not 16-byte aligned that the rows family runs at its own tiling,
     16-bit (`_tiling16`) or float32 (`_tiling32`), else None; whether the rows peel). `peeled`: what `peel` said."""
     if itemsize == 2:
-        return _tiling16(M, N, itemsize, align, strides_equal, forward, num_sms, gpu, peeled)
-    return _tiling32(M, N, itemsize, align, forward, log, num_sms, gpu, peeled)
+        return _tiling16(M, N, align, strides_equal, forward, num_sms, gpu, peeled)
+    if itemsize == 4:
+        return _tiling32(M, N, align, forward, log, num_sms, gpu, peeled)
+    return None, peeled
 
 
 def _rows_tiling(M: int, N: int, forward: bool = True, vec: int = 0, log: bool = False, itemsize: int = 4,

@@ -2302,7 +2302,7 @@ def test_rows_peel16_rule():
                                                                          "H200", force_peel=True)[0].kwargs["num_warps"]
 
 
-def _short16_plans(M, N, forward, gpu, dtype="bfloat16", log=False, stride=None, force=None, force_peel=None):
+def _short_plans(M, N, forward, gpu, dtype="bfloat16", log=False, stride=None, force=None, force_peel=None):
     """dispatch's plan of M rows of N values (132 SMs), forward or backward, every tensor at one row stride (N unless
     given), for the short-row rule tests below."""
     stride = stride or N
@@ -2336,8 +2336,8 @@ def test_rows_whole16_rule():
         for log, dtype, M in itertools.product((False, True), ("bfloat16", "float16"), (4224, 65536, 4223, 264)):
             if M < 4224 and not small:
                 continue
-            (rules,) = _short16_plans(M, N, forward, "", dtype, log, stride)
-            (tuned,) = _short16_plans(M, N, forward, "H200", dtype, log, stride)
+            (rules,) = _short_plans(M, N, forward, "", dtype, log, stride)
+            (tuned,) = _short_plans(M, N, forward, "H200", dtype, log, stride)
             what, block_m = (M, N, forward, log, dtype, stride), min((tiling if M >= 4224 else small)[0], M)
             assert rules.kwargs["PEEL"] == (N not in range(25, 32)) and not tuned.kwargs["PEEL"], what
             assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == (block_m, 1), what
@@ -2350,12 +2350,12 @@ def test_rows_whole16_rule():
                          (65536, 132, {}), (65536, 260, {}), (65536, 65, {}), (65536, 67, {}), (65536, 129, {}),
                          (65536, 34, dict(dtype="float32")), (65536, 34, dict(force="rows")),
                          (65536, 17, dict(force_peel=True)), (65536, 34, dict(force_peel=True))):
-            (tuned,) = _short16_plans(M, N, forward, "H200", **kw)
+            (tuned,) = _short_plans(M, N, forward, "H200", **kw)
             assert tuned.kwargs["PEEL"], (M, N, kw)
             if M < 4224 and N % 2:  # ROWS_PEEL16_SMALL_M's 4 rows at 1 warp, peeled
                 assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == (4, 1), (M, N, kw)
             if N in (34, 66, 130, 132) and not kw:
-                assert (tuned,) == _short16_plans(M, N, forward, "H200", force_peel=True), (M, N)
+                assert (tuned,) == _short_plans(M, N, forward, "H200", force_peel=True), (M, N)
             if N in (65, 67, 129):  # ROWS_PEEL16's 8 rows at 1 warp, peeled
                 assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == (8, 1), (M, N, kw)
         (strides,) = (dispatch.plan_forward(65536, 34, 34, 40, "bfloat16", False, 132, gpu="H200") if forward
@@ -2365,7 +2365,7 @@ def test_rows_whole16_rule():
                                   (65536, 31, True, None), (65536, 19, False, None), (65536, 23, False, None),
                                   (264, 21, False, None)):
         for log in (False, True):  # ROWS_PEEL16's tiling, peeled
-            (tuned,) = _short16_plans(M, N, forward, "H200", log=log, stride=stride)
+            (tuned,) = _short_plans(M, N, forward, "H200", log=log, stride=stride)
             tiling = (16, 1) if M >= 4224 else (4, 1)
             assert tuned.kwargs["PEEL"] and (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == tiling, (M, N)
 
@@ -2382,8 +2382,8 @@ def test_rows_odd16_rule():
     skip = ("BLOCK_M", "num_warps", "EVEN_M", "ALIGN_M")
     for N, stride in ((5, None), (7, None), (9, None), (11, None), (13, None), (15, None), (6, 7), (8, 9), (12, 13)):
         for log, dtype, M in itertools.product((False, True), ("bfloat16", "float16"), (1, 37, 264, 4224, 65536)):
-            (rules,) = _short16_plans(M, N, False, "", dtype, log, stride)
-            (tuned,) = _short16_plans(M, N, False, "H200", dtype, log, stride)
+            (rules,) = _short_plans(M, N, False, "", dtype, log, stride)
+            (tuned,) = _short_plans(M, N, False, "H200", dtype, log, stride)
             block_m = min(64 if N <= 8 else 32, triton.next_power_of_2(M))
             what = (M, N, stride, log, dtype)
             assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"], tuned.grid) == (
@@ -2391,13 +2391,13 @@ def test_rows_odd16_rule():
             assert not tuned.kwargs["PEEL"] and tuned.kernel == rules.kernel, what
             assert {k: v for k, v in tuned.kwargs.items() if k not in skip} == \
                 {k: v for k, v in rules.kwargs.items() if k not in skip}, what
-            (fwd,) = _short16_plans(M, N, True, "H200", dtype, log, stride)
-            assert fwd == _short16_plans(M, N, True, "", dtype, log, stride)[0] or "FTZ" in fwd.kwargs, what
+            (fwd,) = _short_plans(M, N, True, "H200", dtype, log, stride)
+            assert fwd == _short_plans(M, N, True, "", dtype, log, stride)[0] or "FTZ" in fwd.kwargs, what
     for M, N, kw in ((65536, 6, {}), (65536, 10, {}), (65536, 14, {}), (65536, 3, {}), (65536, 3, dict(stride=5)),
                      (65536, 9, dict(force="rows"))):
-        (tuned,) = _short16_plans(M, N, False, "H200", **kw)
-        assert tuned == _short16_plans(M, N, False, "", **kw)[0], (M, N, kw)
-    (strided,) = _short16_plans(65536, 16, False, "H200", stride=17)  # ROWS_PEEL16's 16-lane entry: peeled
+        (tuned,) = _short_plans(M, N, False, "H200", **kw)
+        assert tuned == _short_plans(M, N, False, "", **kw)[0], (M, N, kw)
+    (strided,) = _short_plans(65536, 16, False, "H200", stride=17)  # ROWS_PEEL16's 16-lane entry: peeled
     assert strided.kwargs["PEEL"] and (strided.kwargs["BLOCK_M"], strided.kwargs["num_warps"]) == (16, 1)
     (unequal,) = dispatch.plan_backward(65536, 9, 9, 9, 16, "bfloat16", False, 132, gpu="H200")
     assert (unequal.kwargs["BLOCK_M"], unequal.kwargs["num_warps"]) == (32, 1) and not unequal.kwargs["PEEL"]
@@ -2449,14 +2449,13 @@ def test_rows_whole32_rule():
             return (32, 1, 16, 1)
         return None if forward and log and odd and N > 17 else (16, 1, 4, 1)
 
-    seen = set()
+    seen, grids = set(), (1, 37, 1056, 4224, 16896, 33792, 65536)
     for N, stride in ((2, None), (3, None), (5, None), (6, None), (7, None), (9, None), (10, None), (13, None),
                       (15, None), (17, None), (18, None), (19, None), (25, None), (30, None), (31, None), (2, 3),
                       (6, 9), (12, 13), (8, 10), (16, 18), (24, 27)):
-        grids = (1, 37, 1056, 4224, 16896, 33792, 65536)
         for forward, log, M in itertools.product((True, False), (False, True), grids):
-            (rules,) = _short16_plans(M, N, forward, "", "float32", log, stride)
-            (tuned,) = _short16_plans(M, N, forward, "H200", "float32", log, stride)
+            (rules,) = _short_plans(M, N, forward, "", "float32", log, stride)
+            (tuned,) = _short_plans(M, N, forward, "H200", "float32", log, stride)
             odd = N % 2 == 1 or (stride or N) % 2 == 1  # ALIGN 1
             want = tiling(N, forward, log, odd)
             what = (M, N, stride, forward, log)
@@ -2465,8 +2464,9 @@ def test_rows_whole32_rule():
                 assert tuned == rules and tuned.kwargs["PEEL"], what
                 continue
             big = M >= 4 * 132 * want[0]
-            block_m = min((want[:2] if big else want[2:])[0], triton.next_power_of_2(M))
-            assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == (block_m, (want[:2] if big else want[2:])[1])
+            block_m, num_warps = want[:2] if big else want[2:]
+            block_m = min(block_m, triton.next_power_of_2(M))
+            assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == (block_m, num_warps), what
             assert tuned.grid == (triton.cdiv(M, block_m),) and not tuned.kwargs["PEEL"], what
             assert (tuned.kwargs["BLOCK_N"], tuned.kwargs["TAIL_N"]) == dispatch.row_segments(N), what
             assert tuned.kernel == rules.kernel and {k: v for k, v in tuned.kwargs.items() if k not in skip} == \
@@ -2480,8 +2480,8 @@ def test_rows_whole32_rule():
                      (65536, 9, dict(force="rows")), (65536, 9, dict(force_peel=True))):
         kw = {"dtype": "float32", **kw}
         for forward in (True, False):
-            (tuned,) = _short16_plans(M, N, forward, "H200", **kw)
-            (rules,) = _short16_plans(M, N, forward, "", **kw)
+            (tuned,) = _short_plans(M, N, forward, "H200", **kw)
+            (rules,) = _short_plans(M, N, forward, "", **kw)
             assert tuned == rules or N in (8, 12), (M, N, kw)  # (aligned 8 and 12: ROWS_TILINGS')
             assert tuned.kwargs["PEEL"] == (N not in (8, 12)), (M, N, kw)
 
@@ -2490,9 +2490,8 @@ def test_rows_whole32_rule():
 def test_rows_whole32_run(torch_device, log):
     """The H200's short unaligned float32 rows whole (ROWS_WHOLE32), planned for 4 SMs so that 2048 rows fill the rule's
     grid and 64 rows run its smaller grids' tiling, and the rows `peel` no longer peels (1-3 values, float64's 1; 25's
-    log_softmax forward and float64's 3 peeled), on x
-    with a NaN, a +inf, an all -inf row and the dtype's largest value: y and dx right against float64, inputs not
-    modified."""
+    log_softmax forward and float64's 3 peeled), on x with a NaN, a +inf, an all -inf row and the dtype's largest
+    value: y and dx right against float64, inputs not modified."""
     for M, N, dtype in ((2048, 2, "float32"), (64, 3, "float32"), (2048, 5, "float32"), (64, 6, "float32"),
                         (2048, 13, "float32"), (64, 10, "float32"), (2048, 17, "float32"), (64, 17, "float32"),
                         (2048, 30, "float32"), (64, 25, "float32"), (64, 1, "float32"), (64, 1, "float64"),
