@@ -81,6 +81,19 @@ ROWS_FWD_ONE_ROW_N = {2: (1024,)}
 # bench/DISPATCH.md, ROWS_FWD16_OFFS32_LANES (probe_rows_code*.log, probe_rows_offs32*.log).
 ROWS_FWD16_OFFS32_LANES = 256
 ROWS_FWD16_OFFS32_SOFTMAX_MIN_PER_SM = 7.5
+# ROWS_FWD32_OFFS32 (whole rows' BLOCK_N, peeled rows' N) at most (the H200's: GPU_CONSTANTS; the H100's: none,
+# not measured there): the float32 forward of rows not 16-byte aligned (ALIGN < 4), whole in that many lanes (a tail
+# past them included; of ALIGN 2 only in grids of ROWS_WHOLE32_MIN_PROGRAMS programs an SM) or peeled and that short,
+# computes its offsets in 32 bits (OFFS32, where they fit) and y's offsets are x's (SAME_STRIDES, where stride_ym ==
+# stride_xm). A row of 5 values in 8 lanes holds one value a thread, so the kernel's 64-bit offset arithmetic, twice
+# (x's and y's), was a large part of its instructions. H200, the benchmark's clock (probe_rows_same32.log, _check.log,
+# probe_rows_fwd32_offs32_check.log; 1056-1048576 rows): 1048576 x 5 softmax 17.8 -> 14.1 us (XLA's 14.6),
+# log_softmax 23.0 -> 19.0 (XLA's 19.2); odd 9-15 values 1.02-1.22x, 17 (16 + 1) 1.00-1.10x, 1-7 0.99-1.25x; the
+# peeled log_softmax of 19-31 1.02-1.07x. Left: ALIGN 2 in smaller grids (6, 10 and 14 on 1056 and 4224 rows
+# 0.97-1.01x), whole rows in 32 lanes (18 1.00-1.09x, the softmax of 19-31 0.91-1.02x), aligned rows (4-64 values:
+# 1.00x), EVEN_M (16-lane softmax 1.03-1.10x more, 7's log_softmax 0.90x). Measured: bench/DISPATCH.md,
+# ROWS_FWD32_OFFS32.
+ROWS_FWD32_OFFS32 = (0, 0)
 # ROWS16_FWD_FTZ (the H200's: GPU_CONSTANTS; the H100's: False, not measured there): the 16-bit rows forward takes
 # its exps by ex2.approx.ftz (kernels/softmax.py softmax_fwd_rows' FTZ: a y below 2 ** -126, a bfloat16 subnormal,
 # becomes 0, as the cooperative and where kernels' 16-bit forwards), in rows aligned to VEC or peeled. H200, the
@@ -661,6 +674,7 @@ GPU_CONSTANTS = {
                                         for BLOCK_N in (32, 64)},
                                      (True, 16, True): (32, 1), (False, 16, True): (32, 1), (True, 32, True): (32, 1)},
                  ROWS_ODD16_TILINGS={(False, 8): (64, 1), (False, 16): (32, 1)},
+                 ROWS_FWD32_OFFS32=(16, 32),
                  ROWS_WHOLE32={**{(forward, log, BLOCK_N, TAIL_N, odd): tiling
                                   for (BLOCK_N, TAIL_N), tiling, odds in (
                                       ((2, 0), (256, 4, 256, 4), (False, True)), ((4, 0), (64, 1, 32, 1), (True,)),
@@ -1417,6 +1431,13 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         offs32 = (itemsize == 2 and BLOCK_M > 1 and not peeled and BLOCK_N + TAIL_N <= ROWS_FWD16_OFFS32_LANES
                   and (log or grid[0] >= ROWS_FWD16_OFFS32_SOFTMAX_MIN_PER_SM * num_sms)
                   and fits_int32(grid[0] * BLOCK_M, N, stride_xm, stride_ym))
+        # ...and this GPU's short unaligned float32 rows, with y's offsets x's (ROWS_FWD32_OFFS32)
+        whole32, peeled32 = _tuned("ROWS_FWD32_OFFS32", gpu)
+        short32 = (itemsize == 4 and acc["ALIGN"] < vec and stride_xm == stride_ym
+                   and (N <= peeled32 if peeled else BLOCK_N <= whole32 and (
+                       acc["ALIGN"] == 1 or grid[0] >= ROWS_WHOLE32_MIN_PROGRAMS * num_sms))
+                   and fits_int32(grid[0] * BLOCK_M, N, stride_xm, stride_ym))
+        offs32 |= short32
         # aligned rows with a tail under this GPU's cap (ROWS_TAIL_FWD_CAP_REGS) where the launcher can pass it
         cap = (_tuned("ROWS_TAIL_FWD_CAP_REGS", gpu).get((itemsize, BLOCK_N))
                if TAIL_N and not peeled and acc["ALIGN"] >= vec and register_cap else None)
@@ -1427,7 +1448,8 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
                 and M >= ROWS16_FWD_FTZ_WARPS_MIN_PER_SM * num_sms):
             num_warps = warps  # and rows that fill few of their lanes at fewer warps (ROWS16_FWD_FTZ_WARPS)
         meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, **rows_m, EVEN_N=even_n,
-                    OFFS32=offs32, **({"FTZ": True} if ftz else {}), num_warps=num_warps, num_stages=1,
+                    OFFS32=offs32, **({"FTZ": True} if ftz else {}), **({"SAME_STRIDES": True} if short32 else {}),
+                    num_warps=num_warps, num_stages=1,
                     **({"maxnreg": cap} if cap else {}))
         return (Launch("softmax_fwd_rows", ("x",), (M, N, stride_xm, stride_ym),
                        (("y", (M, N), "io"),), grid, tuple(meta.items())),)

@@ -2433,9 +2433,14 @@ def test_rows_whole32_rule():
     peeled), 33 and 63 values, rows a float32 vector covers (aligned), float64 rows, forced families and force_peel,
     and the H100's rules keep their plans (the rules' no longer peel rows of fewer than 4 values: `peel`). Nothing but
     PEEL, BLOCK_N and TAIL_N (row_segments', not the edges), BLOCK_M, num_warps and the grid (and EVEN_M and ALIGN_M
-    with them) changes."""
+    with them) changes, nor OFFS32 and SAME_STRIDES (ROWS_FWD32_OFFS32's: test_rows_fwd32_offs32_rule)."""
     assert dispatch.ROWS_WHOLE32 == {} and dispatch.ROWS_WHOLE32_MIN_PROGRAMS == 4
-    skip = ("PEEL", "BLOCK_N", "TAIL_N", "BLOCK_M", "num_warps", "EVEN_M", "ALIGN_M")
+    skip = ("PEEL", "BLOCK_N", "TAIL_N", "BLOCK_M", "num_warps", "EVEN_M", "ALIGN_M", "OFFS32", "SAME_STRIDES")
+
+    def offs_free(launch):
+        """`launch` with ROWS_FWD32_OFFS32's OFFS32 and SAME_STRIDES as the rules have them."""
+        kw = {k: v for k, v in launch.kwargs.items() if k != "SAME_STRIDES"}
+        return dataclasses.replace(launch, meta=tuple({**kw, **({"OFFS32": False} if "OFFS32" in kw else {})}.items()))
 
     def tiling(N, forward, log, odd):
         """(BLOCK_M, num_warps, small BLOCK_M, small num_warps) of the rule, or None."""
@@ -2461,7 +2466,7 @@ def test_rows_whole32_rule():
             what = (M, N, stride, forward, log)
             assert rules.kwargs["PEEL"] == (N > 3), what
             if want is None:
-                assert tuned == rules and tuned.kwargs["PEEL"], what
+                assert offs_free(tuned) == rules and tuned.kwargs["PEEL"], what
                 continue
             big = M >= 4 * 132 * want[0]
             block_m, num_warps = want[:2] if big else want[2:]
@@ -2482,7 +2487,7 @@ def test_rows_whole32_rule():
         for forward in (True, False):
             (tuned,) = _short_plans(M, N, forward, "H200", **kw)
             (rules,) = _short_plans(M, N, forward, "", **kw)
-            assert tuned == rules or N in (8, 12), (M, N, kw)  # (aligned 8 and 12: ROWS_TILINGS')
+            assert offs_free(tuned) == rules or N in (8, 12), (M, N, kw)  # (aligned 8 and 12: ROWS_TILINGS')
             assert tuned.kwargs["PEEL"] == (N not in (8, 12)), (M, N, kw)
 
 
@@ -2503,6 +2508,69 @@ def test_rows_whole32_run(torch_device, log):
             assert one.kwargs["PEEL"] == peeled, (M, N, dtype)
             _check_rows_launch(one, M, N, dtype, log, forward, torch_device, 71 + N,
                                f"H200 whole32 {(M, N, dtype)} fwd={forward} log={log} {dict(one.kwargs)}")
+
+
+def test_rows_fwd32_offs32_rule():
+    """The H200's float32 forward of rows not 16-byte aligned (ALIGN < 4) whole in at most 16 lanes (a tail past them
+    included: 17; those of ALIGN 2 in grids of at least 4 programs an SM) or peeled and at most 32 values long (the
+    log_softmax of odd 19-31, forced peels) computes its offsets in 32 bits (OFFS32) and y's are x's (SAME_STRIDES):
+    ROWS_FWD32_OFFS32 = (16, 32). Not whole rows in 32 lanes (18-32), peeled ones past 32 values (33, 63), aligned rows
+    (4, 8, 12, 16), x and y strides that differ, offsets past 2**31 values, the backward, float64 and 16-bit rows
+    (ROWS_FWD16_OFFS32_LANES' alone), nor the H100's rules."""
+    assert dispatch.ROWS_FWD32_OFFS32 == (0, 0) and dispatch.GPU_CONSTANTS["H200"]["ROWS_FWD32_OFFS32"] == (16, 32)
+    seen = set()
+    for N, M, log in itertools.product(range(1, 66), (1, 37, 4224, 1048576), (False, True)):
+        for gpu, force_peel in (("H200", None), ("H200", True), ("", None)):
+            (one,) = dispatch.plan_forward(M, N, N, N, "float32", log, 132, force_peel=force_peel, gpu=gpu)
+            kw = one.kwargs
+            if "PEEL" not in kw:
+                continue
+            peeled = kw["PEEL"]
+            want = gpu == "H200" and N % 4 != 0 and (N <= 32 if peeled else kw["BLOCK_N"] <= 16 and (
+                N % 2 == 1 or one.grid[0] >= 4 * 132))
+            assert kw["OFFS32"] == want and kw.get("SAME_STRIDES", False) == want, (N, M, log, gpu, force_peel, kw)
+            seen.add((want, peeled, N <= 18))
+    assert seen >= {(True, False, True), (True, True, False), (True, True, True), (False, False, False),
+                    (False, True, False)}, seen
+    for log in (False, True):
+        (whole19,) = _short_plans(65536, 19, True, "H200", "float32", log)
+        assert whole19.kwargs["PEEL"] == log and whole19.kwargs["OFFS32"] == log  # (softmax: whole in 32 lanes)
+        for M, N, sx, sy, dtype in ((65536, 5, 5, 6, "float32"), (65536, 5, 40000, 40000, "float32"),
+                                    (65536, 5, 5, 5, "float64"), (65536, 3, 3, 3, "float64")):
+            (one,) = dispatch.plan_forward(M, N, sx, sy, dtype, log, 132, gpu="H200")
+            assert not one.kwargs["OFFS32"] and "SAME_STRIDES" not in one.kwargs, (M, N, sx, sy, dtype)
+        (small,) = dispatch.plan_forward(16384, 5, 40000, 40000, "float32", log, 132, gpu="H200")
+        assert small.kwargs["OFFS32"] and small.kwargs["SAME_STRIDES"]  # 16384 rows 40000 apart fit in 32 bits
+        for dtype in ("bfloat16", "float16"):
+            assert "SAME_STRIDES" not in _short_plans(65536, 5, True, "H200", dtype, log)[0].kwargs
+        for N in (5, 19):
+            assert "SAME_STRIDES" not in _short_plans(65536, N, False, "H200", "float32", log)[0].kwargs
+
+
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_rows_fwd32_offs32_run(torch_device, log):
+    """The H200's float32 forward with ROWS_FWD32_OFFS32's OFFS32 and SAME_STRIDES (rows of 1, 2, 5, 9, 14 and 17
+    values whole, 21 peeled (the log_softmax; its softmax whole without them; and 64 x 6 without, ALIGN 2 in a small
+    grid), contiguous and 7 values past each row),
+    on x with a NaN, a +inf, an all -inf row and the dtype's largest value: y right against float64, x not modified;
+    and the same launch with both off: the same values, bit for bit."""
+    for M, N, stride in ((256, 1, 1), (2048, 2, 9), (2048, 5, 5), (64, 5, 12), (2048, 9, 9), (64, 17, 24),
+                         (256, 14, 14), (64, 6, 6), (256, 21, 21)):
+        (one,) = dispatch.plan_forward(M, N, stride, stride, "float32", log, 4, gpu="H200")
+        want = (N != 21 or log) and (M, N) != (64, 6)  # (64 x 6: ALIGN 2, 4 programs on 4 SMs)
+        assert one.kwargs["OFFS32"] == want and one.kwargs.get("SAME_STRIDES", False) == want, (M, N, one.kwargs)
+        assert one.kwargs["PEEL"] == (N == 21 and log), (M, N, one.kwargs)
+        x = _random((M, stride), "float32", torch_device, seed=5 * M + N)[:, :N]
+        x[0, 5 % N], x[1, 7 % N], x[5, (N - 2) % N] = float("nan"), float("inf"), torch.finfo(torch.float32).max
+        x[2, :] = -float("inf")
+        x_before = x.clone()
+        y = _run((one,), {"x": x}, "float32", torch_device, (M, stride))[:, :N]
+        what = f"H200 fwd32 offs32 {(M, N, stride)} log={log} {dict(one.kwargs)}"
+        ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), 1, log), "float32", what)
+        off = (dataclasses.replace(one, meta=tuple(dict(one.kwargs, OFFS32=False, SAME_STRIDES=False).items())),)
+        y_off = _run(off, {"x": x}, "float32", torch_device, (M, stride))[:, :N]
+        assert torch.equal(y.isnan(), y_off.isnan()) and torch.equal(y.nan_to_num(), y_off.nan_to_num()), what
+        assert torch.equal(x.isnan(), x_before.isnan()) and torch.equal(x.nan_to_num(), x_before.nan_to_num())
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])

@@ -330,6 +330,7 @@ def softmax_fwd_rows(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, TAIL_N: tl.constexpr, PEEL: tl.constexpr,
     VEC: tl.constexpr, LOG: tl.constexpr, ALIGN: tl.constexpr, ACC_FP64: tl.constexpr, EVEN_M: tl.constexpr,
     ALIGN_M: tl.constexpr, EVEN_N: tl.constexpr, OFFS32: tl.constexpr, FTZ: tl.constexpr = False,
+    SAME_STRIDES: tl.constexpr = False,
 ):
     # A row is held as a BLOCK_N segment plus, when TAIL_N > 0, a TAIL_N segment: the values
     # past BLOCK_N (both powers of two: N = 16384 + 1 takes 16384 + 1 lanes, not 32768), or
@@ -342,14 +343,17 @@ def softmax_fwd_rows(
     # are computed in 32 bits (the launcher has checked that every row's fit), not 64: fewer
     # registers for the 16-bit forward of short rows (dispatch.ROWS_FWD16_OFFS32_LANES). FTZ (16-bit y,
     # float32 arithmetic): the exps by `_exp_ftz`, a y below 2 ** -126 (a bfloat16 subnormal) becoming 0.
+    # SAME_STRIDES (stride_ym == stride_xm, which dispatch has checked): y's offsets are x's, not
+    # computed again (dispatch.ROWS_WHOLE32_SAME_STRIDES).
     N, stride_xm, stride_ym = _aligned(N, ALIGN), _aligned(stride_xm, ALIGN), _aligned(stride_ym, ALIGN)
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     pid = tl.program_id(0)
     rows = (pid if OFFS32 else pid.to(tl.int64)) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = _row_ok(rows, M, BLOCK_M, EVEN_M, ALIGN_M)
-    xs, ys = rows[:, None] * stride_xm, rows[:, None] * stride_ym
+    xs = rows[:, None] * stride_xm
+    ys = xs if SAME_STRIDES else rows[:, None] * stride_ym
     x_offs, mask = _body(xs, 0, N, BLOCK_N, PEEL, VEC)
-    y_offs, _ = _body(ys, 0, N, BLOCK_N, PEEL, VEC)
+    y_offs = x_offs if SAME_STRIDES else _body(ys, 0, N, BLOCK_N, PEEL, VEC)[0]
     if EVEN_N:
         mask = tl.full((1, BLOCK_N), 1, tl.int1)
     mask = row_ok & mask
