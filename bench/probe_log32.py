@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
-from datetime import datetime, timezone
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -31,7 +29,6 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-import timing  # noqa: E402
 import tune  # noqa: E402
 from multisoftmax import dispatch, launch  # noqa: E402
 
@@ -166,14 +163,7 @@ def main():
     ap.add_argument("--tilings", default="64:2,64:1,16:1")
     ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    print(f"# {commit}, {datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%SZ}, python bench/probe_log32.py "
-          + " ".join(sys.argv[1:]))
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    gpu = dispatch.tuned_gpu(torch.cuda.get_device_name())
-    print(f"{torch.cuda.get_device_name()}  copy {timing.copy_bandwidth(True):.0f} GB/s  triton {triton.__version__}",
-          flush=True)
+    sms, l2, gpu = tune.probe_header("probe_log32.py")
     accuracy()
     tilings = [tuple(map(int, t.split(":"))) for t in args.tilings.split(",")]
     for N in map(int, args.ns.split(",")):

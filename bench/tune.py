@@ -95,6 +95,22 @@ def variants(M, N, dtype, direction, sms):
             yield "split(current)", current
 
 
+def probe_header(script: str) -> tuple[int, int, str]:
+    """Print a probe log's header (the commit, the UTC time and `script`'s command line; the GPU, the copy bandwidth
+    of bench/timing.py and Triton's version) and return the GPU's (SMs, L2 bytes, dispatch's key)."""
+    import subprocess
+    from datetime import datetime, timezone
+
+    import timing  # bench/timing.py (bench/ is on the path of every script that imports this module)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    now = datetime.now(timezone.utc)
+    print(f"# {commit}, {now:%Y-%m-%dT%H:%M:%SZ}, python bench/{script} " + " ".join(sys.argv[1:]))
+    props = torch.cuda.get_device_properties(0)
+    print(f"{torch.cuda.get_device_name()}  copy {timing.copy_bandwidth(True):.0f} GB/s  triton {triton.__version__}",
+          flush=True)
+    return props.multi_processor_count, props.L2_cache_size, dispatch.tuned_gpu(torch.cuda.get_device_name())
+
+
 def make_inputs(M, N, tdt, direction, log=False):
     """x, y = softmax(x) (or log_softmax), dy, an output buffer, the plan's buffers and the bytes
     a call moves."""

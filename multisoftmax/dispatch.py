@@ -89,10 +89,10 @@ ROWS_FWD16_OFFS32_SOFTMAX_MIN_PER_SM = 7.5
 # (x's and y's), was a large part of its instructions. H200, the benchmark's clock (probe_rows_same32.log, _check.log,
 # probe_rows_fwd32_offs32_check.log; 1056-1048576 rows): 1048576 x 5 softmax 17.8 -> 14.1 us (XLA's 14.6),
 # log_softmax 23.0 -> 19.0 (XLA's 19.2); odd 9-15 values 1.02-1.22x, 17 (16 + 1) 1.00-1.10x, 1-7 0.99-1.25x; the
-# peeled log_softmax of 19-31 1.02-1.07x. Left: ALIGN 2 in smaller grids (6, 10 and 14 on 1056 and 4224 rows
-# 0.97-1.01x), whole rows in 32 lanes (18 1.00-1.09x, the softmax of 19-31 0.91-1.02x), aligned rows (4-64 values:
-# 1.00x), EVEN_M (16-lane softmax 1.03-1.10x more, 7's log_softmax 0.90x). Measured: bench/DISPATCH.md,
-# ROWS_FWD32_OFFS32.
+# peeled log_softmax of 19-31 1.02-1.07x; 110 changed cases, geomean 1.07, the 8 under 1.00x at 0.991-0.998. Left:
+# ALIGN 2 in smaller grids (6, 10 and 14 on 1056 and 4224 rows 0.97-1.01x), whole rows in 32 lanes (18 1.00-1.09x,
+# the softmax of 19-31 0.91-1.02x), aligned rows (4-64 values: 1.00x), EVEN_M (16-lane softmax 1.03-1.10x more, 7's
+# log_softmax 0.90x). Measured: bench/DISPATCH.md, ROWS_FWD32_OFFS32.
 ROWS_FWD32_OFFS32 = (0, 0)
 # ROWS16_FWD_FTZ (the H200's: GPU_CONSTANTS; the H100's: False, not measured there): the 16-bit rows forward takes
 # its exps by ex2.approx.ftz (kernels/softmax.py softmax_fwd_rows' FTZ: a y below 2 ** -126, a bfloat16 subnormal,
