@@ -1434,8 +1434,8 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         # ...and this GPU's short unaligned float32 rows, with y's offsets x's (ROWS_FWD32_OFFS32)
         whole32, peeled32 = _tuned("ROWS_FWD32_OFFS32", gpu)
         short32 = (itemsize == 4 and acc["ALIGN"] < vec and stride_xm == stride_ym
-                   and (N <= peeled32 if peeled else BLOCK_N <= whole32 and (
-                       acc["ALIGN"] == 1 or grid[0] >= ROWS_WHOLE32_MIN_PROGRAMS * num_sms))
+                   and (N <= peeled32 if peeled else (BLOCK_N <= whole32 and (
+                       acc["ALIGN"] == 1 or grid[0] >= ROWS_WHOLE32_MIN_PROGRAMS * num_sms)))
                    and fits_int32(grid[0] * BLOCK_M, N, stride_xm, stride_ym))
         offs32 |= short32
         # aligned rows with a tail under this GPU's cap (ROWS_TAIL_FWD_CAP_REGS) where the launcher can pass it

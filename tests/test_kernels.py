@@ -2405,19 +2405,20 @@ def test_rows_odd16_rule():
     assert (unequal.kwargs["BLOCK_M"], unequal.kwargs["num_warps"]) == (32, 1) and not unequal.kwargs["PEEL"]
 
 
-def _check_rows_launch(one, M, N, dtype, log, forward, device, seed, what):
+def _check_rows_launch(one, M, N, dtype, log, forward, device, seed, what, stride=None):
     """Runs launch `one` (a rows kernel's plan of M x N, forward or backward) on fresh inputs (seed `seed`), the
     forward's x with a NaN, a +inf, an all -inf row and the dtype's largest value: y or dx right against float64,
-    inputs not modified (`what`: the case, for messages)."""
-    x = _random((M, N), dtype, device, seed)
+    inputs not modified (`what`: the case, for messages). The forward's x and y rows `stride` apart where given, and it
+    returns (x, y)."""
+    x = _random((M, N), dtype, device, seed) if stride is None else _random((M, stride), dtype, device, seed)[:, :N]
     if forward:
         x[0, 5 % N], x[1, 7 % N], x[5, (N - 2) % N] = float("nan"), float("inf"), torch.finfo(DTYPES[dtype]).max
         x[2, :] = -float("inf")
         x_before = x.clone()
-        y = _run((one,), {"x": x}, dtype, device, (M, N))
+        y = _run((one,), {"x": x}, dtype, device, (M, stride or N))[:, :N]
         ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), 1, log), dtype, what)
         assert torch.equal(x.isnan(), x_before.isnan()) and torch.equal(x.nan_to_num(), x_before.nan_to_num())
-        return
+        return x, y
     y = (torch.log_softmax if log else torch.softmax)(x.double(), -1).to(DTYPES[dtype])
     dy = _random((M, N), dtype, device, seed + 1)
     y_before, dy_before = y.clone(), dy.clone()
@@ -2553,26 +2554,19 @@ def test_rows_fwd32_offs32_rule():
 def test_rows_fwd32_offs32_run(torch_device, log):
     """The H200's float32 forward with ROWS_FWD32_OFFS32's OFFS32 and SAME_STRIDES (rows of 1, 2, 5, 9, 14 and 17
     values whole, 21 peeled (the log_softmax; its softmax whole without them; and 64 x 6 without, ALIGN 2 in a small
-    grid), contiguous and 7 values past each row),
-    on x with a NaN, a +inf, an all -inf row and the dtype's largest value: y right against float64, x not modified;
-    and the same launch with both off: the same values, bit for bit."""
+    grid), contiguous and 7 values past each row) on x with a NaN, a +inf, an all -inf row and the dtype's largest
+    value: y right against float64, x not modified; and the same launch with both off: the same values, bit for bit."""
     for M, N, stride in ((256, 1, 1), (2048, 2, 9), (2048, 5, 5), (64, 5, 12), (2048, 9, 9), (64, 17, 24),
                          (256, 14, 14), (64, 6, 6), (256, 21, 21)):
         (one,) = dispatch.plan_forward(M, N, stride, stride, "float32", log, 4, gpu="H200")
         want = (N != 21 or log) and (M, N) != (64, 6)  # (64 x 6: ALIGN 2, 4 programs on 4 SMs)
         assert one.kwargs["OFFS32"] == want and one.kwargs.get("SAME_STRIDES", False) == want, (M, N, one.kwargs)
         assert one.kwargs["PEEL"] == (N == 21 and log), (M, N, one.kwargs)
-        x = _random((M, stride), "float32", torch_device, seed=5 * M + N)[:, :N]
-        x[0, 5 % N], x[1, 7 % N], x[5, (N - 2) % N] = float("nan"), float("inf"), torch.finfo(torch.float32).max
-        x[2, :] = -float("inf")
-        x_before = x.clone()
-        y = _run((one,), {"x": x}, "float32", torch_device, (M, stride))[:, :N]
         what = f"H200 fwd32 offs32 {(M, N, stride)} log={log} {dict(one.kwargs)}"
-        ref.assert_close(y.double().cpu(), ref.softmax(x.double().cpu().numpy(), 1, log), "float32", what)
+        x, y = _check_rows_launch(one, M, N, "float32", log, True, torch_device, 5 * M + N, what, stride)
         off = (dataclasses.replace(one, meta=tuple(dict(one.kwargs, OFFS32=False, SAME_STRIDES=False).items())),)
         y_off = _run(off, {"x": x}, "float32", torch_device, (M, stride))[:, :N]
         assert torch.equal(y.isnan(), y_off.isnan()) and torch.equal(y.nan_to_num(), y_off.nan_to_num()), what
-        assert torch.equal(x.isnan(), x_before.isnan()) and torch.equal(x.nan_to_num(), x_before.nan_to_num())
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
