@@ -1428,15 +1428,14 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
         even_n = (BLOCK_M == 1 and N == BLOCK_N and not TAIL_N and not peeled
                   and N in ROWS_FWD_ONE_ROW_N.get(itemsize, ()))
         rows_m["EVEN_M"] |= even_n
+        fits32 = fits_int32(grid[0] * BLOCK_M, N, stride_xm, stride_ym)
         offs32 = (itemsize == 2 and BLOCK_M > 1 and not peeled and BLOCK_N + TAIL_N <= ROWS_FWD16_OFFS32_LANES
-                  and (log or grid[0] >= ROWS_FWD16_OFFS32_SOFTMAX_MIN_PER_SM * num_sms)
-                  and fits_int32(grid[0] * BLOCK_M, N, stride_xm, stride_ym))
+                  and (log or grid[0] >= ROWS_FWD16_OFFS32_SOFTMAX_MIN_PER_SM * num_sms) and fits32)
         # ...and this GPU's short unaligned float32 rows, with y's offsets x's (ROWS_FWD32_OFFS32)
         whole32, peeled32 = _tuned("ROWS_FWD32_OFFS32", gpu)
-        short32 = (itemsize == 4 and acc["ALIGN"] < vec and stride_xm == stride_ym
+        short32 = (itemsize == 4 and acc["ALIGN"] < vec and stride_xm == stride_ym and fits32
                    and (N <= peeled32 if peeled else (BLOCK_N <= whole32 and (
-                       acc["ALIGN"] == 1 or grid[0] >= ROWS_WHOLE32_MIN_PROGRAMS * num_sms)))
-                   and fits_int32(grid[0] * BLOCK_M, N, stride_xm, stride_ym))
+                       acc["ALIGN"] == 1 or grid[0] >= ROWS_WHOLE32_MIN_PROGRAMS * num_sms))))
         offs32 |= short32
         # aligned rows with a tail under this GPU's cap (ROWS_TAIL_FWD_CAP_REGS) where the launcher can pass it
         cap = (_tuned("ROWS_TAIL_FWD_CAP_REGS", gpu).get((itemsize, BLOCK_N))
