@@ -131,7 +131,7 @@ def case(dtype, N, op, direction, spec, sms, l2, rounds, others, gpu="", meta_va
     return head + " | ".join(
         f"{name}{' r%d' % regs[name] if name in regs else ''} " + "/".join(f"{us:.2f}" for us in res[name])
         + f" us {nbytes / min(res[name]) / 1e3:.0f}" + (f" ERR {errs[name]:.0e}" if errs.get(name, 0) > 2e-2 else "")
-        for name in fns)
+        for name in res)  # the peers too: time_rounds adds them to its own copy of fns
 
 
 def main():
