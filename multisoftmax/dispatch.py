@@ -94,12 +94,6 @@ ROWS_FWD16_OFFS32_SOFTMAX_MIN_PER_SM = 7.5
 # the softmax of 19-31 0.91-1.02x), aligned rows (4-64 values: 1.00x), EVEN_M (16-lane softmax 1.03-1.10x more, 7's
 # log_softmax 0.90x). Measured: bench/DISPATCH.md, ROWS_FWD32_OFFS32.
 ROWS_FWD32_OFFS32 = (0, 0)
-# ROWS_FWD16_SAME_LANES (the H200's: GPU_CONSTANTS; the H100's: none, not measured there): the 16-bit forward of
-# peeled rows whose body runs in these lanes (BLOCK_N) takes OFFS32 and SAME_STRIDES as ROWS_FWD32_OFFS32 does
-# (where stride_ym == stride_xm and the offsets fit in 32 bits). H200, the benchmark's clock
-# (probe_rows_same16_peeled.log): bf16 peeled rows of 81-255 values 1.00-1.12x (1048576 x 150 softmax 191.4 ->
-# 175.1 us), those in 64 lanes (65, 67) 0.98-1.00x. Measured: bench/DISPATCH.md, ROWS_FWD16_SAME_LANES.
-ROWS_FWD16_SAME_LANES = ()
 # ROWS16_FWD_FTZ (the H200's: GPU_CONSTANTS; the H100's: False, not measured there): the 16-bit rows forward takes
 # its exps by ex2.approx.ftz (kernels/softmax.py softmax_fwd_rows' FTZ: a y below 2 ** -126, a bfloat16 subnormal,
 # becomes 0, as the cooperative and where kernels' 16-bit forwards), in rows aligned to VEC or peeled. H200, the
@@ -680,7 +674,7 @@ GPU_CONSTANTS = {
                                         for BLOCK_N in (32, 64)},
                                      (True, 16, True): (32, 1), (False, 16, True): (32, 1), (True, 32, True): (32, 1)},
                  ROWS_ODD16_TILINGS={(False, 8): (64, 1), (False, 16): (32, 1)},
-                 ROWS_FWD32_OFFS32=(16, 32), ROWS_FWD16_SAME_LANES=(128, 256),
+                 ROWS_FWD32_OFFS32=(16, 32),
                  ROWS_WHOLE32={**{(forward, log, BLOCK_N, TAIL_N, odd): tiling
                                   for (BLOCK_N, TAIL_N), tiling, odds in (
                                       ((2, 0), (256, 4, 256, 4), (False, True)), ((4, 0), (64, 1, 32, 1), (True,)),
@@ -1439,13 +1433,10 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
                   and (log or grid[0] >= ROWS_FWD16_OFFS32_SOFTMAX_MIN_PER_SM * num_sms) and fits32)
         # ...and this GPU's short unaligned float32 rows, with y's offsets x's (ROWS_FWD32_OFFS32)
         whole32, peeled32 = _tuned("ROWS_FWD32_OFFS32", gpu)
-        same = (itemsize == 4 and acc["ALIGN"] < vec and stride_xm == stride_ym and fits32
-                and (N <= peeled32 if peeled else (BLOCK_N <= whole32 and (
-                    acc["ALIGN"] == 1 or grid[0] >= ROWS_WHOLE32_MIN_PROGRAMS * num_sms))))
-        # ...and this GPU's peeled 16-bit rows in ROWS_FWD16_SAME_LANES's lanes alike
-        same |= (itemsize == 2 and peeled and stride_xm == stride_ym and fits32
-                 and BLOCK_N in _tuned("ROWS_FWD16_SAME_LANES", gpu))
-        offs32 |= same
+        short32 = (itemsize == 4 and acc["ALIGN"] < vec and stride_xm == stride_ym and fits32
+                   and (N <= peeled32 if peeled else (BLOCK_N <= whole32 and (
+                       acc["ALIGN"] == 1 or grid[0] >= ROWS_WHOLE32_MIN_PROGRAMS * num_sms))))
+        offs32 |= short32
         # aligned rows with a tail under this GPU's cap (ROWS_TAIL_FWD_CAP_REGS) where the launcher can pass it
         cap = (_tuned("ROWS_TAIL_FWD_CAP_REGS", gpu).get((itemsize, BLOCK_N))
                if TAIL_N and not peeled and acc["ALIGN"] >= vec and register_cap else None)
@@ -1456,7 +1447,7 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
                 and M >= ROWS16_FWD_FTZ_WARPS_MIN_PER_SM * num_sms):
             num_warps = warps  # and rows that fill few of their lanes at fewer warps (ROWS16_FWD_FTZ_WARPS)
         meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, **rows_m, EVEN_N=even_n,
-                    OFFS32=offs32, **({"FTZ": True} if ftz else {}), **({"SAME_STRIDES": True} if same else {}),
+                    OFFS32=offs32, **({"FTZ": True} if ftz else {}), **({"SAME_STRIDES": True} if short32 else {}),
                     num_warps=num_warps, num_stages=1,
                     **({"maxnreg": cap} if cap else {}))
         return (Launch("softmax_fwd_rows", ("x",), (M, N, stride_xm, stride_ym),

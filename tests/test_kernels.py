@@ -2240,8 +2240,7 @@ def test_rows_peel16_rule():
     ROWS_PEEL16_SMALL_M), the forward in 16-2048 lanes, the backward in 16-512 (ROWS_PEEL16_SMALL_LANES). The even rows' backward and longer forwards (in 512 lanes:
     ROWS_TILINGS' 4 rows at 2 warps, unpeeled), the even rows of 64 and 128 lanes, float32 (always peeled), rows of
     PEEL_MIN_N values and more, forced families and the H100's rules keep the plans they had; nothing but PEEL, the
-    edges (TAIL_N), the tiling, FTZ (peeled forwards take it) and OFFS32 (peeled rows leave it but for
-    ROWS_FWD16_SAME_LANES' forwards, which take SAME_STRIDES too: test_rows_fwd16_same_rule) changes."""
+    edges (TAIL_N), the tiling, FTZ (peeled forwards take it) and OFFS32 (peeled rows leave it) changes."""
     assert dispatch.ROWS_PEEL16 == {} and dispatch.ROWS_PEEL16_MIN_PER_SM == 32
     assert dispatch.ROWS_PEEL16_SMALL_LANES == {True: 0, False: 0} and not dispatch.ROWS_PEEL16_TAILS
     h200 = dispatch.GPU_CONSTANTS["H200"]
@@ -2264,7 +2263,7 @@ def test_rows_peel16_rule():
               (True, 19): (16, 1), (True, 25): (16, 1), (True, 31): (16, 1), (True, 39): (16, 1), (False, 21): (16, 1),
               (False, 23): (16, 1), (False, 37): (16, 1), (False, 33): (16, 1)}  # whole: test_rows_whole16_rule
     tails = (17, 33, 65, 129, 257, 258, 521, 1025)
-    skip = ("PEEL", "TAIL_N", "BLOCK_N", "BLOCK_M", "num_warps", "FTZ", "EVEN_M", "ALIGN_M", "OFFS32", "SAME_STRIDES")
+    skip = ("PEEL", "TAIL_N", "BLOCK_N", "BLOCK_M", "num_warps", "FTZ", "EVEN_M", "ALIGN_M", "OFFS32")
     for (forward, N), (block_m, warps) in peeled.items():
         for dtype in ("bfloat16", "float16"):
             for log in (False, True):
@@ -2567,57 +2566,6 @@ def test_rows_fwd32_offs32_run(torch_device, log):
         x, y = _check_rows_launch(one, M, N, "float32", log, True, torch_device, 5 * M + N, what, stride)
         off = (dataclasses.replace(one, meta=tuple(dict(one.kwargs, OFFS32=False, SAME_STRIDES=False).items())),)
         y_off = _run(off, {"x": x}, "float32", torch_device, (M, stride))[:, :N]
-        assert torch.equal(y.isnan(), y_off.isnan()) and torch.equal(y.nan_to_num(), y_off.nan_to_num()), what
-
-
-def test_rows_fwd16_same_rule():
-    """The H200's 16-bit forward of peeled rows whose body runs in 128 or 256 lanes (odd 73-263 values, and even ones
-    peeled, forced peels too) computes its offsets in 32 bits (OFFS32) and y's are x's (SAME_STRIDES):
-    ROWS_FWD16_SAME_LANES = (128, 256). Not peeled rows in other lanes (33-71 in 32 and 64, 265 and more in 512),
-    unpeeled rows (which keep ROWS_FWD16_OFFS32_LANES' OFFS32 and take no SAME_STRIDES), offsets past 2**31 values, the
-    backward, float32, nor the H100's rules."""
-    assert dispatch.ROWS_FWD16_SAME_LANES == () and dispatch.GPU_CONSTANTS["H200"]["ROWS_FWD16_SAME_LANES"] == (128, 256)
-    seen = set()
-    for N, M, log, dtype in itertools.product(range(33, 300, 2), (1, 37, 1056, 4224, 1048576), (False, True),
-                                              ("bfloat16", "float16")):
-        for gpu, force_peel in (("H200", None), ("H200", True), ("", None)):
-            (one,) = _short_plans(M, N, True, gpu, dtype, log, force_peel=force_peel)
-            kw = one.kwargs
-            if "PEEL" not in kw:
-                continue
-            want = gpu == "H200" and kw["PEEL"] and kw["BLOCK_N"] in (128, 256)
-            assert kw.get("SAME_STRIDES", False) == want and (kw["OFFS32"] or not want), (N, M, log, gpu, kw)
-            if kw["PEEL"]:
-                assert kw["OFFS32"] == want, (N, M, log, gpu, force_peel, kw)
-            seen.add((want, kw["PEEL"], kw["BLOCK_N"]))
-    assert {(True, True, 128), (True, True, 256), (False, True, 64), (False, True, 512)} <= seen, seen
-    for log in (False, True):
-        for N in (130, 150):  # even, peeled on large grids
-            (one,) = _short_plans(1048576, N, True, "H200", "bfloat16", log)
-            assert one.kwargs["PEEL"] and one.kwargs["OFFS32"] and one.kwargs["SAME_STRIDES"], (N, one.kwargs)
-        (far,) = _short_plans(65536, 131, True, "H200", "bfloat16", log, stride=40000)
-        assert far.kwargs["PEEL"] and not far.kwargs["OFFS32"] and "SAME_STRIDES" not in far.kwargs, far.kwargs
-        (near,) = _short_plans(16384, 131, True, "H200", "bfloat16", log, stride=40000)
-        assert near.kwargs["OFFS32"] and near.kwargs["SAME_STRIDES"]  # 16384 rows 40000 apart fit in 32 bits
-        for dtype in ("bfloat16", "float16", "float32"):
-            assert "SAME_STRIDES" not in _short_plans(65536, 131, False, "H200", dtype, log)[0].kwargs
-        assert "SAME_STRIDES" not in _short_plans(65536, 131, True, "H200", "float32", log)[0].kwargs
-
-
-@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
-def test_rows_fwd16_same_run(torch_device, log):
-    """The H200's peeled 16-bit forward with ROWS_FWD16_SAME_LANES' OFFS32 and SAME_STRIDES (bf16 rows of 77 and 131
-    values in 128 lanes, 201 in 256, contiguous and 5 values past each row; float16 255) on x with a NaN, a +inf, an
-    all -inf row and the dtype's largest value: y right against float64, x not modified; and the same launch with both
-    off: the same values, bit for bit."""
-    for M, N, stride, dtype in ((64, 77, 77, "bfloat16"), (40, 131, 136, "bfloat16"), (16, 201, 201, "bfloat16"),
-                                (16, 255, 260, "float16")):
-        (one,) = dispatch.plan_forward(M, N, stride, stride, dtype, log, 4, gpu="H200")
-        assert one.kwargs["PEEL"] and one.kwargs["OFFS32"] and one.kwargs["SAME_STRIDES"], (M, N, one.kwargs)
-        what = f"H200 fwd16 same {(M, N, stride, dtype)} log={log} {dict(one.kwargs)}"
-        x, y = _check_rows_launch(one, M, N, dtype, log, True, torch_device, 3 * M + N, what, stride)
-        off = (dataclasses.replace(one, meta=tuple(dict(one.kwargs, OFFS32=False, SAME_STRIDES=False).items())),)
-        y_off = _run(off, {"x": x}, dtype, torch_device, (M, stride))[:, :N]
         assert torch.equal(y.isnan(), y_off.isnan()) and torch.equal(y.nan_to_num(), y_off.nan_to_num()), what
 
 
