@@ -81,8 +81,8 @@ ROWS_FWD_ONE_ROW_N = {2: (1024,)}
 # bench/DISPATCH.md, ROWS_FWD16_OFFS32_LANES (probe_rows_code*.log, probe_rows_offs32*.log).
 ROWS_FWD16_OFFS32_LANES = 256
 ROWS_FWD16_OFFS32_SOFTMAX_MIN_PER_SM = 7.5
-# ROWS_FWD32_OFFS32 (whole rows' BLOCK_N, peeled rows' N) at most (the H200's: GPU_CONSTANTS; the H100's: none,
-# not measured there): the float32 forward of rows not 16-byte aligned (ALIGN < 4), whole in that many lanes (a tail
+# ROWS_FWD32_OFFS32 (whole rows' BLOCK_N, peeled rows' N) at most (the H200's: GPU_CONSTANTS (16, 32); the H100's:
+# (32, 0), below): the float32 forward of rows not 16-byte aligned (ALIGN < 4), whole in that many lanes (a tail
 # past them included; of ALIGN 2 only in grids of ROWS_WHOLE32_MIN_PROGRAMS programs an SM) or peeled and that short,
 # computes its offsets in 32 bits (OFFS32, where they fit) and y's offsets are x's (SAME_STRIDES, where stride_ym ==
 # stride_xm). A row of 5 values in 8 lanes holds one value a thread, so the kernel's 64-bit offset arithmetic, twice
@@ -92,8 +92,11 @@ ROWS_FWD16_OFFS32_SOFTMAX_MIN_PER_SM = 7.5
 # peeled log_softmax of 19-31 1.02-1.07x; 110 changed cases, geomean 1.07, the 8 under 1.00x at 0.991-0.998. Left:
 # ALIGN 2 in smaller grids (6, 10 and 14 on 1056 and 4224 rows 0.97-1.01x), whole rows in 32 lanes (18 1.00-1.09x,
 # the softmax of 19-31 0.91-1.02x), aligned rows (4-64 values: 1.00x), EVEN_M (16-lane softmax 1.03-1.10x more, 7's
-# log_softmax 0.90x). Measured: bench/DISPATCH.md, ROWS_FWD32_OFFS32.
-ROWS_FWD32_OFFS32 = (0, 0)
+# log_softmax 0.90x). H100 (probe_rows_h100_short32.log, _whole32_fwd.log): measured with ROWS_WHOLE32's whole rows,
+# in up to 32 lanes (1048576 x 3 log_softmax 17.7 -> 11.2 us, whole 5-31 values 1.00-1.47x over whole alone);
+# peeled rows of 13-31 values 0.97-1.03x (none). Measured: bench/DISPATCH.md, ROWS_FWD32_OFFS32 and "ROWS_WHOLE32 and
+# ROWS_FWD32_OFFS32 on the H100".
+ROWS_FWD32_OFFS32 = (32, 0)
 # ROWS16_FWD_FTZ (the H200's: GPU_CONSTANTS; the H100's: False, not measured there): the 16-bit rows forward takes
 # its exps by ex2.approx.ftz (kernels/softmax.py softmax_fwd_rows' FTZ: a y below 2 ** -126, a bfloat16 subnormal,
 # becomes 0, as the cooperative and where kernels' 16-bit forwards), in rows aligned to VEC or peeled. H200, the
@@ -467,7 +470,7 @@ ROWS_WHOLE16_TAILS: dict = {}
 # Measured: bench/DISPATCH.md, ROWS_PEEL16.
 ROWS_ODD16_TILINGS: dict = {}
 # ROWS_WHOLE32 {(forward, log, BLOCK_N, TAIL_N, odd): (BLOCK_M, num_warps, SMALL_BLOCK_M, SMALL_NUM_WARPS)} (the
-# H200's: GPU_CONSTANTS; none on the H100, not measured there): float32 rows not 16-byte aligned (N or a stride not a
+# H200's: GPU_CONSTANTS; the H100's: the module's, below): float32 rows not 16-byte aligned (N or a stride not a
 # multiple of 4; `odd`: ALIGN 1, else 2), which `peel` peels from 4 values, in BLOCK_N + TAIL_N lanes (row_segments),
 # run whole at this tiling, and where it leaves fewer than ROWS_WHOLE32_MIN_PROGRAMS programs an SM at SMALL_BLOCK_M
 # rows and SMALL_NUM_WARPS. H200 (probe_rows_short32_8_16.log, _32_64.log, _2_4.log; 4224, 65536 and 1048576 rows,
@@ -480,8 +483,29 @@ ROWS_ODD16_TILINGS: dict = {}
 # warps 4.3-27x (1048576 x 2 softmax backward 201 -> 7.4 us). 33 (32 + 1) 0.78-1.22x and 63 (64 lanes) 1.00-1.14x
 # from 65536 rows: left. The check (probe_rows_whole32_check*.log, 1056-1048576 rows, the float32 rows of 1-31 values
 # and float64's 1, 415 changed plans against the plans before): 1.00-25x, geomean 1.98, none behind (1048576 x 21
-# softmax forward 1.00x, 18 and 30 1.01x). Measured: bench/DISPATCH.md, ROWS_WHOLE32.
-ROWS_WHOLE32: dict = {}
+# softmax forward 1.00x, 18 and 30 1.01x). The H100 (probe_rows_h100_whole32_fwd.log, _bwd.log: 2-30 values on 4224,
+# 65536 and 1048576 rows at 16-256 rows a program, the forward with ROWS_FWD32_OFFS32's flags): 2 at 256 rows and 4
+# warps (backward 128), 3 at 128 and 4, 5-7 at 64 and 2 (backward 32 and 1: 1048576 x 5 38.5 -> 22.2 us), 9-15 and 17
+# at 32 and 1 (backward 16), 18-32 at 16 and 1, but the softmax forward of odd 19-31 at 32 and 2 (1048576 x 21: 0.95x
+# the plan before at 16 rows, 1.05x at 32 and 2; probe_rows_h100_whole32_odd32.log); smaller grids at 16 rows and 1
+# warp. The check (probe_rows_h100_whole32_check.log; 1-31 values, 1056-1048576 rows, 470 cases against the plans
+# before, the first table): 0.954-3.26x, geomean 1.41 (1048576 x 5 softmax forward 35.9 -> 16.1 us, x 7 53.2 ->
+# 21.9); the log_softmax forward of odd 19-31 (unchanged) within 0.8%. Measured: bench/DISPATCH.md, "ROWS_WHOLE32
+# and ROWS_FWD32_OFFS32 on the H100".
+ROWS_WHOLE32: dict = {(forward, log, BLOCK_N, TAIL_N, odd): tiling
+                      for forwards, (BLOCK_N, TAIL_N), tiling, odds in (
+                          ((True,), (2, 0), (256, 4, 256, 4), (False, True)),
+                          ((False,), (2, 0), (128, 4, 128, 4), (False, True)),
+                          ((True, False), (4, 0), (128, 4, 128, 4), (True,)),
+                          ((True,), (8, 0), (64, 2, 16, 1), (False, True)),
+                          ((False,), (8, 0), (32, 1, 16, 1), (False, True)),
+                          ((True,), (16, 0), (32, 1, 16, 1), (False, True)),
+                          ((False,), (16, 0), (16, 1, 16, 1), (False, True)),
+                          ((True,), (16, 1), (32, 1, 16, 1), (True,)), ((False,), (16, 1), (16, 1, 16, 1), (True,)),
+                          ((True, False), (32, 0), (16, 1, 16, 1), (False, True)))
+                      for forward in forwards for log in (False, True) for odd in odds
+                      if not (forward and log and odd and BLOCK_N == 32)}
+ROWS_WHOLE32[True, False, 32, 0, True] = (32, 2, 16, 1)  # (the softmax forward of odd 19-31 values)
 ROWS_WHOLE32_MIN_PROGRAMS = 4
 # A chunk of a split row is at least this many elements, so each program streams long
 # enough to hide its start-up and the partials stay few.

@@ -1,4 +1,5 @@
-"""dispatch's rules patched to force plans it does not choose at test sizes (tests only)."""
+"""dispatch's rules patched to force plans it does not choose at test sizes, or as an earlier tree had them, and
+the tilings some rules are expected to give, written out apart from dispatch (tests only)."""
 
 import contextlib
 import dataclasses
@@ -134,3 +135,31 @@ def gpu_values_within(dispatch, gpu, values):
     def patch(d, set_attr):
         set_attr(d, "GPU_CONSTANTS", {**d.GPU_CONSTANTS, gpu: {**d.GPU_CONSTANTS[gpu], **values}})
     return patched_within(dispatch, patch)
+
+
+def before_whole32(dispatch, set_attr=setattr):
+    """Patch `dispatch`'s module values (the H100's) as they were before the H100 had its short unaligned float32 rules
+    (ROWS_WHOLE32 none, ROWS_FWD32_OFFS32 (0, 0); 2026-12-06), which the H100's logs before
+    bench/results/h100/probe_rows_h100_whole32_*.log ran; `patched_within(dispatch, before_whole32)`."""
+    set_attr(dispatch, "ROWS_WHOLE32", {})
+    set_attr(dispatch, "ROWS_FWD32_OFFS32", (0, 0))
+
+
+def whole32_tiling(gpu, N, forward, log, odd):
+    """(BLOCK_M, num_warps, small grids' BLOCK_M, num_warps) that ROWS_WHOLE32 should give float32 rows of N values
+    (their row_segments' lanes; `odd`: ALIGN 1) on the GPU of key `gpu` ("H200", else the H100's rules), or None
+    (kept peeled), as bench/DISPATCH.md's ROWS_WHOLE32 section has them."""
+    if forward and log and odd and N > 17:
+        return None  # (the log_softmax forward of odd 19-31 values, both GPUs)
+    if gpu == "H200":
+        return {2: (256, 4, 256, 4), 3: (64, 1, 32, 1)}.get(N) or (
+            (64, 2, 16, 1) if N <= 8 else (32, 1, 16, 1) if N <= 16 else (16, 1, 4, 1))
+    if N == 2:
+        return (256, 4, 256, 4) if forward else (128, 4, 128, 4)
+    if N == 3:
+        return (128, 4, 128, 4)
+    if N <= 8:
+        return (64, 2, 16, 1) if forward else (32, 1, 16, 1)
+    if forward and N > 17 and odd and not log:
+        return (32, 2, 16, 1)
+    return (32, 1, 16, 1) if forward and N <= 17 else (16, 1, 16, 1)

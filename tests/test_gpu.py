@@ -11,7 +11,7 @@ import torch
 
 import multisoftmax.torch as mt
 import reference64 as ref
-from forced_plans import without_ftz
+from forced_plans import whole32_tiling, without_ftz
 from multisoftmax import dispatch
 
 # After multisoftmax: without a GPU it sets TRITON_INTERPRET before triton is first imported, and
@@ -434,32 +434,33 @@ def _check_rows_special_and_shifted(M: int, N: int, dtype: str):
                                           ("float32", 13, 8), ("float32", 17, 80), ("float32", 17, 8),
                                           ("float32", 25, 80), ("float32", 30, 8), ("float32", 1, 64),
                                           ("float64", 1, 64)])
-def test_h200_whole32_through_both_adapters(dtype, N, per_sm):
-    """The H200's float32 rows not 16-byte aligned of 2-32 values whole (GPU_CONSTANTS' ROWS_WHOLE32: 2 at 256 rows
-    and 4 warps, 3 at 64 and 1, 5-7 at 64 and 2, 9-15 at 32 and 1, 17-32 at 16 and 1; under ROWS_WHOLE32_MIN_PROGRAMS' 4
-    programs an SM 32, 16 and 4 rows at 1 warp; the log_softmax forward of odd 19-31 kept peeled; their forward in 16
-    lanes (ALIGN 2: from 4 programs an SM) or peeled with 32-bit offsets, y's x's: ROWS_FWD32_OFFS32), and the rows no
-    GPU peels now (float32 N < 4, float64 N = 1), `per_sm` rows an SM and one more: through the torch adapter and the
+def test_whole32_through_both_adapters(dtype, N, per_sm):
+    """Float32 rows not 16-byte aligned of 2-32 values whole at this GPU's tiling (ROWS_WHOLE32, as
+    forced_plans.whole32_tiling writes it out: the H200's and the H100's, any other GPU's the H100's rules; the
+    log_softmax forward of odd 19-31 kept peeled; their forward whole in ROWS_FWD32_OFFS32[0] lanes (ALIGN 2: from 4
+    programs an SM) or peeled and at most ROWS_FWD32_OFFS32[1] values long with 32-bit offsets, y's x's), and the rows
+    no GPU peels now (float32 N < 4, float64 N = 1), `per_sm` rows an SM and one more: through the torch adapter and the
     JAX adapter (jax.vjp), both ops and directions, on random x, on x with a NaN, a +inf, an all -inf row and the
     largest and lowest finite values, and (the torch adapter) on x and dy that start 4 bytes past their storage: right
-    against float64. On another GPU the same shapes run its own plans, checked alike."""
+    against float64."""
     M = per_sm * _sms() + 1
-    if dispatch.tuned_gpu(torch.cuda.get_device_name()) == "H200":
-        for log in (False, True):
-            for one in (dispatch.plan_forward(M, N, N, N, dtype, log, _sms(), gpu="H200")
-                        + dispatch.plan_backward(M, N, N, N, N, dtype, log, _sms(), gpu="H200")):
-                forward = one.kernel == "softmax_fwd_rows"
-                assert one.kernel in ("softmax_fwd_rows", "softmax_bwd_rows"), (N, one.kernel)
-                assert one.kwargs["PEEL"] == (N == 25 and log and forward), (log, N, one.kernel)
-                if forward and dtype == "float32":  # ROWS_FWD32_OFFS32: in 16 lanes (a tail past them) or peeled
-                    offs32 = one.kwargs["PEEL"] or one.kwargs["BLOCK_N"] <= 16 and (
-                        N % 2 == 1 or one.grid[0] >= 4 * _sms())  # (ALIGN 2: 4 programs an SM)
-                    assert one.kwargs["OFFS32"] == offs32 == one.kwargs.get("SAME_STRIDES", False), (log, N)
-                if dtype == "float32" and N > 1 and not one.kwargs["PEEL"]:
-                    big = {2: 256, 3: 64, 5: 64, 6: 64}.get(N, 32 if N < 17 else 16)
-                    small = {2: (256, 4), 3: (32, 1)}.get(N, (16, 1) if N < 17 else (4, 1))
-                    want = ((big, 4 if N == 2 else 2 if N in (5, 6) else 1) if M >= 4 * _sms() * big else small)
-                    assert (one.kwargs["BLOCK_M"], one.kwargs["num_warps"]) == want, (log, N, one.kernel)
+    gpu = dispatch.tuned_gpu(torch.cuda.get_device_name())
+    whole32, peeled32 = dispatch._tuned("ROWS_FWD32_OFFS32", gpu)
+    assert (whole32, peeled32) == ((16, 32) if gpu == "H200" else (32, 0)), gpu
+    for log in (False, True):
+        for one in (dispatch.plan_forward(M, N, N, N, dtype, log, _sms(), gpu=gpu)
+                    + dispatch.plan_backward(M, N, N, N, N, dtype, log, _sms(), gpu=gpu)):
+            forward = one.kernel == "softmax_fwd_rows"
+            assert one.kernel in ("softmax_fwd_rows", "softmax_bwd_rows"), (N, one.kernel)
+            assert one.kwargs["PEEL"] == (N == 25 and log and forward), (log, N, one.kernel)
+            if forward and dtype == "float32":  # ROWS_FWD32_OFFS32
+                offs32 = (N <= peeled32 if one.kwargs["PEEL"] else one.kwargs["BLOCK_N"] <= whole32 and (
+                    N % 2 == 1 or one.grid[0] >= 4 * _sms()))  # (ALIGN 2: 4 programs an SM)
+                assert one.kwargs["OFFS32"] == offs32 == one.kwargs.get("SAME_STRIDES", False), (log, N)
+            if dtype == "float32" and N > 1 and not one.kwargs["PEEL"]:
+                tiling = whole32_tiling(gpu, N, forward, log, N % 2 == 1)
+                want = tiling[:2] if M >= 4 * _sms() * tiling[0] else tiling[2:]
+                assert (one.kwargs["BLOCK_M"], one.kwargs["num_warps"]) == want, (gpu, log, N, one.kernel)
     _check_rows_special_and_shifted(M, N, dtype)
 
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import reference64 as ref
-from forced_plans import without_ftz
+from forced_plans import before_whole32, patched_within, whole32_tiling, without_ftz
 from uninterpreted import run_uninterpreted
 import multisoftmax.torch  # noqa: F401  (registers torch.ops.multisoftmax)
 from multisoftmax import dispatch, launch, occupancy
@@ -68,10 +68,12 @@ def test_family_forward_backward(forced_family, torch_device, fam, dtype, log, M
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
 @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
 @pytest.mark.parametrize("M,N", [(9, 3), (3, 17), (4, 37), (2, 130)])
-def test_peeled_rows(forced_family, torch_device, fam, dtype, log, M, N):
+def test_peeled_rows(forced_family, monkeypatch, torch_device, fam, dtype, log, M, N):
     """Rows not 16-byte aligned, cut into head, aligned body and tail (PEEL): every row
     starts at another offset within a 16-byte cell; rows shorter than a cell, which `peel` leaves
-    whole (no body), are all head where forced (force_peel, as the benchmark and probes can)."""
+    whole (no body), are all head where forced (force_peel, as the benchmark and probes can). The H100's
+    ROWS_WHOLE32, which runs short float32 rows whole, is left out (test_rows_whole32_run runs it)."""
+    monkeypatch.setattr(dispatch, "ROWS_WHOLE32", {})
     forced_family(fam, peel_min_n=1)
     x = _random((M, N), dtype, torch_device, seed=M * 7 + N)
     vec = 16 // x.element_size()
@@ -136,7 +138,8 @@ def test_peel_rule():
         for gpu in ("", "H200"):
             assert not dispatch.plan_forward(65536, N, N, N, dtype, False, 132, gpu=gpu)[0].kwargs["PEEL"], (dtype, N)
             assert not dispatch.plan_backward(65536, N, N, N, N, dtype, True, 132, gpu=gpu)[0].kwargs["PEEL"]
-    assert dispatch.plan_forward(64, 5, 5, 5, "float32", False, 132)[0].kwargs["PEEL"]
+    assert dispatch.plan_forward(64, 5, 5, 5, "float32", False, 132, force_peel=None, force="rows")[0].kwargs["PEEL"]
+    assert dispatch.plan_forward(64, 33, 33, 33, "float32", False, 132)[0].kwargs["PEEL"]  # (5-32: ROWS_WHOLE32's)
     assert dispatch.plan_forward(64, 3, 3, 3, "float64", False, 132)[0].kwargs["PEEL"]
     plan = dispatch.plan_forward(8191, 16385, 16385, 16385, "bfloat16", False, 132)[0].kwargs
     assert (plan["BLOCK_N"], plan["TAIL_N"], plan["VEC"]) == (16384, 16, 8)
@@ -2429,140 +2432,149 @@ def _check_rows_launch(one, M, N, dtype, log, forward, device, seed, what, strid
 
 
 def test_rows_whole32_rule():
-    """The H200's float32 rows not 16-byte aligned of 2-32 values (ROWS_WHOLE32) run whole, by lanes: 2 at 256 rows and
-    4 warps, 3 at 64 rows and 1 warp, 5-7 at 64 and 2, 9-15 at 32 and 1, 17 (16 + 1) and 18-32 at 16 and 1; where that
-    leaves fewer than 4 programs an SM (ROWS_WHOLE32_MIN_PROGRAMS), 2 at 256 and 4 warps, 3 at 32 rows, 5-15 at 16,
-    17-31 at 4, 1 warp. Strides that differ (unpeeled before too) alike. The log_softmax forward of odd 19-31 (kept
-    peeled), 33 and 63 values, rows a float32 vector covers (aligned), float64 rows, forced families and force_peel,
-    and the H100's rules keep their plans (the rules' no longer peel rows of fewer than 4 values: `peel`). Nothing but
-    PEEL, BLOCK_N and TAIL_N (row_segments', not the edges), BLOCK_M, num_warps and the grid (and EVEN_M and ALIGN_M
-    with them) changes, nor OFFS32 and SAME_STRIDES (ROWS_FWD32_OFFS32's: test_rows_fwd32_offs32_rule)."""
-    assert dispatch.ROWS_WHOLE32 == {} and dispatch.ROWS_WHOLE32_MIN_PROGRAMS == 4
+    """Float32 rows not 16-byte aligned of 2-32 values (ROWS_WHOLE32) run whole, by lanes. The H200's: 2 at 256 rows
+    and 4 warps, 3 at 64 rows and 1 warp, 5-7 at 64 and 2, 9-15 at 32 and 1, 17 (16 + 1) and 18-32 at 16 and 1; where
+    that leaves fewer than 4 programs an SM (ROWS_WHOLE32_MIN_PROGRAMS), 2 at 256 and 4 warps, 3 at 32 rows, 5-15 at
+    16, 17-31 at 4, 1 warp. The H100's: 2 at 256 rows and 4 warps (backward 128), 3 at 128 and 4, 5-7 at 64 and 2
+    (backward 32 and 1), 9-17 at 32 and 1 (backward 16), 18-32 at 16 and 1 (the softmax forward of odd 19-31 at 32
+    and 2); smaller grids at 16 rows and 1 warp but 2 and 3 (as their larger ones). Strides that differ (unpeeled
+    before too) alike. The log_softmax forward of odd 19-31 (kept peeled), 33 and 63 values, rows a float32 vector
+    covers (aligned), float64 rows, forced families and force_peel keep the plans the rules had without the table
+    (`before_whole32`; they no longer peel rows of fewer than 4 values: `peel`). Nothing but PEEL, BLOCK_N and TAIL_N
+    (row_segments', not the edges), BLOCK_M, num_warps and the grid (and EVEN_M and ALIGN_M with them) changes, nor
+    OFFS32 and SAME_STRIDES (ROWS_FWD32_OFFS32's: test_rows_fwd32_offs32_rule)."""
+    assert dispatch.ROWS_WHOLE32_MIN_PROGRAMS == 4
     skip = ("PEEL", "BLOCK_N", "TAIL_N", "BLOCK_M", "num_warps", "EVEN_M", "ALIGN_M", "OFFS32", "SAME_STRIDES")
 
     def offs_free(launch):
-        """`launch` with ROWS_FWD32_OFFS32's OFFS32 and SAME_STRIDES as the rules have them."""
+        """`launch` with ROWS_FWD32_OFFS32's OFFS32 and SAME_STRIDES as the bare rules have them."""
         kw = {k: v for k, v in launch.kwargs.items() if k != "SAME_STRIDES"}
         return dataclasses.replace(launch, meta=tuple({**kw, **({"OFFS32": False} if "OFFS32" in kw else {})}.items()))
 
-    def tiling(N, forward, log, odd):
-        """(BLOCK_M, num_warps, small BLOCK_M, small num_warps) of the rule, or None."""
-        if N == 2:
-            return (256, 4, 256, 4)
-        if N == 3:
-            return (64, 1, 32, 1)
-        if N <= 8:
-            return (64, 2, 16, 1)
-        if N <= 16:
-            return (32, 1, 16, 1)
-        return None if forward and log and odd and N > 17 else (16, 1, 4, 1)
-
-    seen, grids = set(), (1, 37, 1056, 4224, 16896, 33792, 65536)
-    for N, stride in ((2, None), (3, None), (5, None), (6, None), (7, None), (9, None), (10, None), (13, None),
-                      (15, None), (17, None), (18, None), (19, None), (25, None), (30, None), (31, None), (2, 3),
-                      (6, 9), (12, 13), (8, 10), (16, 18), (24, 27)):
-        for forward, log, M in itertools.product((True, False), (False, True), grids):
-            (rules,) = _short_plans(M, N, forward, "", "float32", log, stride)
-            (tuned,) = _short_plans(M, N, forward, "H200", "float32", log, stride)
-            odd = N % 2 == 1 or (stride or N) % 2 == 1  # ALIGN 1
-            want = tiling(N, forward, log, odd)
-            what = (M, N, stride, forward, log)
-            assert rules.kwargs["PEEL"] == (N > 3), what
-            if want is None:
-                assert offs_free(tuned) == rules and tuned.kwargs["PEEL"], what
-                continue
-            big = M >= 4 * 132 * want[0]
-            block_m, num_warps = want[:2] if big else want[2:]
-            block_m = min(block_m, triton.next_power_of_2(M))
-            assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == (block_m, num_warps), what
-            assert tuned.grid == (triton.cdiv(M, block_m),) and not tuned.kwargs["PEEL"], what
-            assert (tuned.kwargs["BLOCK_N"], tuned.kwargs["TAIL_N"]) == dispatch.row_segments(N), what
-            assert tuned.kernel == rules.kernel and {k: v for k, v in tuned.kwargs.items() if k not in skip} == \
-                {k: v for k, v in rules.kwargs.items() if k not in skip}, what
-            seen.add((N, big))
-    assert len(seen) == 2 * 19 - 1, sorted(seen)  # both kinds of grid for every N but 2 (65536 rows: small)
-    (unequal,) = dispatch.plan_backward(65536, 9, 9, 9, 16, "float32", False, 132, gpu="H200")
-    assert (unequal.kwargs["BLOCK_M"], unequal.kwargs["num_warps"]) == (32, 1) and not unequal.kwargs["PEEL"]
-    for M, N, kw in ((65536, 33, {}), (65536, 63, {}), (65536, 35, {}), (65536, 12, {}), (65536, 8, {}),
-                     (65536, 9, dict(dtype="float64")), (65536, 2, dict(dtype="float64", stride=3)),
-                     (65536, 9, dict(force="rows")), (65536, 9, dict(force_peel=True))):
-        kw = {"dtype": "float32", **kw}
-        for forward in (True, False):
-            (tuned,) = _short_plans(M, N, forward, "H200", **kw)
-            (rules,) = _short_plans(M, N, forward, "", **kw)
-            assert offs_free(tuned) == rules or N in (8, 12), (M, N, kw)  # (aligned 8 and 12: ROWS_TILINGS')
-            assert tuned.kwargs["PEEL"] == (N not in (8, 12)), (M, N, kw)
+    grids = (1, 37, 1056, 4224, 16896, 33792, 65536)
+    for gpu in ("H200", ""):
+        seen, never_big = set(), set()
+        for N, stride in ((2, None), (3, None), (5, None), (6, None), (7, None), (9, None), (10, None), (13, None),
+                          (15, None), (17, None), (18, None), (19, None), (25, None), (30, None), (31, None), (2, 3),
+                          (6, 9), (12, 13), (8, 10), (16, 18), (24, 27)):
+            for forward, log, M in itertools.product((True, False), (False, True), grids):
+                with patched_within(dispatch, before_whole32):
+                    (rules,) = _short_plans(M, N, forward, "", "float32", log, stride)
+                (tuned,) = _short_plans(M, N, forward, gpu, "float32", log, stride)
+                odd = N % 2 == 1 or (stride or N) % 2 == 1  # ALIGN 1
+                want = whole32_tiling(gpu, N, forward, log, odd)
+                what = (gpu, M, N, stride, forward, log)
+                assert rules.kwargs["PEEL"] == (N > 3), what
+                if want is None:
+                    assert offs_free(tuned) == rules and tuned.kwargs["PEEL"], what
+                    continue
+                if 4 * 132 * want[0] > grids[-1]:
+                    never_big.add(N)
+                big = M >= 4 * 132 * want[0]
+                block_m, num_warps = want[:2] if big else want[2:]
+                block_m = min(block_m, triton.next_power_of_2(M))
+                assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == (block_m, num_warps), what
+                assert tuned.grid == (triton.cdiv(M, block_m),) and not tuned.kwargs["PEEL"], what
+                assert (tuned.kwargs["BLOCK_N"], tuned.kwargs["TAIL_N"]) == dispatch.row_segments(N), what
+                assert tuned.kernel == rules.kernel and {k: v for k, v in tuned.kwargs.items() if k not in skip} == \
+                    {k: v for k, v in rules.kwargs.items() if k not in skip}, what
+                seen.add((N, big))
+        # both kinds of grid for every N but those whose tiling needs more than 65536 rows (H200: 2; H100: 2, 3)
+        assert never_big == ({2} if gpu else {2, 3}) and len(seen) == 2 * 19 - len(never_big), (gpu, sorted(seen))
+        (unequal,) = dispatch.plan_backward(65536, 9, 9, 9, 16, "float32", False, 132, gpu=gpu)
+        assert (unequal.kwargs["BLOCK_M"], unequal.kwargs["num_warps"]) == ((32 if gpu else 16), 1)
+        assert not unequal.kwargs["PEEL"]
+        for M, N, kw in ((65536, 33, {}), (65536, 63, {}), (65536, 35, {}), (65536, 12, {}), (65536, 8, {}),
+                         (65536, 9, dict(dtype="float64")), (65536, 2, dict(dtype="float64", stride=3)),
+                         (65536, 9, dict(force="rows")), (65536, 9, dict(force_peel=True))):
+            kw = {"dtype": "float32", **kw}
+            for forward in (True, False):
+                (tuned,) = _short_plans(M, N, forward, gpu, **kw)
+                with patched_within(dispatch, before_whole32):
+                        (rules,) = _short_plans(M, N, forward, "", **kw)
+                assert offs_free(tuned) == rules or gpu and N in (8, 12), (M, N, kw)  # (aligned: ROWS_TILINGS')
+                assert tuned.kwargs["PEEL"] == (N not in (8, 12)), (gpu, M, N, kw)
 
 
+@pytest.mark.parametrize("gpu", ["H200", ""], ids=["H200", "H100"])
 @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
-def test_rows_whole32_run(torch_device, log):
-    """The H200's short unaligned float32 rows whole (ROWS_WHOLE32), planned for 4 SMs so that 2048 rows fill the rule's
-    grid and 64 rows run its smaller grids' tiling, and the rows `peel` no longer peels (1-3 values, float64's 1; 25's
-    log_softmax forward and float64's 3 peeled), on x with a NaN, a +inf, an all -inf row and the dtype's largest
+def test_rows_whole32_run(torch_device, log, gpu):
+    """The GPUs' short unaligned float32 rows whole (ROWS_WHOLE32), planned for 4 SMs so that 2048 rows fill the rule's
+    grid and 64 rows run its smaller grids' tiling (2048 x 21's softmax forward the H100's 32 rows at 2 warps), and
+    the rows `peel` no longer peels (1-3 values, float64's 1; 21 and 25's log_softmax forward and float64's 3 peeled), on x with a NaN, a +inf, an all -inf row and the dtype's largest
     value: y and dx right against float64, inputs not modified."""
     for M, N, dtype in ((2048, 2, "float32"), (64, 3, "float32"), (2048, 5, "float32"), (64, 6, "float32"),
                         (2048, 13, "float32"), (64, 10, "float32"), (2048, 17, "float32"), (64, 17, "float32"),
-                        (2048, 30, "float32"), (64, 25, "float32"), (64, 1, "float32"), (64, 1, "float64"),
-                        (64, 3, "float64")):
+                        (2048, 30, "float32"), (64, 25, "float32"), (2048, 21, "float32"), (64, 1, "float32"),
+                        (64, 1, "float64"), (64, 3, "float64")):
         for forward in (True, False):
-            (one,) = (dispatch.plan_forward(M, N, N, N, dtype, log, 4, gpu="H200") if forward
-                      else dispatch.plan_backward(M, N, N, N, N, dtype, log, 4, gpu="H200"))
-            peeled = dtype == "float64" and N == 3 or N == 25 and forward and log  # (25: kept peeled)
+            (one,) = (dispatch.plan_forward(M, N, N, N, dtype, log, 4, gpu=gpu) if forward
+                      else dispatch.plan_backward(M, N, N, N, N, dtype, log, 4, gpu=gpu))
+            peeled = dtype == "float64" and N == 3 or N in (21, 25) and forward and log  # (21, 25: kept peeled)
+            if gpu == "" and N == 21 and forward and not log:  # (the H100's odd 19-31 softmax forward: 32 x 2)
+                assert (one.kwargs["BLOCK_M"], one.kwargs["num_warps"]) == (32, 2), one.kwargs
             assert one.kwargs["PEEL"] == peeled, (M, N, dtype)
             _check_rows_launch(one, M, N, dtype, log, forward, torch_device, 71 + N,
-                               f"H200 whole32 {(M, N, dtype)} fwd={forward} log={log} {dict(one.kwargs)}")
+                               f"{gpu or 'H100'} whole32 {(M, N, dtype)} fwd={forward} log={log} {dict(one.kwargs)}")
 
 
 def test_rows_fwd32_offs32_rule():
-    """The H200's float32 forward of rows not 16-byte aligned (ALIGN < 4) whole in at most 16 lanes (a tail past them
-    included: 17; those of ALIGN 2 in grids of at least 4 programs an SM) or peeled and at most 32 values long (the
-    log_softmax of odd 19-31, forced peels) computes its offsets in 32 bits (OFFS32) and y's are x's (SAME_STRIDES):
-    ROWS_FWD32_OFFS32 = (16, 32). Not whole rows in 32 lanes (18-32), peeled ones past 32 values (33, 63), aligned rows
-    (4, 8, 12, 16), x and y strides that differ, offsets past 2**31 values, the backward, float64 and 16-bit rows
-    (ROWS_FWD16_OFFS32_LANES' alone), nor the H100's rules."""
-    assert dispatch.ROWS_FWD32_OFFS32 == (0, 0) and dispatch.GPU_CONSTANTS["H200"]["ROWS_FWD32_OFFS32"] == (16, 32)
-    seen = set()
+    """The float32 forward of rows not 16-byte aligned (ALIGN < 4) computes its offsets in 32 bits (OFFS32) and y's are
+    x's (SAME_STRIDES) where whole in at most ROWS_FWD32_OFFS32[0] lanes (a tail past them included; those of ALIGN 2
+    in grids of at least 4 programs an SM) or peeled and at most ROWS_FWD32_OFFS32[1] values long: the H200's (16, 32)
+    (not whole rows in 32 lanes, 18-32; the peeled log_softmax of odd 19-31 and forced peels do), the H100's (32, 0)
+    (whole rows in 32 lanes do; no peeled row). Not peeled ones past 32 values (33, 63), aligned rows (4, 8, 12, 16), x
+    and y strides that differ, offsets past 2**31 values, the backward, float64 and 16-bit rows
+    (ROWS_FWD16_OFFS32_LANES' alone)."""
+    limits = {"H200": (16, 32), "": (32, 0)}
+    assert dispatch.ROWS_FWD32_OFFS32 == limits[""] and dispatch.GPU_CONSTANTS["H200"]["ROWS_FWD32_OFFS32"] == (16, 32)
+    seen = {gpu: set() for gpu in limits}
     for N, M, log in itertools.product(range(1, 66), (1, 37, 4224, 1048576), (False, True)):
-        for gpu, force_peel in (("H200", None), ("H200", True), ("", None)):
+        for gpu, force_peel in itertools.product(limits, (None, True)):
             (one,) = dispatch.plan_forward(M, N, N, N, "float32", log, 132, force_peel=force_peel, gpu=gpu)
             kw = one.kwargs
             if "PEEL" not in kw:
                 continue
-            peeled = kw["PEEL"]
-            want = gpu == "H200" and N % 4 != 0 and (N <= 32 if peeled else kw["BLOCK_N"] <= 16 and (
+            peeled, (whole32, peeled32) = kw["PEEL"], limits[gpu]
+            want = N % 4 != 0 and (N <= peeled32 if peeled else kw["BLOCK_N"] <= whole32 and (
                 N % 2 == 1 or one.grid[0] >= 4 * 132))
             assert kw["OFFS32"] == want and kw.get("SAME_STRIDES", False) == want, (N, M, log, gpu, force_peel, kw)
-            seen.add((want, peeled, N <= 18))
-    assert seen >= {(True, False, True), (True, True, False), (True, True, True), (False, False, False),
-                    (False, True, False)}, seen
-    for log in (False, True):
-        (whole19,) = _short_plans(65536, 19, True, "H200", "float32", log)
-        assert whole19.kwargs["PEEL"] == log and whole19.kwargs["OFFS32"] == log  # (softmax: whole in 32 lanes)
+            seen[gpu].add((want, peeled, N <= 18))
+    assert seen["H200"] >= {(True, False, True), (True, True, False), (True, True, True), (False, False, False),
+                            (False, True, False)}, seen
+    assert seen[""] >= {(True, False, True), (True, False, False), (False, True, False), (False, True, True),
+                        (False, False, True)}, seen
+    for gpu, log in itertools.product(limits, (False, True)):
+        (whole19,) = _short_plans(65536, 19, True, gpu, "float32", log)
+        assert whole19.kwargs["PEEL"] == log  # (the softmax whole in 32 lanes, the log_softmax peeled)...
+        assert whole19.kwargs["OFFS32"] == (log if gpu else not log)  # (...with 32-bit offsets: the H200 peeled)
         for M, N, sx, sy, dtype in ((65536, 5, 5, 6, "float32"), (65536, 5, 40000, 40000, "float32"),
                                     (65536, 5, 5, 5, "float64"), (65536, 3, 3, 3, "float64")):
-            (one,) = dispatch.plan_forward(M, N, sx, sy, dtype, log, 132, gpu="H200")
+            (one,) = dispatch.plan_forward(M, N, sx, sy, dtype, log, 132, gpu=gpu)
             assert not one.kwargs["OFFS32"] and "SAME_STRIDES" not in one.kwargs, (M, N, sx, sy, dtype)
-        (small,) = dispatch.plan_forward(16384, 5, 40000, 40000, "float32", log, 132, gpu="H200")
+        (small,) = dispatch.plan_forward(16384, 5, 40000, 40000, "float32", log, 132, gpu=gpu)
         assert small.kwargs["OFFS32"] and small.kwargs["SAME_STRIDES"]  # 16384 rows 40000 apart fit in 32 bits
         for dtype in ("bfloat16", "float16"):
-            assert "SAME_STRIDES" not in _short_plans(65536, 5, True, "H200", dtype, log)[0].kwargs
+            assert "SAME_STRIDES" not in _short_plans(65536, 5, True, gpu, dtype, log)[0].kwargs
         for N in (5, 19):
-            assert "SAME_STRIDES" not in _short_plans(65536, N, False, "H200", "float32", log)[0].kwargs
+            assert "SAME_STRIDES" not in _short_plans(65536, N, False, gpu, "float32", log)[0].kwargs
 
 
+@pytest.mark.parametrize("gpu", ["H200", ""], ids=["H200", "H100"])
 @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
-def test_rows_fwd32_offs32_run(torch_device, log):
-    """The H200's float32 forward with ROWS_FWD32_OFFS32's OFFS32 and SAME_STRIDES (rows of 1, 2, 5, 9, 14 and 17
-    values whole, 21 peeled (the log_softmax; its softmax whole without them; and 64 x 6 without, ALIGN 2 in a small
-    grid), contiguous and 7 values past each row) on x with a NaN, a +inf, an all -inf row and the dtype's largest
-    value: y right against float64, x not modified; and the same launch with both off: the same values, bit for bit."""
+def test_rows_fwd32_offs32_run(torch_device, log, gpu):
+    """The GPUs' float32 forward with ROWS_FWD32_OFFS32's OFFS32 and SAME_STRIDES (rows of 1, 2, 5, 9, 14 and 17
+    values whole; 21 peeled, the log_softmax, with them on the H200 alone; its softmax whole, with them on the H100
+    alone; 64 x 6 without, ALIGN 2 in a small grid), contiguous and 7 values past each row, on x with a NaN, a +inf, an
+    all -inf row and the dtype's largest value: y right against float64, x not modified; and the same launch with both
+    off: the same values, bit for bit."""
     for M, N, stride in ((256, 1, 1), (2048, 2, 9), (2048, 5, 5), (64, 5, 12), (2048, 9, 9), (64, 17, 24),
                          (256, 14, 14), (64, 6, 6), (256, 21, 21)):
-        (one,) = dispatch.plan_forward(M, N, stride, stride, "float32", log, 4, gpu="H200")
-        want = (N != 21 or log) and (M, N) != (64, 6)  # (64 x 6: ALIGN 2, 4 programs on 4 SMs)
+        (one,) = dispatch.plan_forward(M, N, stride, stride, "float32", log, 4, gpu=gpu)
+        want = (N != 21 or log == (gpu == "H200")) and (M, N) != (64, 6)  # (64 x 6: ALIGN 2, 4 programs on 4 SMs)
         assert one.kwargs["OFFS32"] == want and one.kwargs.get("SAME_STRIDES", False) == want, (M, N, one.kwargs)
         assert one.kwargs["PEEL"] == (N == 21 and log), (M, N, one.kwargs)
-        what = f"H200 fwd32 offs32 {(M, N, stride)} log={log} {dict(one.kwargs)}"
+        what = f"{gpu or 'H100'} fwd32 offs32 {(M, N, stride)} log={log} {dict(one.kwargs)}"
         x, y = _check_rows_launch(one, M, N, "float32", log, True, torch_device, 5 * M + N, what, stride)
         off = (dataclasses.replace(one, meta=tuple(dict(one.kwargs, OFFS32=False, SAME_STRIDES=False).items())),)
         y_off = _run(off, {"x": x}, "float32", torch_device, (M, stride))[:, :N]
