@@ -149,14 +149,14 @@ def whole32_tiling(gpu, N, forward, log, odd):
     """(BLOCK_M, num_warps, small grids' BLOCK_M, num_warps) that ROWS_WHOLE32 should give float32 rows of N values
     (their row_segments' lanes; `odd`: ALIGN 1) on the GPU of key `gpu` ("H200", else the H100's rules), or None
     (kept peeled), as bench/DISPATCH.md's ROWS_WHOLE32 section has them."""
-    if forward and log and odd and N > 17:
-        return None  # (the log_softmax forward of odd 19-31 values, both GPUs)
+    if N == 1 or forward and log and odd and N > 17 or N == 4 and not odd:
+        return None  # (1 value; the log_softmax forward of odd 19-31 values; 4 values of ALIGN 2: both GPUs)
     if gpu == "H200":
-        return {2: (256, 4, 256, 4), 3: (64, 1, 32, 1)}.get(N) or (
+        return {2: (256, 4, 256, 4), 3: (64, 1, 32, 1), 4: (64, 1, 32, 1)}.get(N) or (
             (64, 2, 16, 1) if N <= 8 else (32, 1, 16, 1) if N <= 16 else (16, 1, 4, 1))
     if N == 2:
         return (256, 4, 256, 4) if forward else (128, 4, 128, 4)
-    if N == 3:
+    if N in (3, 4):
         return (128, 4, 128, 4)
     if N <= 8:
         return (64, 2, 16, 1) if forward else (32, 1, 16, 1)
