@@ -145,6 +145,11 @@ def before_whole32(dispatch, set_attr=setattr):
     set_attr(dispatch, "ROWS_FWD32_OFFS32", (0, 0))
 
 
+# ROWS_FWD32_OFFS32 (whole rows' lanes, peeled rows' values at most) that each GPU's key should have, written out apart
+# from dispatch as bench/DISPATCH.md has them (every other GPU: the H100's, "").
+FWD32_OFFS32_LIMITS = {"H200": (16, 32), "": (32, 0)}
+
+
 def whole32_tiling(gpu, N, forward, log, odd):
     """(BLOCK_M, num_warps, small grids' BLOCK_M, num_warps) that ROWS_WHOLE32 should give float32 rows of N values
     (their row_segments' lanes; `odd`: ALIGN 1) on the GPU of key `gpu` ("H200", else the H100's rules), or None

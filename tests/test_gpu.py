@@ -11,7 +11,7 @@ import torch
 
 import multisoftmax.torch as mt
 import reference64 as ref
-from forced_plans import whole32_tiling, without_ftz
+from forced_plans import FWD32_OFFS32_LIMITS, whole32_tiling, without_ftz
 from multisoftmax import dispatch
 
 # After multisoftmax: without a GPU it sets TRITON_INTERPRET before triton is first imported, and
@@ -446,7 +446,7 @@ def test_whole32_through_both_adapters(dtype, N, per_sm):
     M = per_sm * _sms() + 1
     gpu = dispatch.tuned_gpu(torch.cuda.get_device_name())
     whole32, peeled32 = dispatch._tuned("ROWS_FWD32_OFFS32", gpu)
-    assert (whole32, peeled32) == ((16, 32) if gpu == "H200" else (32, 0)), gpu
+    assert (whole32, peeled32) == FWD32_OFFS32_LIMITS.get(gpu, FWD32_OFFS32_LIMITS[""]), gpu
     for log in (False, True):
         for one in (dispatch.plan_forward(M, N, N, N, dtype, log, _sms(), gpu=gpu)
                     + dispatch.plan_backward(M, N, N, N, N, dtype, log, _sms(), gpu=gpu)):

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import reference64 as ref
-from forced_plans import before_whole32, patched_within, whole32_tiling, without_ftz
+from forced_plans import FWD32_OFFS32_LIMITS, before_whole32, patched_within, whole32_tiling, without_ftz
 from uninterpreted import run_uninterpreted
 import multisoftmax.torch  # noqa: F401  (registers torch.ops.multisoftmax)
 from multisoftmax import dispatch, launch, occupancy
@@ -138,7 +138,7 @@ def test_peel_rule():
         for gpu in ("", "H200"):
             assert not dispatch.plan_forward(65536, N, N, N, dtype, False, 132, gpu=gpu)[0].kwargs["PEEL"], (dtype, N)
             assert not dispatch.plan_backward(65536, N, N, N, N, dtype, True, 132, gpu=gpu)[0].kwargs["PEEL"]
-    assert dispatch.plan_forward(64, 5, 5, 5, "float32", False, 132, force_peel=None, force="rows")[0].kwargs["PEEL"]
+    assert dispatch.plan_forward(64, 5, 5, 5, "float32", False, 132, force="rows")[0].kwargs["PEEL"]
     assert dispatch.plan_forward(64, 33, 33, 33, "float32", False, 132)[0].kwargs["PEEL"]  # (5-32: ROWS_WHOLE32's)
     assert dispatch.plan_forward(64, 3, 3, 3, "float64", False, 132)[0].kwargs["PEEL"]
     plan = dispatch.plan_forward(8191, 16385, 16385, 16385, "bfloat16", False, 132)[0].kwargs
@@ -2452,48 +2452,51 @@ def test_rows_whole32_rule():
         return dataclasses.replace(launch, meta=tuple({**kw, **({"OFFS32": False} if "OFFS32" in kw else {})}.items()))
 
     grids = (1, 37, 1056, 4224, 16896, 33792, 65536)
+    rows = ((2, None), (3, None), (5, None), (6, None), (7, None), (9, None), (10, None), (13, None), (15, None),
+            (17, None), (18, None), (19, None), (25, None), (30, None), (31, None), (2, 3), (6, 9), (12, 13), (8, 10),
+            (16, 18), (24, 27))
+    cases = [(N, stride, forward, log, M) for N, stride in rows
+             for forward, log, M in itertools.product((True, False), (False, True), grids)]
+    kept = [(M, N, {"dtype": "float32", **kw}, forward) for M, N, kw in (
+        (65536, 33, {}), (65536, 63, {}), (65536, 35, {}), (65536, 12, {}), (65536, 8, {}),
+        (65536, 9, dict(dtype="float64")), (65536, 2, dict(dtype="float64", stride=3)), (65536, 9, dict(force="rows")),
+        (65536, 9, dict(force_peel=True))) for forward in (True, False)]
+    with patched_within(dispatch, before_whole32):  # the plans before, once for both GPUs
+        bare = {(N, stride, forward, log, M): _short_plans(M, N, forward, "", "float32", log, stride)[0]
+                for N, stride, forward, log, M in cases}
+        bare_kept = [_short_plans(M, N, forward, "", **kw)[0] for M, N, kw, forward in kept]
     for gpu in ("H200", ""):
         seen, never_big = set(), set()
-        for N, stride in ((2, None), (3, None), (5, None), (6, None), (7, None), (9, None), (10, None), (13, None),
-                          (15, None), (17, None), (18, None), (19, None), (25, None), (30, None), (31, None), (2, 3),
-                          (6, 9), (12, 13), (8, 10), (16, 18), (24, 27)):
-            for forward, log, M in itertools.product((True, False), (False, True), grids):
-                with patched_within(dispatch, before_whole32):
-                    (rules,) = _short_plans(M, N, forward, "", "float32", log, stride)
-                (tuned,) = _short_plans(M, N, forward, gpu, "float32", log, stride)
-                odd = N % 2 == 1 or (stride or N) % 2 == 1  # ALIGN 1
-                want = whole32_tiling(gpu, N, forward, log, odd)
-                what = (gpu, M, N, stride, forward, log)
-                assert rules.kwargs["PEEL"] == (N > 3), what
-                if want is None:
-                    assert offs_free(tuned) == rules and tuned.kwargs["PEEL"], what
-                    continue
-                if 4 * 132 * want[0] > grids[-1]:
-                    never_big.add(N)
-                big = M >= 4 * 132 * want[0]
-                block_m, num_warps = want[:2] if big else want[2:]
-                block_m = min(block_m, triton.next_power_of_2(M))
-                assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == (block_m, num_warps), what
-                assert tuned.grid == (triton.cdiv(M, block_m),) and not tuned.kwargs["PEEL"], what
-                assert (tuned.kwargs["BLOCK_N"], tuned.kwargs["TAIL_N"]) == dispatch.row_segments(N), what
-                assert tuned.kernel == rules.kernel and {k: v for k, v in tuned.kwargs.items() if k not in skip} == \
-                    {k: v for k, v in rules.kwargs.items() if k not in skip}, what
-                seen.add((N, big))
+        for N, stride, forward, log, M in cases:
+            rules = bare[N, stride, forward, log, M]
+            (tuned,) = _short_plans(M, N, forward, gpu, "float32", log, stride)
+            odd = N % 2 == 1 or (stride or N) % 2 == 1  # ALIGN 1
+            want = whole32_tiling(gpu, N, forward, log, odd)
+            what = (gpu, M, N, stride, forward, log)
+            assert rules.kwargs["PEEL"] == (N > 3), what
+            if want is None:
+                assert offs_free(tuned) == rules and tuned.kwargs["PEEL"], what
+                continue
+            if 4 * 132 * want[0] > grids[-1]:
+                never_big.add(N)
+            big = M >= 4 * 132 * want[0]
+            block_m, num_warps = want[:2] if big else want[2:]
+            block_m = min(block_m, triton.next_power_of_2(M))
+            assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == (block_m, num_warps), what
+            assert tuned.grid == (triton.cdiv(M, block_m),) and not tuned.kwargs["PEEL"], what
+            assert (tuned.kwargs["BLOCK_N"], tuned.kwargs["TAIL_N"]) == dispatch.row_segments(N), what
+            assert tuned.kernel == rules.kernel and {k: v for k, v in tuned.kwargs.items() if k not in skip} == \
+                {k: v for k, v in rules.kwargs.items() if k not in skip}, what
+            seen.add((N, big))
         # both kinds of grid for every N but those whose tiling needs more than 65536 rows (H200: 2; H100: 2, 3)
         assert never_big == ({2} if gpu else {2, 3}) and len(seen) == 2 * 19 - len(never_big), (gpu, sorted(seen))
         (unequal,) = dispatch.plan_backward(65536, 9, 9, 9, 16, "float32", False, 132, gpu=gpu)
         assert (unequal.kwargs["BLOCK_M"], unequal.kwargs["num_warps"]) == ((32 if gpu else 16), 1)
         assert not unequal.kwargs["PEEL"]
-        for M, N, kw in ((65536, 33, {}), (65536, 63, {}), (65536, 35, {}), (65536, 12, {}), (65536, 8, {}),
-                         (65536, 9, dict(dtype="float64")), (65536, 2, dict(dtype="float64", stride=3)),
-                         (65536, 9, dict(force="rows")), (65536, 9, dict(force_peel=True))):
-            kw = {"dtype": "float32", **kw}
-            for forward in (True, False):
-                (tuned,) = _short_plans(M, N, forward, gpu, **kw)
-                with patched_within(dispatch, before_whole32):
-                        (rules,) = _short_plans(M, N, forward, "", **kw)
-                assert offs_free(tuned) == rules or gpu and N in (8, 12), (M, N, kw)  # (aligned: ROWS_TILINGS')
-                assert tuned.kwargs["PEEL"] == (N not in (8, 12)), (gpu, M, N, kw)
+        for (M, N, kw, forward), rules in zip(kept, bare_kept):
+            (tuned,) = _short_plans(M, N, forward, gpu, **kw)
+            assert offs_free(tuned) == rules or gpu and N in (8, 12), (M, N, kw)  # (aligned: ROWS_TILINGS')
+            assert tuned.kwargs["PEEL"] == (N not in (8, 12)), (gpu, M, N, kw)
 
 
 @pytest.mark.parametrize("gpu", ["H200", ""], ids=["H200", "H100"])
@@ -2501,8 +2504,9 @@ def test_rows_whole32_rule():
 def test_rows_whole32_run(torch_device, log, gpu):
     """The GPUs' short unaligned float32 rows whole (ROWS_WHOLE32), planned for 4 SMs so that 2048 rows fill the rule's
     grid and 64 rows run its smaller grids' tiling (2048 x 21's softmax forward the H100's 32 rows at 2 warps), and
-    the rows `peel` no longer peels (1-3 values, float64's 1; 21 and 25's log_softmax forward and float64's 3 peeled), on x with a NaN, a +inf, an all -inf row and the dtype's largest
-    value: y and dx right against float64, inputs not modified."""
+    the rows `peel` no longer peels (1-3 values, float64's 1; 21 and 25's log_softmax forward and float64's 3 peeled),
+    on x with a NaN, a +inf, an all -inf row and the dtype's largest value: y and dx right against float64, inputs not
+    modified."""
     for M, N, dtype in ((2048, 2, "float32"), (64, 3, "float32"), (2048, 5, "float32"), (64, 6, "float32"),
                         (2048, 13, "float32"), (64, 10, "float32"), (2048, 17, "float32"), (64, 17, "float32"),
                         (2048, 30, "float32"), (64, 25, "float32"), (2048, 21, "float32"), (64, 1, "float32"),
@@ -2526,8 +2530,9 @@ def test_rows_fwd32_offs32_rule():
     (whole rows in 32 lanes do; no peeled row). Not peeled ones past 32 values (33, 63), aligned rows (4, 8, 12, 16), x
     and y strides that differ, offsets past 2**31 values, the backward, float64 and 16-bit rows
     (ROWS_FWD16_OFFS32_LANES' alone)."""
-    limits = {"H200": (16, 32), "": (32, 0)}
-    assert dispatch.ROWS_FWD32_OFFS32 == limits[""] and dispatch.GPU_CONSTANTS["H200"]["ROWS_FWD32_OFFS32"] == (16, 32)
+    limits = FWD32_OFFS32_LIMITS
+    assert dispatch.ROWS_FWD32_OFFS32 == limits[""]
+    assert dispatch.GPU_CONSTANTS["H200"]["ROWS_FWD32_OFFS32"] == limits["H200"]
     seen = {gpu: set() for gpu in limits}
     for N, M, log in itertools.product(range(1, 66), (1, 37, 4224, 1048576), (False, True)):
         for gpu, force_peel in itertools.product(limits, (None, True)):
