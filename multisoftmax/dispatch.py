@@ -485,7 +485,7 @@ ROWS_ODD16_TILINGS: dict = {}
 # and float64's 1, 415 changed plans against the plans before): 1.00-25x, geomean 1.98, none behind (1048576 x 21
 # softmax forward 1.00x, 18 and 30 1.01x). The H100 (probe_rows_h100_whole32_fwd.log, _bwd.log: 2-30 values on 4224,
 # 65536 and 1048576 rows at 16-256 rows a program, the forward with ROWS_FWD32_OFFS32's flags): 2 at 256 rows and 4
-# warps (backward 128), 3 at 128 and 4, 5-7 at 64 and 2 (backward 32 and 1: 1048576 x 5 38.5 -> 22.2 us), 9-15 and 17
+# warps (backward 128), 3 at 128 and 4, 5-7 at 64 and 2 (backward 32 and 1: 1048576 x 5 38.5 -> 22.3 us), 9-15 and 17
 # at 32 and 1 (backward 16), 18-32 at 16 and 1, but the softmax forward of odd 19-31 at 32 and 2 (1048576 x 21: 0.95x
 # the plan before at 16 rows, 1.05x at 32 and 2; probe_rows_h100_whole32_odd32.log); smaller grids at 16 rows and 1
 # warp. The check (probe_rows_h100_whole32_check.log; 1-31 values, 1056-1048576 rows, 470 cases against the plans
