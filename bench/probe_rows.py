@@ -21,8 +21,9 @@ and dx), from the fastest round. The copy bandwidth of the same run heads the lo
     --variants 'ftz:FTZ=1;w8:num_warps=8'   dispatch's launch with its meta replaced (KEY=VALUE,..., ints; a key
                                 the kernel does not take is added: a kernel's constexpr default); two keys are
                                 not meta: peel=1 (0) plans the case with dispatch's force_peel=True (False) first
-                                (PEEL: a head, a 16-byte-aligned body and a tail), m=B re-tiles that plan to B rows a
-                                program (at num_warps=, where given) as --tilings does
+                                (PEEL: a head, a 16-byte-aligned body and a tail), gpu=H200 with another GPU's
+                                tables (dispatch.GPU_CONSTANTS), m=B re-tiles that plan to B rows a program (at
+                                num_warps=, where given) as --tilings does
     --ms 64,528,4096            M of each case (default: the sweep's, min(65536, 256 MB / row)): small grids
 """
 
@@ -80,11 +81,13 @@ def dispatch_plan(M: int, N: int, dtype: str, log: bool, fwd: bool, sms: int, gp
 
 def variant_plan(plan, spec: str, M: int, N: int, dtype: str, log: bool, fwd: bool, sms: int, gpu: str):
     """A --variants entry's plan: `spec` "KEY=VALUE,..." replaces dispatch's meta; peel=1 (0) plans with
-    force_peel=True (False) first, m=B re-tiles to B rows a program (tune.with_rows_tiling, at num_warps= where
-    given)."""
-    meta = {k: int(v) for k, v in (kv.split("=") for kv in spec.split(","))}
-    if "peel" in meta:
-        plan = dispatch_plan(M, N, dtype, log, fwd, sms, gpu, force_peel=bool(meta.pop("peel")))
+    force_peel=True (False) first, gpu=NAME with that GPU's tables (dispatch.GPU_CONSTANTS' key, e.g. H200; "" the
+    module's), m=B re-tiles to B rows a program (tune.with_rows_tiling, at num_warps= where given)."""
+    meta = {k: v if k == "gpu" else int(v) for k, v in (kv.split("=") for kv in spec.split(","))}
+    if "peel" in meta or "gpu" in meta:
+        peel = meta.pop("peel", None)
+        plan = dispatch_plan(M, N, dtype, log, fwd, sms, meta.pop("gpu", gpu),
+                             force_peel=None if peel is None else bool(peel))
     if "m" in meta:
         (l,) = plan
         warps = meta.pop("num_warps", l.kwargs["num_warps"])

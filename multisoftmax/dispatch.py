@@ -97,6 +97,12 @@ ROWS_FWD16_OFFS32_SOFTMAX_MIN_PER_SM = 7.5
 # peeled rows of 13-31 values 0.97-1.03x (none). Measured: bench/DISPATCH.md, ROWS_FWD32_OFFS32 and "ROWS_WHOLE32 and
 # ROWS_FWD32_OFFS32 on the H100".
 ROWS_FWD32_OFFS32 = (32, 0)
+# ROWS_FWD16_SAME_LANES (every GPU's, as ROWS_PEEL16, whose peeled rows it serves): the 16-bit forward of
+# peeled rows whose body runs in these lanes (BLOCK_N) takes OFFS32 and SAME_STRIDES as ROWS_FWD32_OFFS32 does
+# (where stride_ym == stride_xm and the offsets fit in 32 bits). H200, the benchmark's clock
+# (probe_rows_same16_peeled.log): bf16 peeled rows of 81-255 values 1.00-1.12x (1048576 x 150 softmax 191.4 ->
+# 175.1 us), those in 64 lanes (65, 67) 0.98-1.00x. Measured: bench/DISPATCH.md, ROWS_FWD16_SAME_LANES.
+ROWS_FWD16_SAME_LANES = (128, 256)
 # ROWS16_FWD_FTZ (the H200's: GPU_CONSTANTS; the H100's: False, not measured there): the 16-bit rows forward takes
 # its exps by ex2.approx.ftz (kernels/softmax.py softmax_fwd_rows' FTZ: a y below 2 ** -126, a bfloat16 subnormal,
 # becomes 0, as the cooperative and where kernels' 16-bit forwards), in rows aligned to VEC or peeled. H200, the
@@ -400,8 +406,9 @@ COOP_SPLIT_SUM_MIN_PER_SM = 4
 # 1,844 to 2,791 GB/s. 16-bit rows peel from PEEL_MIN_N or with a tail anyway; wider ones always.
 # Measured: bench/DISPATCH.md, PEEL_MIN_N.
 PEEL_MIN_N = 2048
-# ROWS_PEEL16 {(forward, lanes): (BLOCK_M, num_warps, fill, align)} (the H200's: GPU_CONSTANTS; the H100's: none, not
-# measured there): 16-bit rows not 16-byte aligned, of ALIGN at most `align` (1: an odd N or stride, so every value
+# ROWS_PEEL16 {(forward, lanes): (BLOCK_M, num_warps, fill, align)} (every GPU's: measured on the H200, then on the
+# H100, 2026-12-06, where the same tables ran 0.89-3.3x the rules' plans: bench/DISPATCH.md, "The 16-bit short-row
+# tables on the H100"): 16-bit rows not 16-byte aligned, of ALIGN at most `align` (1: an odd N or stride, so every value
 # moves alone; 2, 4: pairs, quads), shorter than PEEL_MIN_N, peel where their aligned body takes `lanes` lanes
 # (triton.next_power_of_2(N // 8 * 8)) and N is at least `fill` of them, at BLOCK_M rows a program and num_warps, in
 # grids of at least ROWS_PEEL16_MIN_PER_SM rows an SM; in smaller grids the odd rows (ALIGN 1) of an entry's lanes up to
@@ -425,17 +432,22 @@ PEEL_MIN_N = 2048
 # 0.71-1.12x past them (kept). probe_rows_peel16_check2_*.log: 163 changed plans 1.0005-3.07x of the plan before, one at
 # 0.996x.
 # Measured: bench/DISPATCH.md, ROWS_PEEL16.
-ROWS_PEEL16: dict = {}
+ROWS_PEEL16 = {(True, 16): (16, 1, 0.0, 1), (True, 32): (16, 1, 0.0, 1), (False, 16): (16, 1, 0.0, 1),
+               (False, 32): (16, 1, 0.0, 1),
+               (True, 64): (8, 1, 0.0, 1), (True, 128): (8, 1, 0.0, 1), (True, 256): (4, 1, 0.0, 4),
+               (True, 512): (2, 1, 0.0, 1), (True, 1024): (1, 1, 0.0, 1), (True, 2048): (1, 1, 0.0, 1),
+               (False, 64): (8, 1, 0.0, 1), (False, 128): (8, 1, 0.0, 1), (False, 256): (4, 1, 0.0, 1),
+               (False, 512): (2, 1, 0.0, 1), (False, 1024): (1, 1, 0.0, 1), (False, 2048): (1, 2, 0.0, 1)}
 ROWS_PEEL16_MIN_PER_SM = 32
-ROWS_PEEL16_SMALL_LANES = {True: 0, False: 0}
-ROWS_PEEL16_TAILS = False
-# ROWS_PEEL16_SMALL_M {lanes: BLOCK_M} (the H200's: GPU_CONSTANTS): the rows a program of ROWS_PEEL16_SMALL_LANES' odd
+ROWS_PEEL16_SMALL_LANES = {True: 2048, False: 512}
+ROWS_PEEL16_TAILS = True
+# ROWS_PEEL16_SMALL_M {lanes: BLOCK_M} (every GPU's, as ROWS_PEEL16): the rows a program of ROWS_PEEL16_SMALL_LANES' odd
 # rows in smaller grids where not one. H200 (probe_rows_peel16_32_grids.log, bf16 17-39 odd values on 264-4223 rows):
 # in 16 and 32 lanes 4 rows at 1 warp ran 0.82-1.98x of one (1.01-1.98x from 2112 rows, 0.82-1.28x on 264 and 1056)
 # and 1.09-4.0x of the plan before (whole, or the rules' peeled 64-128 rows at 2 warps for 17 and 33).
 # Measured: bench/DISPATCH.md, ROWS_PEEL16.
-ROWS_PEEL16_SMALL_M: dict = {}
-# ROWS_PEEL16_WHOLE_FILL {(forward, lanes): fill} (the H200's: GPU_CONSTANTS): rows that ROWS_PEEL16's entry of these
+ROWS_PEEL16_SMALL_M = {16: 4, 32: 4}
+# ROWS_PEEL16_WHOLE_FILL {(forward, lanes): fill} (every GPU's, as ROWS_PEEL16): rows that ROWS_PEEL16's entry of these
 # lanes takes but that fill less than `fill` of them run whole (unpeeled) at its tiling, in small grids too. H200: the
 # odd backward of 25-31 values (a body of 24 in 32 lanes) whole at 16 rows and 1 warp ran 1.08-1.25x of it peeled
 # (probe_rows_odd_whole16_check.log, bf16 and float16 on 65536 and 1048576 rows, 32 cases, geomean 1.18; bf16 1048576
@@ -444,9 +456,8 @@ ROWS_PEEL16_SMALL_M: dict = {}
 # the softmax backward (probe_rows_odd_whole16.log; the log_softmax backward's 1.01-1.26x not taken: one entry serves
 # both ops).
 # Measured: bench/DISPATCH.md, ROWS_PEEL16.
-ROWS_PEEL16_WHOLE_FILL: dict = {}
-# ROWS_WHOLE16_TAILS {(forward, BLOCK_N, odd): (BLOCK_M, num_warps)} (the H200's: GPU_CONSTANTS; none on the H100, not
-# measured there): 16-bit rows shorter than PEEL_MIN_N that `peel` peels only for their tail (row_segments: BLOCK_N and
+ROWS_PEEL16_WHOLE_FILL = {(False, 32): 1.0}
+# ROWS_WHOLE16_TAILS {(forward, BLOCK_N, odd): (BLOCK_M, num_warps)} (every GPU's, as ROWS_PEEL16): 16-bit rows shorter than PEEL_MIN_N that `peel` peels only for their tail (row_segments: BLOCK_N and
 # a tail of at most BLOCK_N / 16), of ALIGN 1 (`odd`: an odd N or stride) or 2 and 4, run whole at this tiling in grids
 # of at least ROWS_PEEL16_MIN_PER_SM rows an SM, before ROWS_PEEL16. H200, bf16 65536 and 1048576 rows: even N
 # (probe_rows_even_tails16.log, against the rules' peeled 64 and 32 rows at 2 warps) 34 values (32 + 2) whole at 16
@@ -457,9 +468,9 @@ ROWS_PEEL16_WHOLE_FILL: dict = {}
 # 0.93-1.14x (softmax 0.93-1.00x: kept peeled); 65-67 and 129-135 0.34-0.99x whole at 8-32 rows
 # (probe_rows_odd_tails16.log).
 # Measured: bench/DISPATCH.md, ROWS_PEEL16.
-ROWS_WHOLE16_TAILS: dict = {}
-# ROWS_ODD16_TILINGS {(forward, BLOCK_N): (BLOCK_M, num_warps)} (the H200's: GPU_CONSTANTS; none on the H100, not
-# measured there): 16-bit rows of ALIGN 1 (an odd N or stride) in BLOCK_N lanes, no tail, that neither
+ROWS_WHOLE16_TAILS = {**{(forward, BLOCK_N, False): (16, 1) for forward in (True, False) for BLOCK_N in (32, 64)},
+                      (True, 16, True): (32, 1), (False, 16, True): (32, 1), (True, 32, True): (32, 1)}
+# ROWS_ODD16_TILINGS {(forward, BLOCK_N): (BLOCK_M, num_warps)} (every GPU's, as ROWS_PEEL16): 16-bit rows of ALIGN 1 (an odd N or stride) in BLOCK_N lanes, no tail, that neither
 # ROWS_WHOLE16_TAILS nor ROWS_PEEL16 takes, run whole at this tiling, in any grid. H200
 # (probe_rows_short16_5_7.log, _9_15.log, bf16 65536 and 1048576 rows, against the rules' 256 and 128 rows at 4
 # warps): the backward of 5 and 7 values at 64 rows and 1 warp 1.07-1.58x, of 9-15 at 32 rows 1.04-1.37x (512 values
@@ -468,7 +479,7 @@ ROWS_WHOLE16_TAILS: dict = {}
 # _grids.log; bf16 and float16, 264-1048576 rows): 1.00-1.86x, geomean 1.31 (bf16 65536 x 5 softmax 444 -> 696 GB/s,
 # 1048576 x 15 2,391 -> 2,792); ties (1.00x) only on 264 rows (4-13 GB/s) and bf16 4224 x 7 softmax, none behind.
 # Measured: bench/DISPATCH.md, ROWS_PEEL16.
-ROWS_ODD16_TILINGS: dict = {}
+ROWS_ODD16_TILINGS = {(False, 8): (64, 1), (False, 16): (32, 1)}
 # ROWS_WHOLE32 {(forward, log, BLOCK_N, TAIL_N, odd): (BLOCK_M, num_warps, SMALL_BLOCK_M, SMALL_NUM_WARPS)} (the
 # H200's: GPU_CONSTANTS; the H100's: the module's, below): float32 rows not 16-byte aligned (N or a stride not a
 # multiple of 4; `odd`: ALIGN 1, else 2), which `peel` peels from 4 values, in BLOCK_N + TAIL_N lanes (row_segments),
@@ -685,19 +696,6 @@ GPU_CONSTANTS = {
                  COLS16_SHORT_MIN_VALUES=32, COLS16_BWD_MIN_VALUES=(32, 128, 512, 0.8), COLS32_MIN_VALUES=32,
                  COLS16_FWD_TAIL=True, COLS16_FTZ=True, COLS16_FWD_STATS_N=16, ROWS16_FWD_FTZ=True,
                  ROWS16_FWD_FTZ_WARPS={8192: (4, 0.875)},
-                 ROWS_PEEL16={(True, 16): (16, 1, 0.0, 1), (True, 32): (16, 1, 0.0, 1), (False, 16): (16, 1, 0.0, 1),
-                              (False, 32): (16, 1, 0.0, 1),
-                              (True, 64): (8, 1, 0.0, 1), (True, 128): (8, 1, 0.0, 1), (True, 256): (4, 1, 0.0, 4),
-                              (True, 512): (2, 1, 0.0, 1), (True, 1024): (1, 1, 0.0, 1), (True, 2048): (1, 1, 0.0, 1),
-                              (False, 64): (8, 1, 0.0, 1), (False, 128): (8, 1, 0.0, 1), (False, 256): (4, 1, 0.0, 1),
-                              (False, 512): (2, 1, 0.0, 1), (False, 1024): (1, 1, 0.0, 1),
-                              (False, 2048): (1, 2, 0.0, 1)},
-                 ROWS_PEEL16_SMALL_LANES={True: 2048, False: 512}, ROWS_PEEL16_TAILS=True,
-                 ROWS_PEEL16_SMALL_M={16: 4, 32: 4}, ROWS_PEEL16_WHOLE_FILL={(False, 32): 1.0},
-                 ROWS_WHOLE16_TAILS={**{(forward, BLOCK_N, False): (16, 1) for forward in (True, False)
-                                        for BLOCK_N in (32, 64)},
-                                     (True, 16, True): (32, 1), (False, 16, True): (32, 1), (True, 32, True): (32, 1)},
-                 ROWS_ODD16_TILINGS={(False, 8): (64, 1), (False, 16): (32, 1)},
                  ROWS_FWD32_OFFS32=(16, 32),
                  ROWS_WHOLE32={**{(forward, log, BLOCK_N, TAIL_N, odd): tiling
                                   for (BLOCK_N, TAIL_N), tiling, odds in (
@@ -1457,10 +1455,13 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
                   and (log or grid[0] >= ROWS_FWD16_OFFS32_SOFTMAX_MIN_PER_SM * num_sms) and fits32)
         # ...and this GPU's short unaligned float32 rows, with y's offsets x's (ROWS_FWD32_OFFS32)
         whole32, peeled32 = _tuned("ROWS_FWD32_OFFS32", gpu)
-        short32 = (itemsize == 4 and acc["ALIGN"] < vec and stride_xm == stride_ym and fits32
-                   and (N <= peeled32 if peeled else (BLOCK_N <= whole32 and (
-                       acc["ALIGN"] == 1 or grid[0] >= ROWS_WHOLE32_MIN_PROGRAMS * num_sms))))
-        offs32 |= short32
+        same = (itemsize == 4 and acc["ALIGN"] < vec and stride_xm == stride_ym and fits32
+                and (N <= peeled32 if peeled else (BLOCK_N <= whole32 and (
+                    acc["ALIGN"] == 1 or grid[0] >= ROWS_WHOLE32_MIN_PROGRAMS * num_sms))))
+        # ...and this GPU's peeled 16-bit rows in ROWS_FWD16_SAME_LANES's lanes alike
+        same |= (itemsize == 2 and peeled and stride_xm == stride_ym and fits32
+                 and BLOCK_N in _tuned("ROWS_FWD16_SAME_LANES", gpu))
+        offs32 |= same
         # aligned rows with a tail under this GPU's cap (ROWS_TAIL_FWD_CAP_REGS) where the launcher can pass it
         cap = (_tuned("ROWS_TAIL_FWD_CAP_REGS", gpu).get((itemsize, BLOCK_N))
                if TAIL_N and not peeled and acc["ALIGN"] >= vec and register_cap else None)
@@ -1471,7 +1472,7 @@ def plan_forward(M: int, N: int, stride_xm: int, stride_ym: int, dtype: str, log
                 and M >= ROWS16_FWD_FTZ_WARPS_MIN_PER_SM * num_sms):
             num_warps = warps  # and rows that fill few of their lanes at fewer warps (ROWS16_FWD_FTZ_WARPS)
         meta = dict(BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, TAIL_N=TAIL_N, **acc, **rows_m, EVEN_N=even_n,
-                    OFFS32=offs32, **({"FTZ": True} if ftz else {}), **({"SAME_STRIDES": True} if short32 else {}),
+                    OFFS32=offs32, **({"FTZ": True} if ftz else {}), **({"SAME_STRIDES": True} if same else {}),
                     num_warps=num_warps, num_stages=1,
                     **({"maxnreg": cap} if cap else {}))
         return (Launch("softmax_fwd_rows", ("x",), (M, N, stride_xm, stride_ym),

@@ -124,6 +124,34 @@ def patched_within(dispatch, patch):
         dispatch.plan_backward.cache_clear()
 
 
+# The module's values (the H100's rules, every GPU's but where GPU_CONSTANTS has its own) of the 16-bit short-row
+# tables before they became every GPU's (2026-12-06; till then the H200's alone, in GPU_CONSTANTS["H200"]).
+TABLES16_BEFORE = {"ROWS_PEEL16": {}, "ROWS_PEEL16_SMALL_LANES": {True: 0, False: 0}, "ROWS_PEEL16_TAILS": False,
+                   "ROWS_PEEL16_SMALL_M": {}, "ROWS_PEEL16_WHOLE_FILL": {}, "ROWS_WHOLE16_TAILS": {},
+                   "ROWS_ODD16_TILINGS": {}, "ROWS_FWD16_SAME_LANES": ()}
+
+
+def before_tables16(dispatch, set_attr=setattr):
+    """Patch `dispatch` as it was before the 16-bit short-row tables became every GPU's: the tables (the module's values
+    now) the H200's alone, the module's TABLES16_BEFORE, as the logs made before 2026-12-06 ran."""
+    tables = {name: getattr(dispatch, name) for name in TABLES16_BEFORE}
+    h200 = {**dispatch.GPU_CONSTANTS["H200"], **tables}
+    set_attr(dispatch, "GPU_CONSTANTS", {**dispatch.GPU_CONSTANTS, "H200": h200})
+    for name, value in TABLES16_BEFORE.items():
+        set_attr(dispatch, name, value)
+
+
+def before_tables16_within(dispatch, names=(), patch=None):
+    """`patched_within`: `before_tables16`, then the module's values of `names` on every GPU (`module_values`: the
+    rules' as they were) and `patch(dispatch, set_attr)` where given: a GPU's plans as a log made before ran them."""
+    def both(d, set_attr):
+        before_tables16(d, set_attr)
+        module_values(d, names, set_attr)
+        if patch is not None:
+            patch(d, set_attr)
+    return patched_within(dispatch, both)
+
+
 def module_values_within(dispatch, names):
     """`module_values` for the `with` block alone (`patched_within`)."""
     return patched_within(dispatch, lambda d, set_attr: module_values(d, names, set_attr))

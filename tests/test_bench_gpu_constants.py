@@ -20,7 +20,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "bench"))
 import targets  # noqa: E402
-from forced_plans import BEFORE_FTZ, BEFORE_PEEL16, FWD_TAILS, module_values_within, patched_within  # noqa: E402
+from forced_plans import BEFORE_FTZ, BEFORE_PEEL16, FWD_TAILS, before_tables16_within  # noqa: E402
 from multisoftmax import dispatch  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(__file__), os.pardir, "bench", "results", "h200")
@@ -153,13 +153,13 @@ FWD_TAILS_LOGS = {"probe_rows_fwd_tails.log": {"ROWS_TAIL_FWD_CAP_REGS": {(2, 81
 
 def _as_run(name, before_fwd_tails=False):
     """A `with` block in which dispatch plans for the H200 as the log `name` ran (FWD_TAILS_LOGS), or, for the logs
-    before them and with `before_fwd_tails`, without FWD_TAILS (forced_plans.patched_within); all of them without
+    before them and with `before_fwd_tails`, without FWD_TAILS; all of them without
     the 16-bit forward's FTZ and its warps and the unaligned rows' peel (forced_plans.BEFORE_FTZ, BEFORE_PEEL16: they
-    ran before them)."""
+    ran before them), and with the 16-bit short-row tables as they were (forced_plans.before_tables16_within)."""
     later = BEFORE_FTZ + BEFORE_PEEL16
     if before_fwd_tails or name not in FWD_TAILS_LOGS:
-        return module_values_within(dispatch, FWD_TAILS + later)
-    return patched_within(dispatch, lambda d, set_attr: set_attr(d, "GPU_CONSTANTS", {
+        return before_tables16_within(dispatch, FWD_TAILS + later)
+    return before_tables16_within(dispatch, patch=lambda d, set_attr: set_attr(d, "GPU_CONSTANTS", {
         **d.GPU_CONSTANTS, "H200": {**{k: v for k, v in d.GPU_CONSTANTS["H200"].items() if k not in later},
                                     **FWD_TAILS_LOGS[name]}}))
 

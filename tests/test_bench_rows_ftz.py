@@ -6,7 +6,7 @@ at 4 warps)."""
 import math
 
 import rows_logs
-from forced_plans import BEFORE_PEEL16, module_values_within
+from forced_plans import BEFORE_PEEL16, before_tables16_within
 from multisoftmax import dispatch
 
 
@@ -17,8 +17,8 @@ def _cases(name: str) -> dict:
 
 def _plan(dtype, M, N, op):
     """The H200's plan as these logs ran it: without the unaligned rows' peel (forced_plans.BEFORE_PEEL16, which
-    came after them: tests/test_bench_peel16.py)."""
-    with module_values_within(dispatch, BEFORE_PEEL16):
+    came after them: tests/test_bench_peel16.py; forced_plans.before_tables16_within)."""
+    with before_tables16_within(dispatch, BEFORE_PEEL16):
         (one,) = dispatch.plan_forward(M, N, N, N, dtype, op == "log_softmax", 132, gpu="H200")
     return one
 

@@ -17,7 +17,7 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "bench"))
 import rows_logs  # noqa: E402
 import targets  # noqa: E402
-from forced_plans import BEFORE_FTZ, BEFORE_PEEL16, FWD_TAILS, module_values_within  # noqa: E402
+from forced_plans import BEFORE_FTZ, BEFORE_PEEL16, FWD_TAILS, before_tables16_within  # noqa: E402
 from multisoftmax import dispatch  # noqa: E402
 
 ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2}
@@ -42,8 +42,9 @@ def _plans(dtype, M, N, op, direction):
     """The rules' plan and the H200's for a case, on the H200's 132 SMs (bench/targets.py's `plan`), the H200's as
     this log ran it: without the forward's longer tails (forced_plans.FWD_TAILS, held to their own log by
     tests/test_bench_gpu_constants.py), without FTZ (forced_plans.BEFORE_FTZ: tests/test_bench_rows_ftz.py) and without
-    the unaligned rows' peel (forced_plans.BEFORE_PEEL16: tests/test_bench_peel16.py)."""
-    with module_values_within(dispatch, FWD_TAILS + BEFORE_FTZ + BEFORE_PEEL16):
+    the unaligned rows' peel (forced_plans.BEFORE_PEEL16: tests/test_bench_peel16.py); the rules as they were then
+    (forced_plans.before_tables16_within)."""
+    with before_tables16_within(dispatch, FWD_TAILS + BEFORE_FTZ + BEFORE_PEEL16):
         return [targets.plan(dtype, op, direction, M, N, 132, gpu) for gpu in ("", "H200")]
 
 

@@ -375,8 +375,8 @@ def test_h200_rows16_ftz_warps_through_both_adapters(dtype, N, per_sm, warps):
                                             ("float16", 17, 2), ("bfloat16", 34, 32), ("float16", 66, 32),
                                             ("bfloat16", 17, 32), ("float16", 29, 32), ("bfloat16", 13, 32),
                                             ("float16", 7, 32), ("bfloat16", 11, 4)])
-def test_h200_peel16_through_both_adapters(dtype, N, per_sm):
-    """The H200's unaligned 16-bit rows peeled (GPU_CONSTANTS' ROWS_PEEL16: odd N forward and backward in 16-2048 lanes
+def test_peel16_through_both_adapters(dtype, N, per_sm):
+    """Unaligned 16-bit rows peeled (ROWS_PEEL16, the H200's first and every GPU's since 2026-12-06: odd N forward and backward in 16-2048 lanes
     at 1 warp, the backward in 2048 at 2; even N the forward in 256; rows with a tail too, ROWS_PEEL16_TAILS; in 512
     lanes ROWS_TILINGS' 4 rows at 2 warps for the even rows, unpeeled; rows with a tail whole, ROWS_WHOLE16_TAILS: 34
     and 66 values at 16 rows and 1 warp, 17 and 33's forward at 32; the odd backward of 25-31 values whole at
@@ -385,27 +385,30 @@ def test_h200_peel16_through_both_adapters(dtype, N, per_sm):
     the backward to 512 lanes, ROWS_PEEL16_SMALL_LANES and ROWS_PEEL16_SMALL_M; rows with a tail peeled): through the
     torch adapter and the JAX adapter (jax.vjp), both ops and directions, on random x, on x with a NaN, a +inf, an all
     -inf row and the largest and lowest finite values, and (the torch adapter) on x and dy that start 2 bytes past their
-    storage: right against float64. On another GPU the same shapes run its own plans, checked alike."""
+    storage: right against float64. The peeled forwards in 128 and 256 lanes take OFFS32 and SAME_STRIDES
+    (ROWS_FWD16_SAME_LANES). The plans are asserted on every GPU (the 512-lane even rows' tiling on the H200)."""
     M = per_sm * _sms() + 1
-    if dispatch.tuned_gpu(torch.cuda.get_device_name()) == "H200":
-        for log in (False, True):
-            (fwd,) = dispatch.plan_forward(M, N, N, N, dtype, log, _sms(), gpu="H200")
-            (bwd,) = dispatch.plan_backward(M, N, N, N, N, dtype, log, _sms(), gpu="H200")
-            small_bwd = per_sm < 32 and N > 511  # the backward's small grids past 512 lanes: as the rules plan them
-            # whole: rows with a tail (the odd ones in grids of 32 rows an SM, 33 forward), the backward of 25-31
-            whole_fwd = N in (34, 66) or N in (17, 33) and per_sm >= 32
-            whole_bwd = N in (34, 66) or N == 17 and per_sm >= 32 or 25 <= N <= 31
-            odd = N % 2 == 1 and N > 16  # (shorter odd rows: whole, the backward at ROWS_ODD16_TILINGS')
-            assert (fwd.kwargs["PEEL"], bwd.kwargs["PEEL"]) == ((odd or 128 < N < 256) and not whole_fwd,
-                                                                odd and not small_bwd and not whole_bwd)
-            assert not odd or fwd.kwargs["num_warps"] == 1, (log, N)
-            assert per_sm == 32 or not odd or (fwd.kwargs["BLOCK_M"], fwd.kwargs["num_warps"]) == (
-                4 if N < 40 else 1, 1)
-            assert N > 16 or (bwd.kwargs["BLOCK_M"], bwd.kwargs["num_warps"]) == (64 if N < 8 else 32, 1), (log, N)
-            assert N >= 40 or N < 17 or per_sm < 32 or all(
-                (one.kwargs["BLOCK_M"], one.kwargs["num_warps"]) == (32 if odd_tail else 16, 1)
-                for one, odd_tail in ((fwd, N in (17, 33)), (bwd, N == 17))), (log, N)
-            assert N != 300 or (fwd.kwargs["BLOCK_M"], fwd.kwargs["num_warps"]) == (4, 2)
+    gpu = dispatch.tuned_gpu(torch.cuda.get_device_name())
+    for log in (False, True):
+        (fwd,) = dispatch.plan_forward(M, N, N, N, dtype, log, _sms(), gpu=gpu)
+        (bwd,) = dispatch.plan_backward(M, N, N, N, N, dtype, log, _sms(), gpu=gpu)
+        small_bwd = per_sm < 32 and N > 511  # the backward's small grids past 512 lanes: as the rules plan them
+        # whole: rows with a tail (the odd ones in grids of 32 rows an SM, 33 forward), the backward of 25-31
+        whole_fwd = N in (34, 66) or N in (17, 33) and per_sm >= 32
+        whole_bwd = N in (34, 66) or N == 17 and per_sm >= 32 or 25 <= N <= 31
+        odd = N % 2 == 1 and N > 16  # (shorter odd rows: whole, the backward at ROWS_ODD16_TILINGS')
+        assert (fwd.kwargs["PEEL"], bwd.kwargs["PEEL"]) == ((odd or 128 < N < 256) and not whole_fwd,
+                                                            odd and not small_bwd and not whole_bwd)
+        assert not odd or fwd.kwargs["num_warps"] == 1, (log, N)
+        assert per_sm == 32 or not odd or (fwd.kwargs["BLOCK_M"], fwd.kwargs["num_warps"]) == (
+            4 if N < 40 else 1, 1)
+        assert N > 16 or (bwd.kwargs["BLOCK_M"], bwd.kwargs["num_warps"]) == (64 if N < 8 else 32, 1), (log, N)
+        assert N >= 40 or N < 17 or per_sm < 32 or all(
+            (one.kwargs["BLOCK_M"], one.kwargs["num_warps"]) == (32 if odd_tail else 16, 1)
+            for one, odd_tail in ((fwd, N in (17, 33)), (bwd, N == 17))), (log, N)
+        assert N != 300 or gpu != "H200" or (fwd.kwargs["BLOCK_M"], fwd.kwargs["num_warps"]) == (4, 2)
+        same = fwd.kwargs["PEEL"] and fwd.kwargs["BLOCK_N"] in (128, 256)  # ROWS_FWD16_SAME_LANES
+        assert fwd.kwargs.get("SAME_STRIDES", False) == same and (fwd.kwargs["OFFS32"] or not same), (log, N)
     _check_rows_special_and_shifted(M, N, dtype)
 
 

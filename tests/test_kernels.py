@@ -12,7 +12,8 @@ import pytest
 import torch
 
 import reference64 as ref
-from forced_plans import FWD32_OFFS32_LIMITS, before_whole32, patched_within, whole32_tiling, without_ftz
+from forced_plans import (FWD32_OFFS32_LIMITS, before_tables16, before_whole32, patched_within, whole32_tiling,
+                          without_ftz)
 from uninterpreted import run_uninterpreted
 import multisoftmax.torch  # noqa: F401  (registers torch.ops.multisoftmax)
 from multisoftmax import dispatch, launch, occupancy
@@ -62,6 +63,15 @@ def test_family_forward_backward(forced_family, torch_device, fam, dtype, log, M
     dx = torch.ops.multisoftmax.softmax_bwd(y, dy, log)
     expected_dx = ref.softmax_backward(y.double().cpu().numpy(), dy.double().cpu().numpy(), log=log)
     ref.assert_close(dx.double().cpu(), expected_dx, dtype, f"{fam} bwd", scale_atol=True)
+
+
+@pytest.fixture
+def tables16_before():
+    """dispatch as before the 16-bit short-row tables (ROWS_PEEL16, ROWS_WHOLE16_TAILS, ROWS_ODD16_TILINGS, ...) became
+    every GPU's (forced_plans.before_tables16): the rules' own plans of unaligned 16-bit rows on the H100, which the
+    rule tests that take this fixture describe (test_rows_peel16_rule and its kin hold the tables)."""
+    with patched_within(dispatch, before_tables16):
+        yield
 
 
 @pytest.mark.parametrize("fam", ["rows", "coop"])
@@ -120,7 +130,7 @@ def test_peeled_special_values(forced_family, torch_device, fam):
     _assert_special_rows(x.to(torch_device), fam)
 
 
-def test_peel_rule():
+def test_peel_rule(tables16_before):
     # 16-bit rows of N = 16385 or 50257 are not 16-byte aligned: peeled; aligned ones are not.
     assert dispatch.plan_forward(8191, 16385, 16385, 16385, "bfloat16", False, 132)[0].kwargs["PEEL"]
     assert dispatch.plan_backward(2670, 50257, 50257, 50257, 50257, "float16", True, 132)[0].kwargs["PEEL"]
@@ -1485,7 +1495,7 @@ def test_jax_and_torch_launchers_compile_alike_subprocess():
     assert all(k in kernels for k in ("coop_cols", "stats_cols", "dot_cols", "'softmax_fwd_cols'")), kernels
 
 
-def test_even_m_rule():
+def test_even_m_rule(tables16_before):
     for M, N in ((65536, 781), (4095, 16385), (3, 128), (1, 50), (65537, 128)):
         for plan in (dispatch.plan_forward(M, N, N, N, "bfloat16", False, 132),
                      dispatch.plan_backward(M, N, N, N, N, "float32", True, 132)):
@@ -1510,7 +1520,7 @@ def test_even_m_rule():
     assert kw["BLOCK_M"] == 1 and not kw["EVEN_M"]  # one row a program: no EVEN_M (probe_even_m.log)
 
 
-def test_rows_fwd16_offs32_rule():
+def test_rows_fwd16_offs32_rule(tables16_before):
     """dispatch.ROWS_FWD16_OFFS32_LANES: the 16-bit forward of several unpeeled rows a program in at most
     256 lanes computes its offsets in 32 bits (OFFS32) where every offset fits (fits_int32): the
     log_softmax at any grid, the softmax from ROWS_FWD16_OFFS32_SOFTMAX_MIN_PER_SM programs an SM. Not
@@ -1586,7 +1596,7 @@ def _rows_kw(N, dtype="bfloat16", log=False, direction="fwd", M=65536, stride=No
     return plan[0].kwargs
 
 
-def test_rows_short_forward_rule():
+def test_rows_short_forward_rule(tables16_before):
     """The forward of rows that fill 128 or 256 lanes runs programs of 2 warps (half the rows, 16
     values a thread: dispatch.ROWS_SHORT_FWD_LANES), but float32's log_softmax at 128; float32's
     softmax at 128 holds half those rows again (8 values a thread: dispatch.ROWS_FWD32_HALF_N); the
@@ -1617,7 +1627,7 @@ def test_rows_short_forward_rule():
     assert dispatch.plan_forward(64, 256, 264, 264, "bfloat16", False, 132)[0].kwargs["num_warps"] == 2  # aligned
 
 
-def test_rows_small_program_rule():
+def test_rows_small_program_rule(tables16_before):
     """Full rows in smaller programs at 4 warps: the backward of float32 256 and 16-bit 512 values
     one row a program, of float32 128 and 16-bit 256 two, of 16-bit 128 four (1 KB of each tensor:
     dispatch.ROWS_BWD_1KB_N); the 16-bit forward of 1024 one row (ROWS_FWD_ONE_ROW_N); other rows
@@ -1644,7 +1654,7 @@ def test_rows_small_program_rule():
         assert tiling(256, "float64", "bwd", log)[0] == 8
 
 
-def test_sparse_rows_rule():
+def test_sparse_rows_rule(tables16_before):
     """16-bit forward rows that fill less than 60% of their 512-2048 lanes hold twice the rows a
     program (dispatch.SPARSE_ROWS_FILL); float32, the backward, fuller rows and peeled rows do not."""
     def block_m(*args, **kwargs):
@@ -2234,27 +2244,35 @@ def test_rows16_fwd_ftz_run(torch_device, dtype, log):
         assert torch.equal(x.isnan(), x_before.isnan()) and torch.equal(x.nan_to_num(), x_before.nan_to_num())
 
 
+def _rules16(fn, *args, **kwargs):
+    """fn(*args, **kwargs) with dispatch as before the 16-bit short-row tables became every GPU's (2026-12-06,
+    forced_plans.before_tables16): the rules' own plan, against which the tests below hold the tables'."""
+    with patched_within(dispatch, before_tables16):
+        return fn(*args, **kwargs)
+
+
 def test_rows_peel16_rule():
-    """The H200's 16-bit rows shorter than PEEL_MIN_N that are not 16-byte aligned peel (ROWS_PEEL16): of an odd N
+    """Every GPU's (the H200's first, the H100's since 2026-12-06; the H200's forwards with FTZ) 16-bit rows shorter than PEEL_MIN_N that are not 16-byte aligned peel (ROWS_PEEL16): of an odd N
     (ALIGN 1) forward and backward in 16-2048 lanes at 1 warp, 16 rows a program in 16 and 32 lanes, 8 in 64 and 128,
     4 in 256, 2 in 512 and one from 1024 (the backward in 2048 lanes at 2 warps); of an even N (ALIGN 2, 4) the forward
     in 256 lanes; rows that `peel` peels for a tail (ROWS_PEEL16_TAILS) alike; in grids of at least 32 rows an SM
     (ROWS_PEEL16_MIN_PER_SM), and in smaller ones the odd rows one a program at 1 warp (4 in 16 and 32 lanes,
     ROWS_PEEL16_SMALL_M), the forward in 16-2048 lanes, the backward in 16-512 (ROWS_PEEL16_SMALL_LANES). The even rows' backward and longer forwards (in 512 lanes:
     ROWS_TILINGS' 4 rows at 2 warps, unpeeled), the even rows of 64 and 128 lanes, float32 (always peeled), rows of
-    PEEL_MIN_N values and more, forced families and the H100's rules keep the plans they had; nothing but PEEL, the
-    edges (TAIL_N), the tiling, FTZ (peeled forwards take it) and OFFS32 (peeled rows leave it) changes."""
-    assert dispatch.ROWS_PEEL16 == {} and dispatch.ROWS_PEEL16_MIN_PER_SM == 32
-    assert dispatch.ROWS_PEEL16_SMALL_LANES == {True: 0, False: 0} and not dispatch.ROWS_PEEL16_TAILS
-    h200 = dispatch.GPU_CONSTANTS["H200"]
-    assert h200["ROWS_PEEL16_SMALL_LANES"] == {True: 2048, False: 512} and h200["ROWS_PEEL16_TAILS"]
-    assert dispatch.ROWS_PEEL16_SMALL_M == {} and h200["ROWS_PEEL16_SMALL_M"] == {16: 4, 32: 4}
+    PEEL_MIN_N values and more and forced families keep the rules' plans (`_rules16`); nothing but PEEL, the edges
+    (TAIL_N), the tiling, FTZ (the H200's peeled forwards take it) and OFFS32 (peeled rows leave it but for
+    ROWS_FWD16_SAME_LANES' forwards, which take SAME_STRIDES too: test_rows_fwd16_same_rule) changes."""
+    assert len(dispatch.ROWS_PEEL16) == 16 and dispatch.ROWS_PEEL16_MIN_PER_SM == 32 and dispatch.ROWS_PEEL16_TAILS
+    assert dispatch.ROWS_PEEL16_SMALL_LANES == {True: 2048, False: 512}
+    assert dispatch.ROWS_PEEL16_SMALL_M == {16: 4, 32: 4}
+    assert not {"ROWS_PEEL16", "ROWS_PEEL16_SMALL_LANES", "ROWS_PEEL16_TAILS", "ROWS_PEEL16_SMALL_M"} & set(
+        dispatch.GPU_CONSTANTS["H200"])  # every GPU's: the module's values
 
     def plans(M, N, dtype, log, forward, gpu, force=None, force_peel=None):
         return (dispatch.plan_forward(M, N, N, N, dtype, log, 132, force, force_peel, gpu=gpu) if forward
                 else dispatch.plan_backward(M, N, N, N, N, dtype, log, 132, force, force_peel, gpu=gpu))
 
-    # (forward, N): (BLOCK_M, num_warps) on 4224 and 65536 rows; unpeeled by the H100's rules but for a tail
+    # (forward, N): (BLOCK_M, num_warps) on 4224 and 65536 rows; unpeeled by the rules but for a tail
     peeled = {(True, 41): (8, 1), (True, 77): (8, 1), (True, 127): (8, 1), (True, 193): (4, 1), (True, 385): (2, 1),
               (True, 511): (2, 1), (True, 577): (1, 1), (True, 781): (1, 1), (True, 1023): (1, 1),
               (True, 1201): (1, 1), (True, 2047): (1, 1), (True, 196): (4, 1), (True, 254): (4, 1),
@@ -2266,22 +2284,24 @@ def test_rows_peel16_rule():
               (True, 19): (16, 1), (True, 25): (16, 1), (True, 31): (16, 1), (True, 39): (16, 1), (False, 21): (16, 1),
               (False, 23): (16, 1), (False, 37): (16, 1), (False, 33): (16, 1)}  # whole: test_rows_whole16_rule
     tails = (17, 33, 65, 129, 257, 258, 521, 1025)
-    skip = ("PEEL", "TAIL_N", "BLOCK_N", "BLOCK_M", "num_warps", "FTZ", "EVEN_M", "ALIGN_M", "OFFS32")
+    skip = ("PEEL", "TAIL_N", "BLOCK_N", "BLOCK_M", "num_warps", "FTZ", "EVEN_M", "ALIGN_M", "OFFS32", "SAME_STRIDES")
     for (forward, N), (block_m, warps) in peeled.items():
         for dtype in ("bfloat16", "float16"):
             for log in (False, True):
-                for M in (4224, 65536, 4223, 264):
-                    (rules,), (tuned,) = plans(M, N, dtype, log, forward, ""), plans(M, N, dtype, log, forward, "H200")
-                    what = (M, N, dtype, log, forward)
+                for M, gpu in itertools.product((4224, 65536, 4223, 264), ("H200", "")):
+                    (rules,) = _rules16(plans, M, N, dtype, log, forward, "")
+                    (tuned,) = plans(M, N, dtype, log, forward, gpu)
+                    what = (M, N, dtype, log, forward, gpu)
                     if M < 4224 and (N % 2 == 0 or not forward and N > 511):  # smaller grids: as before
-                        forced = plans(M, N, dtype, log, forward, "H200", force_peel=True)
+                        forced = plans(M, N, dtype, log, forward, gpu, force_peel=True)
                         assert (tuned,) == forced if N in tails else not tuned.kwargs["PEEL"], what
                         continue
                     tiling = (block_m, warps) if M >= 4224 else (4 if N < 40 else 1, 1)
                     assert rules.kwargs["PEEL"] == (N in tails) and tuned.kwargs["PEEL"], what
                     assert tuned.kwargs["TAIL_N"] == 16, what
                     assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == tiling, what
-                    assert tuned.grid == (triton.cdiv(M, tiling[0]),) and tuned.kwargs.get("FTZ", False) == forward
+                    assert tuned.grid == (triton.cdiv(M, tiling[0]),)
+                    assert tuned.kwargs.get("FTZ", False) == (forward and gpu == "H200"), what
                     assert tuned.kwargs["BLOCK_N"] == triton.next_power_of_2(N // 8 * 8), what
                     assert {k: v for k, v in tuned.kwargs.items() if k not in skip} == \
                         {k: v for k, v in rules.kwargs.items() if k not in skip}, what
@@ -2290,18 +2310,17 @@ def test_rows_peel16_rule():
             (True, 65536, 50), (False, 65536, 60), (True, 65536, 100), (False, 65536, 126), (False, 65536, 258),
             (True, 65536, 18), (False, 65536, 30), (True, 65536, 38), (False, 65536, 24),
             (True, 264, 254), (True, 4223, 300), (False, 4223, 1201), (False, 264, 781)]
-    for forward, M, N in kept:
-        for log in (False, True):
-            (tuned,) = plans(M, N, "bfloat16", log, forward, "H200")
-            assert not tuned.kwargs["PEEL"] or N == 258, (M, N, forward, log)
-            assert N != 258 or plans(M, N, "bfloat16", log, forward, "H200", force_peel=True) == (tuned,)
+    for (forward, M, N), log, gpu in itertools.product(kept, (False, True), ("H200", "")):
+        (tuned,) = plans(M, N, "bfloat16", log, forward, gpu)
+        assert not tuned.kwargs["PEEL"] or N == 258, (M, N, forward, log, gpu)
+        assert N != 258 or plans(M, N, "bfloat16", log, forward, gpu, force_peel=True) == (tuned,)
     for forward in (True, False):  # a forced family keeps the rules' choice of PEEL; float32 peels anyway
         (forced,) = plans(65536, 1201, "bfloat16", False, forward, "H200", "rows")
         assert not forced.kwargs["PEEL"]
         (f32,) = plans(65536, 1201, "float32", False, forward, "H200")
         assert f32.kwargs["PEEL"] and plans(65536, 1201, "float32", False, forward, "")[0].kwargs["PEEL"]
-        (f32,) = plans(65536, 77, "float32", False, forward, "H200")
-        assert f32 == plans(65536, 77, "float32", False, forward, "")[0] or "FTZ" in f32.kwargs
+        (f32,) = plans(65536, 77, "float32", False, forward, "")
+        assert f32 == _rules16(plans, 65536, 77, "float32", False, forward, "")[0]
         (long,) = plans(4224, 2049, "bfloat16", False, forward, "H200")  # PEEL_MIN_N: the rules' peeled tiling
         assert long.kwargs["PEEL"] and long.kwargs["num_warps"] == plans(4224, 2049, "bfloat16", False, forward,
                                                                          "H200", force_peel=True)[0].kwargs["num_warps"]
@@ -2316,21 +2335,21 @@ def _short_plans(M, N, forward, gpu, dtype="bfloat16", log=False, stride=None, f
 
 
 def test_rows_whole16_rule():
-    """The H200's 16-bit rows that `peel` peels only for their tail run whole in grids of at least 32 rows an SM
+    """Every GPU's (as ROWS_PEEL16: test_rows_peel16_rule) 16-bit rows that `peel` peels only for their tail run whole in grids of at least 32 rows an SM
     (ROWS_WHOLE16_TAILS): of an even N (ALIGN 2 or 4; 34 = 32 + 2, 66 and 68 = 64 + 2 and 4) at 16 rows a program and
     1 warp both ways, of ALIGN 1 (17 = 16 + 1 both ways, 33 = 32 + 1 and 34 of an odd stride forward) at 32 rows and 1
     warp; and the odd backward of 25-31 values (under ROWS_PEEL16_WHOLE_FILL's 32 of its 32 lanes) runs whole at
     ROWS_PEEL16's tiling, 16 rows or 4 in smaller grids, at 1 warp. Smaller grids of the rows with a tail, 128 lanes and
     more (130, 132, 260), the odd rows of 64 and 128 lanes with a tail (65, 67, 129), 33's backward, the odd forward of
-    25-31 and backward of 19-23, strides that differ, float32, forced families and force_peel, and the H100's rules keep
-    their plans. Nothing but PEEL, TAIL_N (the row's own tail, not the edges), the tiling, FTZ and OFFS32 changes."""
-    assert dispatch.ROWS_WHOLE16_TAILS == {} and dispatch.ROWS_PEEL16_WHOLE_FILL == {}
-    h200 = dispatch.GPU_CONSTANTS["H200"]
-    assert h200["ROWS_WHOLE16_TAILS"] == {(True, 32, False): (16, 1), (False, 32, False): (16, 1),
+    25-31 and backward of 19-23, strides that differ, float32, forced families and force_peel keep their plans. Nothing
+    but PEEL, TAIL_N (the row's own tail, not the edges), the tiling, FTZ and OFFS32 changes from the rules'
+    (`_rules16`)."""
+    assert not {"ROWS_WHOLE16_TAILS", "ROWS_PEEL16_WHOLE_FILL"} & set(dispatch.GPU_CONSTANTS["H200"])
+    assert dispatch.ROWS_WHOLE16_TAILS == {(True, 32, False): (16, 1), (False, 32, False): (16, 1),
                                           (True, 64, False): (16, 1), (False, 64, False): (16, 1),
                                           (True, 16, True): (32, 1), (False, 16, True): (32, 1),
                                           (True, 32, True): (32, 1)}
-    assert h200["ROWS_PEEL16_WHOLE_FILL"] == {(False, 32): 1.0}
+    assert dispatch.ROWS_PEEL16_WHOLE_FILL == {(False, 32): 1.0}
 
     skip = ("PEEL", "TAIL_N", "BLOCK_M", "num_warps", "FTZ", "EVEN_M", "ALIGN_M", "OFFS32")
     # (N, forward, stride): the whole tiling on 4224 and 65536 rows (and on 4223 and 264, where given)
@@ -2338,12 +2357,13 @@ def test_rows_whole16_rule():
              (17, True, None): ((32, 1), None), (17, False, None): ((32, 1), None), (33, True, None): ((32, 1), None),
              (34, True, 35): ((32, 1), None), **{(N, False, None): ((16, 1), (4, 1)) for N in (25, 27, 29, 31)}}
     for (N, forward, stride), (tiling, small) in whole.items():
-        for log, dtype, M in itertools.product((False, True), ("bfloat16", "float16"), (4224, 65536, 4223, 264)):
+        for log, dtype, M, gpu in itertools.product((False, True), ("bfloat16", "float16"), (4224, 65536, 4223, 264),
+                                                    ("H200", "")):
             if M < 4224 and not small:
                 continue
-            (rules,) = _short_plans(M, N, forward, "", dtype, log, stride)
-            (tuned,) = _short_plans(M, N, forward, "H200", dtype, log, stride)
-            what, block_m = (M, N, forward, log, dtype, stride), min((tiling if M >= 4224 else small)[0], M)
+            (rules,) = _rules16(_short_plans, M, N, forward, "", dtype, log, stride)
+            (tuned,) = _short_plans(M, N, forward, gpu, dtype, log, stride)
+            what, block_m = (M, N, forward, log, dtype, stride, gpu), min((tiling if M >= 4224 else small)[0], M)
             assert rules.kwargs["PEEL"] == (N not in range(25, 32)) and not tuned.kwargs["PEEL"], what
             assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == (block_m, 1), what
             assert tuned.grid == (triton.cdiv(M, block_m),), what
@@ -2356,6 +2376,7 @@ def test_rows_whole16_rule():
                          (65536, 34, dict(dtype="float32")), (65536, 34, dict(force="rows")),
                          (65536, 17, dict(force_peel=True)), (65536, 34, dict(force_peel=True))):
             (tuned,) = _short_plans(M, N, forward, "H200", **kw)
+            assert without_ftz((tuned,)) == without_ftz(_short_plans(M, N, forward, "", **kw)), (M, N, kw)
             assert tuned.kwargs["PEEL"], (M, N, kw)
             if M < 4224 and N % 2:  # ROWS_PEEL16_SMALL_M's 4 rows at 1 warp, peeled
                 assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == (4, 1), (M, N, kw)
@@ -2376,32 +2397,34 @@ def test_rows_whole16_rule():
 
 
 def test_rows_odd16_rule():
-    """The H200's 16-bit backward of rows of ALIGN 1 (an odd N or stride) of 5-15 values, no tail, runs whole at 512
+    """Every GPU's (as ROWS_PEEL16) 16-bit backward of rows of ALIGN 1 (an odd N or stride) of 5-15 values, no tail, runs whole at 512
     values a program and 1 warp (ROWS_ODD16_TILINGS: 64 rows of 8 lanes, 32 of 16), in every grid; the forward, the
     even rows of a contiguous x (6, 10-14), 16 values (of an odd stride: ROWS_PEEL16's 16-lane entry, peeled), 1-4
-    values, strides that differ (unpeeled, so whole alike), forced families and the H100's rules keep their plans
-    (float32: test_rows_whole32_rule). Nothing but the tiling (and the grid, EVEN_M and ALIGN_M with it) changes."""
-    assert dispatch.ROWS_ODD16_TILINGS == {}
-    assert dispatch.GPU_CONSTANTS["H200"]["ROWS_ODD16_TILINGS"] == {(False, 8): (64, 1), (False, 16): (32, 1)}
+    values, strides that differ (unpeeled, so whole alike) and forced families keep the rules' plans (`_rules16`;
+    float32: test_rows_whole32_rule). Nothing but the tiling (and the grid, EVEN_M and ALIGN_M with it) changes."""
+    assert "ROWS_ODD16_TILINGS" not in dispatch.GPU_CONSTANTS["H200"]
+    assert dispatch.ROWS_ODD16_TILINGS == {(False, 8): (64, 1), (False, 16): (32, 1)}
 
     skip = ("BLOCK_M", "num_warps", "EVEN_M", "ALIGN_M")
     for N, stride in ((5, None), (7, None), (9, None), (11, None), (13, None), (15, None), (6, 7), (8, 9), (12, 13)):
-        for log, dtype, M in itertools.product((False, True), ("bfloat16", "float16"), (1, 37, 264, 4224, 65536)):
-            (rules,) = _short_plans(M, N, False, "", dtype, log, stride)
-            (tuned,) = _short_plans(M, N, False, "H200", dtype, log, stride)
+        for log, dtype, M, gpu in itertools.product((False, True), ("bfloat16", "float16"), (1, 37, 264, 4224, 65536),
+                                                    ("H200", "")):
+            (rules,) = _rules16(_short_plans, M, N, False, "", dtype, log, stride)
+            (tuned,) = _short_plans(M, N, False, gpu, dtype, log, stride)
             block_m = min(64 if N <= 8 else 32, triton.next_power_of_2(M))
-            what = (M, N, stride, log, dtype)
+            what = (M, N, stride, log, dtype, gpu)
             assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"], tuned.grid) == (
                 block_m, 1, (triton.cdiv(M, block_m),)), what
             assert not tuned.kwargs["PEEL"] and tuned.kernel == rules.kernel, what
             assert {k: v for k, v in tuned.kwargs.items() if k not in skip} == \
                 {k: v for k, v in rules.kwargs.items() if k not in skip}, what
-            (fwd,) = _short_plans(M, N, True, "H200", dtype, log, stride)
-            assert fwd == _short_plans(M, N, True, "", dtype, log, stride)[0] or "FTZ" in fwd.kwargs, what
+            (fwd,) = _short_plans(M, N, True, gpu, dtype, log, stride)
+            assert without_ftz((fwd,)) == without_ftz(_rules16(_short_plans, M, N, True, "", dtype, log, stride)), what
     for M, N, kw in ((65536, 6, {}), (65536, 10, {}), (65536, 14, {}), (65536, 3, {}), (65536, 3, dict(stride=5)),
                      (65536, 9, dict(force="rows"))):
-        (tuned,) = _short_plans(M, N, False, "H200", **kw)
-        assert tuned == _short_plans(M, N, False, "", **kw)[0], (M, N, kw)
+        for gpu in ("H200", ""):
+            (tuned,) = _short_plans(M, N, False, gpu, **kw)
+            assert tuned == _rules16(_short_plans, M, N, False, "", **kw)[0], (M, N, kw, gpu)
     (strided,) = _short_plans(65536, 16, False, "H200", stride=17)  # ROWS_PEEL16's 16-lane entry: peeled
     assert strided.kwargs["PEEL"] and (strided.kwargs["BLOCK_M"], strided.kwargs["num_warps"]) == (16, 1)
     (unequal,) = dispatch.plan_backward(65536, 9, 9, 9, 16, "bfloat16", False, 132, gpu="H200")
@@ -2583,6 +2606,59 @@ def test_rows_fwd32_offs32_run(torch_device, log, gpu):
         x, y = _check_rows_launch(one, M, N, "float32", log, True, torch_device, 5 * M + N, what, stride)
         off = (dataclasses.replace(one, meta=tuple(dict(one.kwargs, OFFS32=False, SAME_STRIDES=False).items())),)
         y_off = _run(off, {"x": x}, "float32", torch_device, (M, stride))[:, :N]
+        assert torch.equal(y.isnan(), y_off.isnan()) and torch.equal(y.nan_to_num(), y_off.nan_to_num()), what
+
+
+def test_rows_fwd16_same_rule():
+    """Every GPU's (as ROWS_PEEL16, whose peeled rows these are) 16-bit forward of peeled rows whose body runs in 128
+    or 256 lanes (odd 73-263 values, and even ones peeled, forced peels too) computes its offsets in 32 bits (OFFS32)
+    and y's are x's (SAME_STRIDES): ROWS_FWD16_SAME_LANES = (128, 256). Not peeled rows in other lanes (33-71 in 32
+    and 64, 265 and more in 512), unpeeled rows (which keep ROWS_FWD16_OFFS32_LANES' OFFS32 and take no SAME_STRIDES),
+    offsets past 2**31 values, the backward, float32, nor the rules before the tables (`_rules16`)."""
+    assert dispatch.ROWS_FWD16_SAME_LANES == (128, 256) and "ROWS_FWD16_SAME_LANES" not in dispatch.GPU_CONSTANTS["H200"]
+    seen = set()
+    for N, M, log, dtype in itertools.product(range(33, 300, 2), (1, 37, 1056, 4224, 1048576), (False, True),
+                                              ("bfloat16", "float16")):
+        for gpu, force_peel, rules in (("H200", None, False), ("H200", True, False), ("", None, False),
+                                       ("", True, False), ("", None, True)):
+            (one,) = (_rules16 if rules else lambda f, *a, **k: f(*a, **k))(
+                _short_plans, M, N, True, gpu, dtype, log, force_peel=force_peel)
+            kw = one.kwargs
+            if "PEEL" not in kw:
+                continue
+            want = not rules and kw["PEEL"] and kw["BLOCK_N"] in (128, 256)
+            assert kw.get("SAME_STRIDES", False) == want and (kw["OFFS32"] or not want), (N, M, log, gpu, kw)
+            if kw["PEEL"]:
+                assert kw["OFFS32"] == want, (N, M, log, gpu, force_peel, kw)
+            seen.add((want, kw["PEEL"], kw["BLOCK_N"]))
+    assert {(True, True, 128), (True, True, 256), (False, True, 64), (False, True, 512)} <= seen, seen
+    for log, gpu in itertools.product((False, True), ("H200", "")):
+        for N in (130, 150):  # even, peeled on large grids
+            (one,) = _short_plans(1048576, N, True, gpu, "bfloat16", log)
+            assert one.kwargs["PEEL"] and one.kwargs["OFFS32"] and one.kwargs["SAME_STRIDES"], (N, one.kwargs)
+        (far,) = _short_plans(65536, 131, True, gpu, "bfloat16", log, stride=40000)
+        assert far.kwargs["PEEL"] and not far.kwargs["OFFS32"] and "SAME_STRIDES" not in far.kwargs, far.kwargs
+        (near,) = _short_plans(16384, 131, True, gpu, "bfloat16", log, stride=40000)
+        assert near.kwargs["OFFS32"] and near.kwargs["SAME_STRIDES"]  # 16384 rows 40000 apart fit in 32 bits
+        for dtype in ("bfloat16", "float16", "float32"):
+            assert "SAME_STRIDES" not in _short_plans(65536, 131, False, gpu, dtype, log)[0].kwargs
+        assert "SAME_STRIDES" not in _short_plans(65536, 131, True, gpu, "float32", log)[0].kwargs
+
+
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_rows_fwd16_same_run(torch_device, log):
+    """The H200's peeled 16-bit forward with ROWS_FWD16_SAME_LANES' OFFS32 and SAME_STRIDES (bf16 rows of 77 and 131
+    values in 128 lanes, 201 in 256, contiguous and 5 values past each row; float16 255) on x with a NaN, a +inf, an
+    all -inf row and the dtype's largest value: y right against float64, x not modified; and the same launch with both
+    off: the same values, bit for bit."""
+    for M, N, stride, dtype in ((64, 77, 77, "bfloat16"), (40, 131, 136, "bfloat16"), (16, 201, 201, "bfloat16"),
+                                (16, 255, 260, "float16")):
+        (one,) = dispatch.plan_forward(M, N, stride, stride, dtype, log, 4, gpu="H200")
+        assert one.kwargs["PEEL"] and one.kwargs["OFFS32"] and one.kwargs["SAME_STRIDES"], (M, N, one.kwargs)
+        what = f"H200 fwd16 same {(M, N, stride, dtype)} log={log} {dict(one.kwargs)}"
+        x, y = _check_rows_launch(one, M, N, dtype, log, True, torch_device, 3 * M + N, what, stride)
+        off = (dataclasses.replace(one, meta=tuple(dict(one.kwargs, OFFS32=False, SAME_STRIDES=False).items())),)
+        y_off = _run(off, {"x": x}, dtype, torch_device, (M, stride))[:, :N]
         assert torch.equal(y.isnan(), y_off.isnan()) and torch.equal(y.nan_to_num(), y_off.nan_to_num()), what
 
 
@@ -2875,7 +2951,7 @@ def test_rows_bwd32_wide_rule():
     assert tiling(1024) == ("softmax_bwd_rows", 1, 8) and tiling(4096) == ("softmax_bwd_rows", 1, 8)
 
 
-def test_rows_bwd16_wide_rule():
+def test_rows_bwd16_wide_rule(tables16_before):
     """dispatch.ROWS_BWD16_WIDE_LANES: the 16-bit backward of aligned, unpeeled rows in 2048 lanes (no tail)
     that fill at least ROWS_BWD_ONE_ROW_FILL of them (N = 1536 ... 2048) runs one row a program at
     ROWS_BWD16_WIDE_WARPS warps, both ops, at any M; not shorter rows there, rows that start unaligned,
@@ -2897,7 +2973,7 @@ def test_rows_bwd16_wide_rule():
     assert dispatch._rows_tiling(4096, 2048, False, itemsize=2, aligned=False, where=True)[3] == 4
 
 
-def test_rows_bwd_one_row_rule():
+def test_rows_bwd_one_row_rule(tables16_before):
     """dispatch.ROWS_BWD_ONE_ROW_WARPS: the backward of unpeeled rows without a tail in float32's 512 and 1024
     lanes (rows that start aligned) and 16-bit's 1024 (aligned or not) runs one row a program at 4, 8 and 4
     warps, both ops, at any M; filled (fills_shared) where the row is whole 128-byte lines filling at least

@@ -344,7 +344,7 @@ def softmax_fwd_rows(
     # registers for the 16-bit forward of short rows (dispatch.ROWS_FWD16_OFFS32_LANES). FTZ (16-bit y,
     # float32 arithmetic): the exps by `_exp_ftz`, a y below 2 ** -126 (a bfloat16 subnormal) becoming 0.
     # SAME_STRIDES (stride_ym == stride_xm, which dispatch has checked): y's offsets are x's, not
-    # computed again (dispatch.ROWS_FWD32_OFFS32).
+    # computed again (dispatch.ROWS_FWD32_OFFS32, ROWS_FWD16_SAME_LANES).
     N, stride_xm, stride_ym = _aligned(N, ALIGN), _aligned(stride_xm, ALIGN), _aligned(stride_ym, ALIGN)
     acc_ty = tl.float64 if ACC_FP64 else tl.float32
     pid = tl.program_id(0)
