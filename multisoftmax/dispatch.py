@@ -101,7 +101,8 @@ ROWS_FWD32_OFFS32 = (32, 0)
 # peeled rows whose body runs in these lanes (BLOCK_N) takes OFFS32 and SAME_STRIDES as ROWS_FWD32_OFFS32 does
 # (where stride_ym == stride_xm and the offsets fit in 32 bits). H200, the benchmark's clock
 # (probe_rows_same16_peeled.log): bf16 peeled rows of 81-255 values 1.00-1.12x (1048576 x 150 softmax 191.4 ->
-# 175.1 us), those in 64 lanes (65, 67) 0.98-1.00x. Measured: bench/DISPATCH.md, ROWS_FWD16_SAME_LANES.
+# 175.1 us), those in 64 lanes (65, 67) 0.98-1.00x; H100: measured with the tables it serves (bench/DISPATCH.md, "The
+# 16-bit short-row tables on the H100"). Measured: bench/DISPATCH.md, that section.
 ROWS_FWD16_SAME_LANES = (128, 256)
 # ROWS16_FWD_FTZ (the H200's: GPU_CONSTANTS; the H100's: False, not measured there): the 16-bit rows forward takes
 # its exps by ex2.approx.ftz (kernels/softmax.py softmax_fwd_rows' FTZ: a y below 2 ** -126, a bfloat16 subnormal,
@@ -457,8 +458,9 @@ ROWS_PEEL16_SMALL_M = {16: 4, 32: 4}
 # both ops).
 # Measured: bench/DISPATCH.md, ROWS_PEEL16.
 ROWS_PEEL16_WHOLE_FILL = {(False, 32): 1.0}
-# ROWS_WHOLE16_TAILS {(forward, BLOCK_N, odd): (BLOCK_M, num_warps)} (every GPU's, as ROWS_PEEL16): 16-bit rows shorter than PEEL_MIN_N that `peel` peels only for their tail (row_segments: BLOCK_N and
-# a tail of at most BLOCK_N / 16), of ALIGN 1 (`odd`: an odd N or stride) or 2 and 4, run whole at this tiling in grids
+# ROWS_WHOLE16_TAILS {(forward, BLOCK_N, odd): (BLOCK_M, num_warps)} (every GPU's, as ROWS_PEEL16): 16-bit rows
+# shorter than PEEL_MIN_N that `peel` peels only for their tail (row_segments: BLOCK_N and a tail of at most BLOCK_N /
+# 16), of ALIGN 1 (`odd`: an odd N or stride) or 2 and 4, run whole at this tiling in grids
 # of at least ROWS_PEEL16_MIN_PER_SM rows an SM, before ROWS_PEEL16. H200, bf16 65536 and 1048576 rows: even N
 # (probe_rows_even_tails16.log, against the rules' peeled 64 and 32 rows at 2 warps) 34 values (32 + 2) whole at 16
 # rows and 1 warp forward 2.29-2.49x, backward 1.77-1.93x; 66 and 68 (64 + 2, 4) forward 1.43-1.81x, backward
@@ -470,8 +472,9 @@ ROWS_PEEL16_WHOLE_FILL = {(False, 32): 1.0}
 # Measured: bench/DISPATCH.md, ROWS_PEEL16.
 ROWS_WHOLE16_TAILS = {**{(forward, BLOCK_N, False): (16, 1) for forward in (True, False) for BLOCK_N in (32, 64)},
                       (True, 16, True): (32, 1), (False, 16, True): (32, 1), (True, 32, True): (32, 1)}
-# ROWS_ODD16_TILINGS {(forward, BLOCK_N): (BLOCK_M, num_warps)} (every GPU's, as ROWS_PEEL16): 16-bit rows of ALIGN 1 (an odd N or stride) in BLOCK_N lanes, no tail, that neither
-# ROWS_WHOLE16_TAILS nor ROWS_PEEL16 takes, run whole at this tiling, in any grid. H200
+# ROWS_ODD16_TILINGS {(forward, BLOCK_N): (BLOCK_M, num_warps)} (every GPU's, as ROWS_PEEL16): 16-bit rows of ALIGN
+# 1 (an odd N or stride) in BLOCK_N lanes, no tail, that neither ROWS_WHOLE16_TAILS nor ROWS_PEEL16 takes, run whole
+# at this tiling, in any grid. H200
 # (probe_rows_short16_5_7.log, _9_15.log, bf16 65536 and 1048576 rows, against the rules' 256 and 128 rows at 4
 # warps): the backward of 5 and 7 values at 64 rows and 1 warp 1.07-1.58x, of 9-15 at 32 rows 1.04-1.37x (512 values
 # a program, as ROWS_PEEL16's 16 rows of 32 lanes); their forward 0.94-1.24x (softmax ahead on 65536 rows, log_softmax

@@ -376,17 +376,18 @@ def test_h200_rows16_ftz_warps_through_both_adapters(dtype, N, per_sm, warps):
                                             ("bfloat16", 17, 32), ("float16", 29, 32), ("bfloat16", 13, 32),
                                             ("float16", 7, 32), ("bfloat16", 11, 4)])
 def test_peel16_through_both_adapters(dtype, N, per_sm):
-    """Unaligned 16-bit rows peeled (ROWS_PEEL16, the H200's first and every GPU's since 2026-12-06: odd N forward and backward in 16-2048 lanes
-    at 1 warp, the backward in 2048 at 2; even N the forward in 256; rows with a tail too, ROWS_PEEL16_TAILS; in 512
-    lanes ROWS_TILINGS' 4 rows at 2 warps for the even rows, unpeeled; rows with a tail whole, ROWS_WHOLE16_TAILS: 34
-    and 66 values at 16 rows and 1 warp, 17 and 33's forward at 32; the odd backward of 25-31 values whole at
-    ROWS_PEEL16's tiling, ROWS_PEEL16_WHOLE_FILL, and of 5-15 values at 64 and 32 rows, ROWS_ODD16_TILINGS), `per_sm`
-    rows an SM and one more (under ROWS_PEEL16_MIN_PER_SM's 32, odd rows one a program at 1 warp, 4 in 16 and 32 lanes,
-    the backward to 512 lanes, ROWS_PEEL16_SMALL_LANES and ROWS_PEEL16_SMALL_M; rows with a tail peeled): through the
-    torch adapter and the JAX adapter (jax.vjp), both ops and directions, on random x, on x with a NaN, a +inf, an all
-    -inf row and the largest and lowest finite values, and (the torch adapter) on x and dy that start 2 bytes past their
-    storage: right against float64. The peeled forwards in 128 and 256 lanes take OFFS32 and SAME_STRIDES
-    (ROWS_FWD16_SAME_LANES). The plans are asserted on every GPU (the 512-lane even rows' tiling on the H200)."""
+    """Unaligned 16-bit rows peeled (ROWS_PEEL16, the H200's first and every GPU's since 2026-12-06: odd N forward and
+    backward in 16-2048 lanes at 1 warp, the backward in 2048 at 2; even N the forward in 256; rows with a tail too,
+    ROWS_PEEL16_TAILS; in 512 lanes ROWS_TILINGS' 4 rows at 2 warps for the even rows, unpeeled; rows with a tail whole,
+    ROWS_WHOLE16_TAILS: 34 and 66 values at 16 rows and 1 warp, 17 and 33's forward at 32; the odd backward of 25-31
+    values whole at ROWS_PEEL16's tiling, ROWS_PEEL16_WHOLE_FILL, and of 5-15 values at 64 and 32 rows,
+    ROWS_ODD16_TILINGS), `per_sm` rows an SM and one more (under ROWS_PEEL16_MIN_PER_SM's 32, odd rows one a program at
+    1 warp, 4 in 16 and 32 lanes, the backward to 512 lanes, ROWS_PEEL16_SMALL_LANES and ROWS_PEEL16_SMALL_M; rows with
+    a tail peeled): through the torch adapter and the JAX adapter (jax.vjp), both ops and directions, on random x, on x
+    with a NaN, a +inf, an all -inf row and the largest and lowest finite values, and (the torch adapter) on x and dy
+    that start 2 bytes past their storage: right against float64. The peeled forwards in 128 and 256 lanes take OFFS32
+    and SAME_STRIDES (ROWS_FWD16_SAME_LANES). The plans are asserted on every GPU (the 512-lane even rows' tiling on the
+    H200)."""
     M = per_sm * _sms() + 1
     gpu = dispatch.tuned_gpu(torch.cuda.get_device_name())
     for log in (False, True):

@@ -2252,12 +2252,13 @@ def _rules16(fn, *args, **kwargs):
 
 
 def test_rows_peel16_rule():
-    """Every GPU's (the H200's first, the H100's since 2026-12-06; the H200's forwards with FTZ) 16-bit rows shorter than PEEL_MIN_N that are not 16-byte aligned peel (ROWS_PEEL16): of an odd N
-    (ALIGN 1) forward and backward in 16-2048 lanes at 1 warp, 16 rows a program in 16 and 32 lanes, 8 in 64 and 128,
-    4 in 256, 2 in 512 and one from 1024 (the backward in 2048 lanes at 2 warps); of an even N (ALIGN 2, 4) the forward
-    in 256 lanes; rows that `peel` peels for a tail (ROWS_PEEL16_TAILS) alike; in grids of at least 32 rows an SM
-    (ROWS_PEEL16_MIN_PER_SM), and in smaller ones the odd rows one a program at 1 warp (4 in 16 and 32 lanes,
-    ROWS_PEEL16_SMALL_M), the forward in 16-2048 lanes, the backward in 16-512 (ROWS_PEEL16_SMALL_LANES). The even rows' backward and longer forwards (in 512 lanes:
+    """Every GPU's (the H200's first, the H100's since 2026-12-06; the H200's forwards with FTZ) 16-bit rows shorter
+    than PEEL_MIN_N that are not 16-byte aligned peel (ROWS_PEEL16): of an odd N (ALIGN 1) forward and backward in
+    16-2048 lanes at 1 warp, 16 rows a program in 16 and 32 lanes, 8 in 64 and 128, 4 in 256, 2 in 512 and one from 1024
+    (the backward in 2048 lanes at 2 warps); of an even N (ALIGN 2, 4) the forward in 256 lanes; rows that `peel` peels
+    for a tail (ROWS_PEEL16_TAILS) alike; in grids of at least 32 rows an SM (ROWS_PEEL16_MIN_PER_SM), and in smaller
+    ones the odd rows one a program at 1 warp (4 in 16 and 32 lanes, ROWS_PEEL16_SMALL_M), the forward in 16-2048 lanes,
+    the backward in 16-512 (ROWS_PEEL16_SMALL_LANES). The even rows' backward and longer forwards (in 512 lanes:
     ROWS_TILINGS' 4 rows at 2 warps, unpeeled), the even rows of 64 and 128 lanes, float32 (always peeled), rows of
     PEEL_MIN_N values and more and forced families keep the rules' plans (`_rules16`); nothing but PEEL, the edges
     (TAIL_N), the tiling, FTZ (the H200's peeled forwards take it) and OFFS32 (peeled rows leave it but for
@@ -2335,15 +2336,15 @@ def _short_plans(M, N, forward, gpu, dtype="bfloat16", log=False, stride=None, f
 
 
 def test_rows_whole16_rule():
-    """Every GPU's (as ROWS_PEEL16: test_rows_peel16_rule) 16-bit rows that `peel` peels only for their tail run whole in grids of at least 32 rows an SM
-    (ROWS_WHOLE16_TAILS): of an even N (ALIGN 2 or 4; 34 = 32 + 2, 66 and 68 = 64 + 2 and 4) at 16 rows a program and
-    1 warp both ways, of ALIGN 1 (17 = 16 + 1 both ways, 33 = 32 + 1 and 34 of an odd stride forward) at 32 rows and 1
-    warp; and the odd backward of 25-31 values (under ROWS_PEEL16_WHOLE_FILL's 32 of its 32 lanes) runs whole at
-    ROWS_PEEL16's tiling, 16 rows or 4 in smaller grids, at 1 warp. Smaller grids of the rows with a tail, 128 lanes and
-    more (130, 132, 260), the odd rows of 64 and 128 lanes with a tail (65, 67, 129), 33's backward, the odd forward of
-    25-31 and backward of 19-23, strides that differ, float32, forced families and force_peel keep their plans. Nothing
-    but PEEL, TAIL_N (the row's own tail, not the edges), the tiling, FTZ and OFFS32 changes from the rules'
-    (`_rules16`)."""
+    """Every GPU's (as ROWS_PEEL16: test_rows_peel16_rule) 16-bit rows that `peel` peels only for their tail run whole
+    in grids of at least 32 rows an SM (ROWS_WHOLE16_TAILS): of an even N (ALIGN 2 or 4; 34 = 32 + 2, 66 and 68 = 64 + 2
+    and 4) at 16 rows a program and 1 warp both ways, of ALIGN 1 (17 = 16 + 1 both ways, 33 = 32 + 1 and 34 of an odd
+    stride forward) at 32 rows and 1 warp; and the odd backward of 25-31 values (under ROWS_PEEL16_WHOLE_FILL's 32 of
+    its 32 lanes) runs whole at ROWS_PEEL16's tiling, 16 rows or 4 in smaller grids, at 1 warp. Smaller grids of the
+    rows with a tail, 128 lanes and more (130, 132, 260), the odd rows of 64 and 128 lanes with a tail (65, 67, 129),
+    33's backward, the odd forward of 25-31 and backward of 19-23, strides that differ, float32, forced families and
+    force_peel keep their plans. Nothing but PEEL, TAIL_N (the row's own tail, not the edges), the tiling, FTZ and
+    OFFS32 changes from the rules' (`_rules16`)."""
     assert not {"ROWS_WHOLE16_TAILS", "ROWS_PEEL16_WHOLE_FILL"} & set(dispatch.GPU_CONSTANTS["H200"])
     assert dispatch.ROWS_WHOLE16_TAILS == {(True, 32, False): (16, 1), (False, 32, False): (16, 1),
                                           (True, 64, False): (16, 1), (False, 64, False): (16, 1),
@@ -2397,11 +2398,12 @@ def test_rows_whole16_rule():
 
 
 def test_rows_odd16_rule():
-    """Every GPU's (as ROWS_PEEL16) 16-bit backward of rows of ALIGN 1 (an odd N or stride) of 5-15 values, no tail, runs whole at 512
-    values a program and 1 warp (ROWS_ODD16_TILINGS: 64 rows of 8 lanes, 32 of 16), in every grid; the forward, the
-    even rows of a contiguous x (6, 10-14), 16 values (of an odd stride: ROWS_PEEL16's 16-lane entry, peeled), 1-4
-    values, strides that differ (unpeeled, so whole alike) and forced families keep the rules' plans (`_rules16`;
-    float32: test_rows_whole32_rule). Nothing but the tiling (and the grid, EVEN_M and ALIGN_M with it) changes."""
+    """Every GPU's (as ROWS_PEEL16) 16-bit backward of rows of ALIGN 1 (an odd N or stride) of 5-15 values, no tail,
+    runs whole at 512 values a program and 1 warp (ROWS_ODD16_TILINGS: 64 rows of 8 lanes, 32 of 16), in every grid; the
+    forward, the even rows of a contiguous x (6, 10-14), 16 values (of an odd stride: ROWS_PEEL16's 16-lane entry,
+    peeled), 1-4 values, strides that differ (unpeeled, so whole alike) and forced families keep the rules' plans
+    (`_rules16`; float32: test_rows_whole32_rule). Nothing but the tiling (and the grid, EVEN_M and ALIGN_M with it)
+    changes."""
     assert "ROWS_ODD16_TILINGS" not in dispatch.GPU_CONSTANTS["H200"]
     assert dispatch.ROWS_ODD16_TILINGS == {(False, 8): (64, 1), (False, 16): (32, 1)}
 
@@ -2615,14 +2617,15 @@ def test_rows_fwd16_same_rule():
     and y's are x's (SAME_STRIDES): ROWS_FWD16_SAME_LANES = (128, 256). Not peeled rows in other lanes (33-71 in 32
     and 64, 265 and more in 512), unpeeled rows (which keep ROWS_FWD16_OFFS32_LANES' OFFS32 and take no SAME_STRIDES),
     offsets past 2**31 values, the backward, float32, nor the rules before the tables (`_rules16`)."""
-    assert dispatch.ROWS_FWD16_SAME_LANES == (128, 256) and "ROWS_FWD16_SAME_LANES" not in dispatch.GPU_CONSTANTS["H200"]
+    assert dispatch.ROWS_FWD16_SAME_LANES == (128, 256)
+    assert "ROWS_FWD16_SAME_LANES" not in dispatch.GPU_CONSTANTS["H200"]
     seen = set()
     for N, M, log, dtype in itertools.product(range(33, 300, 2), (1, 37, 1056, 4224, 1048576), (False, True),
                                               ("bfloat16", "float16")):
         for gpu, force_peel, rules in (("H200", None, False), ("H200", True, False), ("", None, False),
                                        ("", True, False), ("", None, True)):
-            (one,) = (_rules16 if rules else lambda f, *a, **k: f(*a, **k))(
-                _short_plans, M, N, True, gpu, dtype, log, force_peel=force_peel)
+            args = (M, N, True, gpu, dtype, log, None, None, force_peel)
+            (one,) = _rules16(_short_plans, *args) if rules else _short_plans(*args)
             kw = one.kwargs
             if "PEEL" not in kw:
                 continue
