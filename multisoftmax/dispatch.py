@@ -104,7 +104,8 @@ ROWS_FWD32_OFFS32 = (32, 0)
 # 175.1 us), those in 64 lanes (65, 67) 0.98-1.00x; H100: measured with the tables it serves (bench/DISPATCH.md, "The
 # 16-bit short-row tables on the H100"). Measured: bench/DISPATCH.md, that section.
 ROWS_FWD16_SAME_LANES = (128, 256)
-# ROWS16_FWD_FTZ (the H200's: GPU_CONSTANTS; the H100's: False, not measured there): the 16-bit rows forward takes
+# ROWS16_FWD_FTZ (the H200's: GPU_CONSTANTS; the H100's: False: 1.00x there but 65536 x 781's 1.01-1.02x,
+# probe_rows_h100_ftz.log, 16-bit forwards of 128-16384 values before the 16-bit tables): the 16-bit rows forward takes
 # its exps by ex2.approx.ftz (kernels/softmax.py softmax_fwd_rows' FTZ: a y below 2 ** -126, a bfloat16 subnormal,
 # becomes 0, as the cooperative and where kernels' 16-bit forwards), in rows aligned to VEC or peeled. H200, the
 # benchmark's clock (probe_rows_ftz.log, probe_rows_ftz_unaligned.log): 1.00-1.07x on the sweep's aligned lengths,
