@@ -1,6 +1,6 @@
-"""The H200's logs of bench/probe_rows.py (lines "dtype MxN op direction dispatch mBwW | label rR us/us/us us GB/s |
-..."), read for the tests that hold dispatch's rows constants to them (test_bench_rows_tilings.py,
-test_bench_rows_ftz.py)."""
+"""The H200's (and H100's) logs of bench/probe_rows.py (lines "dtype MxN op direction dispatch mBwW | label rR
+us/us/us us GB/s | ..."), read for the tests that hold dispatch's rows constants to them (test_bench_rows_tilings.py,
+test_bench_rows_ftz.py, test_bench_peel16_h100.py)."""
 
 import functools
 import os
@@ -10,11 +10,11 @@ RESULTS = os.path.join(os.path.dirname(__file__), os.pardir, "bench", "results",
 
 
 @functools.cache
-def gbps(name: str, until: str = "") -> dict:
-    """{(dtype, M, N, op, direction): {label: GB/s}} of the log `name` under bench/results/h200/, every variant and
-    peer of a case; with `until`, only the lines before the first that starts with it."""
+def gbps(name: str, until: str = "", gpu: str = "h200") -> dict:
+    """{(dtype, M, N, op, direction): {label: GB/s}} of the log `name` under bench/results/h200/ (or `gpu`'s folder),
+    every variant and peer of a case; with `until`, only the lines before the first that starts with it."""
     cases = {}
-    with open(os.path.join(RESULTS, name)) as f:
+    with open(os.path.join(RESULTS, os.pardir, gpu, name)) as f:
         for line in f:
             if until and line.startswith(until):
                 break
@@ -23,4 +23,18 @@ def gbps(name: str, until: str = "") -> dict:
                 dtype, M, N, op, direction, rest = m.groups()
                 cases[dtype, int(M), int(N), op, direction] = {
                     v: int(g) for v, g in re.findall(r"(?:^| \| )(\S+)(?: r\d+)? [\d./]+ us (\d+)", rest)}
+    return cases
+
+
+@functools.cache
+def tilings(name: str, gpu: str = "h200") -> dict:
+    """{(dtype, M, N, op, direction): "mBwW[p][s]"} of the log `name`: the tiling its "dispatch" ran (BLOCK_M, warps,
+    "p" PEEL, "s" fills_shared, as bench/probe_rows.py heads each line)."""
+    cases = {}
+    with open(os.path.join(RESULTS, os.pardir, gpu, name)) as f:
+        for line in f:
+            m = re.match(r"(\w+)\s+(\d+)x(\d+)\s+(\w+)\s+(fwd|bwd) dispatch (\S+) \|", line)
+            if m:
+                dtype, M, N, op, direction, tiling = m.groups()
+                cases[dtype, int(M), int(N), op, direction] = tiling
     return cases
