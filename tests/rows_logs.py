@@ -9,32 +9,29 @@ import re
 RESULTS = os.path.join(os.path.dirname(__file__), os.pardir, "bench", "results", "h200")
 
 
+def _cases(name: str, until: str, gpu: str):
+    """(case, dispatch's tiling, the rest of the line) of each case line of the log `name` under bench/results/`gpu`/,
+    case = (dtype, M, N, op, direction); with `until`, only the lines before the first that starts with it."""
+    with open(os.path.join(RESULTS, os.pardir, gpu, name)) as f:
+        for line in f:
+            if until and line.startswith(until):
+                return
+            m = re.match(r"(\w+)\s+(\d+)x(\d+)\s+(\w+)\s+(fwd|bwd) dispatch (\S+) \| (.*)", line)
+            if m:
+                dtype, M, N, op, direction, tiling, rest = m.groups()
+                yield (dtype, int(M), int(N), op, direction), tiling, rest
+
+
 @functools.cache
 def gbps(name: str, until: str = "", gpu: str = "h200") -> dict:
     """{(dtype, M, N, op, direction): {label: GB/s}} of the log `name` under bench/results/h200/ (or `gpu`'s folder),
     every variant and peer of a case; with `until`, only the lines before the first that starts with it."""
-    cases = {}
-    with open(os.path.join(RESULTS, os.pardir, gpu, name)) as f:
-        for line in f:
-            if until and line.startswith(until):
-                break
-            m = re.match(r"(\w+)\s+(\d+)x(\d+)\s+(\w+)\s+(fwd|bwd) dispatch \S+ \| (.*)", line)
-            if m:
-                dtype, M, N, op, direction, rest = m.groups()
-                cases[dtype, int(M), int(N), op, direction] = {
-                    v: int(g) for v, g in re.findall(r"(?:^| \| )(\S+)(?: r\d+)? [\d./]+ us (\d+)", rest)}
-    return cases
+    return {case: {v: int(g) for v, g in re.findall(r"(?:^| \| )(\S+)(?: r\d+)? [\d./]+ us (\d+)", rest)}
+            for case, _, rest in _cases(name, until, gpu)}
 
 
 @functools.cache
 def tilings(name: str, gpu: str = "h200") -> dict:
     """{(dtype, M, N, op, direction): "mBwW[p][s]"} of the log `name`: the tiling its "dispatch" ran (BLOCK_M, warps,
     "p" PEEL, "s" fills_shared, as bench/probe_rows.py heads each line)."""
-    cases = {}
-    with open(os.path.join(RESULTS, os.pardir, gpu, name)) as f:
-        for line in f:
-            m = re.match(r"(\w+)\s+(\d+)x(\d+)\s+(\w+)\s+(fwd|bwd) dispatch (\S+) \|", line)
-            if m:
-                dtype, M, N, op, direction, tiling = m.groups()
-                cases[dtype, int(M), int(N), op, direction] = tiling
-    return cases
+    return {case: tiling for case, tiling, _ in _cases(name, "", gpu)}

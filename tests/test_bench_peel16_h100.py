@@ -4,20 +4,22 @@ rules then, "h200": the case planned with the H200's tables, FTZ off) and the ch
 and _after_*.log (the same probe from the tree before and from the tree that took the tables)."""
 
 import math
+import os
+import sys
 
-import rows_logs
-from forced_plans import before_tables16, patched_within, without_ftz
-from multisoftmax import dispatch
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "bench"))
+import rows_logs  # noqa: E402
+import targets  # noqa: E402
+from forced_plans import before_tables16, patched_within, without_ftz  # noqa: E402
+from multisoftmax import dispatch  # noqa: E402
 
 CHECKS = ("f16", "odd32", "small")
 
 
 def _plan(case, gpu=""):
-    """dispatch's plan of a log's case (contiguous, 132 SMs) for the GPU of key `gpu` ("": the H100's)."""
+    """dispatch's plan of a log's case (contiguous, 132 SMs: targets.plan) for the GPU of key `gpu` ("": the H100's)."""
     dtype, M, N, op, direction = case
-    log = op == "log_softmax"
-    return (dispatch.plan_forward(M, N, N, N, dtype, log, 132, gpu=gpu) if direction == "fwd"
-            else dispatch.plan_backward(M, N, N, N, N, dtype, log, 132, gpu=gpu))
+    return targets.plan(dtype, op, direction, M, N, 132, gpu)
 
 
 def _tiling(plan) -> str:

@@ -2286,26 +2286,26 @@ def test_rows_peel16_rule():
               (False, 23): (16, 1), (False, 37): (16, 1), (False, 33): (16, 1)}  # whole: test_rows_whole16_rule
     tails = (17, 33, 65, 129, 257, 258, 521, 1025)
     skip = ("PEEL", "TAIL_N", "BLOCK_N", "BLOCK_M", "num_warps", "FTZ", "EVEN_M", "ALIGN_M", "OFFS32", "SAME_STRIDES")
-    for (forward, N), (block_m, warps) in peeled.items():
-        for dtype in ("bfloat16", "float16"):
-            for log in (False, True):
-                for M, gpu in itertools.product((4224, 65536, 4223, 264), ("H200", "")):
-                    (rules,) = _rules16(plans, M, N, dtype, log, forward, "")
-                    (tuned,) = plans(M, N, dtype, log, forward, gpu)
-                    what = (M, N, dtype, log, forward, gpu)
-                    if M < 4224 and (N % 2 == 0 or not forward and N > 511):  # smaller grids: as before
-                        forced = plans(M, N, dtype, log, forward, gpu, force_peel=True)
-                        assert (tuned,) == forced if N in tails else not tuned.kwargs["PEEL"], what
-                        continue
-                    tiling = (block_m, warps) if M >= 4224 else (4 if N < 40 else 1, 1)
-                    assert rules.kwargs["PEEL"] == (N in tails) and tuned.kwargs["PEEL"], what
-                    assert tuned.kwargs["TAIL_N"] == 16, what
-                    assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == tiling, what
-                    assert tuned.grid == (triton.cdiv(M, tiling[0]),)
-                    assert tuned.kwargs.get("FTZ", False) == (forward and gpu == "H200"), what
-                    assert tuned.kwargs["BLOCK_N"] == triton.next_power_of_2(N // 8 * 8), what
-                    assert {k: v for k, v in tuned.kwargs.items() if k not in skip} == \
-                        {k: v for k, v in rules.kwargs.items() if k not in skip}, what
+    cases = list(itertools.product(peeled, ("bfloat16", "float16"), (False, True), (4224, 65536, 4223, 264)))
+    with patched_within(dispatch, before_tables16):  # the rules' plans, once for both GPUs
+        rules_of = {((forward, N), dtype, log, M): plans(M, N, dtype, log, forward, "")[0]
+                    for (forward, N), dtype, log, M in cases}
+    for ((forward, N), dtype, log, M), gpu in itertools.product(cases, ("H200", "")):
+        rules, (tuned,) = rules_of[(forward, N), dtype, log, M], plans(M, N, dtype, log, forward, gpu)
+        what = (M, N, dtype, log, forward, gpu)
+        if M < 4224 and (N % 2 == 0 or not forward and N > 511):  # smaller grids: as before
+            forced = plans(M, N, dtype, log, forward, gpu, force_peel=True)
+            assert (tuned,) == forced if N in tails else not tuned.kwargs["PEEL"], what
+            continue
+        tiling = peeled[forward, N] if M >= 4224 else (4 if N < 40 else 1, 1)
+        assert rules.kwargs["PEEL"] == (N in tails) and tuned.kwargs["PEEL"], what
+        assert tuned.kwargs["TAIL_N"] == 16, what
+        assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == tiling, what
+        assert tuned.grid == (triton.cdiv(M, tiling[0]),)
+        assert tuned.kwargs.get("FTZ", False) == (forward and gpu == "H200"), what
+        assert tuned.kwargs["BLOCK_N"] == triton.next_power_of_2(N // 8 * 8), what
+        assert {k: v for k, v in tuned.kwargs.items() if k not in skip} == \
+            {k: v for k, v in rules.kwargs.items() if k not in skip}, what
     kept = [(True, 65536, 1002), (False, 65536, 1002), (False, 65536, 1996), (False, 65536, 300), (False, 65536, 254),
             (True, 65536, 1500), (True, 65536, 512), (False, 65536, 1024), (True, 65536, 300), (True, 65536, 510),
             (True, 65536, 50), (False, 65536, 60), (True, 65536, 100), (False, 65536, 126), (False, 65536, 258),
@@ -2357,20 +2357,23 @@ def test_rows_whole16_rule():
     whole = {**{(N, forward, None): ((16, 1), None) for N in (34, 66, 68) for forward in (True, False)},
              (17, True, None): ((32, 1), None), (17, False, None): ((32, 1), None), (33, True, None): ((32, 1), None),
              (34, True, 35): ((32, 1), None), **{(N, False, None): ((16, 1), (4, 1)) for N in (25, 27, 29, 31)}}
-    for (N, forward, stride), (tiling, small) in whole.items():
-        for log, dtype, M, gpu in itertools.product((False, True), ("bfloat16", "float16"), (4224, 65536, 4223, 264),
-                                                    ("H200", "")):
-            if M < 4224 and not small:
-                continue
-            (rules,) = _rules16(_short_plans, M, N, forward, "", dtype, log, stride)
-            (tuned,) = _short_plans(M, N, forward, gpu, dtype, log, stride)
-            what, block_m = (M, N, forward, log, dtype, stride, gpu), min((tiling if M >= 4224 else small)[0], M)
-            assert rules.kwargs["PEEL"] == (N not in range(25, 32)) and not tuned.kwargs["PEEL"], what
-            assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == (block_m, 1), what
-            assert tuned.grid == (triton.cdiv(M, block_m),), what
-            assert (tuned.kwargs["BLOCK_N"], tuned.kwargs["TAIL_N"]) == dispatch.row_segments(N), what
-            assert {k: v for k, v in tuned.kwargs.items() if k not in skip} == \
-                {k: v for k, v in rules.kwargs.items() if k not in skip}, what
+    cases = [(N, forward, stride, log, dtype, M) for (N, forward, stride), (_, small) in whole.items()
+             for log, dtype, M in itertools.product((False, True), ("bfloat16", "float16"), (4224, 65536, 4223, 264))
+             if M >= 4224 or small]
+    with patched_within(dispatch, before_tables16):  # the rules' plans, once for both GPUs
+        rules_of = {(N, forward, stride, log, dtype, M): _short_plans(M, N, forward, "", dtype, log, stride)[0]
+                    for N, forward, stride, log, dtype, M in cases}
+    for (N, forward, stride, log, dtype, M), gpu in itertools.product(cases, ("H200", "")):
+        tiling, small = whole[N, forward, stride]
+        rules = rules_of[N, forward, stride, log, dtype, M]
+        (tuned,) = _short_plans(M, N, forward, gpu, dtype, log, stride)
+        what, block_m = (M, N, forward, log, dtype, stride, gpu), min((tiling if M >= 4224 else small)[0], M)
+        assert rules.kwargs["PEEL"] == (N not in range(25, 32)) and not tuned.kwargs["PEEL"], what
+        assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == (block_m, 1), what
+        assert tuned.grid == (triton.cdiv(M, block_m),), what
+        assert (tuned.kwargs["BLOCK_N"], tuned.kwargs["TAIL_N"]) == dispatch.row_segments(N), what
+        assert {k: v for k, v in tuned.kwargs.items() if k not in skip} == \
+            {k: v for k, v in rules.kwargs.items() if k not in skip}, what
     for forward in (True, False):
         for M, N, kw in ((4223, 34, {}), (264, 66, {}), (4223, 17, {}), (264, 33, {}), (65536, 130, {}),
                          (65536, 132, {}), (65536, 260, {}), (65536, 65, {}), (65536, 67, {}), (65536, 129, {}),
@@ -2408,20 +2411,24 @@ def test_rows_odd16_rule():
     assert dispatch.ROWS_ODD16_TILINGS == {(False, 8): (64, 1), (False, 16): (32, 1)}
 
     skip = ("BLOCK_M", "num_warps", "EVEN_M", "ALIGN_M")
-    for N, stride in ((5, None), (7, None), (9, None), (11, None), (13, None), (15, None), (6, 7), (8, 9), (12, 13)):
-        for log, dtype, M, gpu in itertools.product((False, True), ("bfloat16", "float16"), (1, 37, 264, 4224, 65536),
-                                                    ("H200", "")):
-            (rules,) = _rules16(_short_plans, M, N, False, "", dtype, log, stride)
-            (tuned,) = _short_plans(M, N, False, gpu, dtype, log, stride)
-            block_m = min(64 if N <= 8 else 32, triton.next_power_of_2(M))
-            what = (M, N, stride, log, dtype, gpu)
-            assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"], tuned.grid) == (
-                block_m, 1, (triton.cdiv(M, block_m),)), what
-            assert not tuned.kwargs["PEEL"] and tuned.kernel == rules.kernel, what
-            assert {k: v for k, v in tuned.kwargs.items() if k not in skip} == \
-                {k: v for k, v in rules.kwargs.items() if k not in skip}, what
-            (fwd,) = _short_plans(M, N, True, gpu, dtype, log, stride)
-            assert without_ftz((fwd,)) == without_ftz(_rules16(_short_plans, M, N, True, "", dtype, log, stride)), what
+    cases = list(itertools.product(((5, None), (7, None), (9, None), (11, None), (13, None), (15, None), (6, 7), (8, 9),
+                                    (12, 13)), (False, True), ("bfloat16", "float16"), (1, 37, 264, 4224, 65536)))
+    with patched_within(dispatch, before_tables16):  # the rules' plans, both directions, once for both GPUs
+        rules_of = {(((N, stride), log, dtype, M), forward): _short_plans(M, N, forward, "", dtype, log, stride)[0]
+                    for (N, stride), log, dtype, M in cases for forward in (False, True)}
+    for case, gpu in itertools.product(cases, ("H200", "")):
+        (N, stride), log, dtype, M = case
+        rules = rules_of[case, False]
+        (tuned,) = _short_plans(M, N, False, gpu, dtype, log, stride)
+        block_m = min(64 if N <= 8 else 32, triton.next_power_of_2(M))
+        what = (M, N, stride, log, dtype, gpu)
+        assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"], tuned.grid) == (
+            block_m, 1, (triton.cdiv(M, block_m),)), what
+        assert not tuned.kwargs["PEEL"] and tuned.kernel == rules.kernel, what
+        assert {k: v for k, v in tuned.kwargs.items() if k not in skip} == \
+            {k: v for k, v in rules.kwargs.items() if k not in skip}, what
+        (fwd,) = _short_plans(M, N, True, gpu, dtype, log, stride)
+        assert without_ftz((fwd,)) == without_ftz((rules_of[case, True],)), what
     for M, N, kw in ((65536, 6, {}), (65536, 10, {}), (65536, 14, {}), (65536, 3, {}), (65536, 3, dict(stride=5)),
                      (65536, 9, dict(force="rows"))):
         for gpu in ("H200", ""):
