@@ -1,7 +1,8 @@
 """The 16-bit short-row tables (ROWS_PEEL16 and its kin, ROWS_FWD16_SAME_LANES), every GPU's since 2026-12-06, against
 the H100 measurements that made them so (no GPU): bench/results/h100/probe_rows_h100_peel16.log ("dispatch": the H100's
 rules then, "h200": the case planned with the H200's tables, FTZ off) and the check, probe_rows_h100_peel16_before_*.log
-and _after_*.log (the same probe from the tree before and from the tree that took the tables)."""
+and _after_*.log (the same probe from the tree before and from the tree that took the tables); and the re-tilings
+measured at af55121 and not taken (GRIDS)."""
 
 import math
 import os
@@ -79,3 +80,31 @@ def test_the_check_ran_the_plans_before_and_after():
     assert 0.88 < min(gains.values()) and max(gains.values()) < 2.9
     behind = {(c[1], c[2], c[4]) for c, g in gains.items() if g < 0.98}
     assert behind and all(M == 65536 and N in (25, 27, 29, 31) and d == "fwd" for M, N, d in behind), behind
+
+
+GRIDS = ("probe_rows_h100_odd16_fwd_grids.log", "probe_rows_h100_odd16_fwd_grids2.log", "probe_rows_h100_77_bwd.log",
+         "probe_rows_h100_bwd16_128_grids.log")
+
+
+def test_the_grid_logs_ran_todays_plans():
+    """The re-tilings measured at af55121 and not taken (bench/DISPATCH.md, last section): each log's "dispatch" is
+    the plan the H100 makes now, so its ratios are against today's plans."""
+    for name in GRIDS:
+        cases = rows_logs.tilings(name, gpu="h100")
+        assert cases, name
+        for case, tiling in cases.items():
+            assert tiling == _tiling(_plan(case)), (name, case)
+
+
+def test_the_grid_logs_figures():
+    """DISPATCH.md's figures: peeled at 16 rows and 2 warps, the 32-lane forward of 31-39 values ran 0.92-1.20x of the
+    plan and that of 25-29 values 1.00-1.20x up to 131072 rows; the 128-lane backward at 8 rows and 2 warps 0.97-1.35x,
+    its softmax never behind."""
+    fwd = {**rows_logs.gbps(GRIDS[0], gpu="h100"), **rows_logs.gbps(GRIDS[1], gpu="h100")}
+    late = [g["m16w2"] / g["dispatch"] for (_, M, N, *_), g in fwd.items() if N >= 31]
+    early = [g["m16w2"] / g["dispatch"] for (_, M, N, *_), g in fwd.items() if 25 <= N <= 29 and M <= 131072]
+    assert 0.915 <= min(late) and max(late) <= 1.205 and 0.995 <= min(early) and max(early) <= 1.205
+    bwd = {**rows_logs.gbps(GRIDS[2], gpu="h100"), **rows_logs.gbps(GRIDS[3], gpu="h100")}
+    m8w2 = {case: g["m8w2"] / g["dispatch"] for case, g in bwd.items() if case[2] >= 77 and case[1] >= 4224}
+    assert 0.965 <= min(m8w2.values()) and max(m8w2.values()) <= 1.355
+    assert min(r for case, r in m8w2.items() if case[3] == "softmax") >= 0.995
