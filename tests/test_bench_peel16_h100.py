@@ -4,8 +4,8 @@ rules then, "h200": the case planned with the H200's tables, FTZ off) and the ch
 and _after_*.log (the same probe from the tree before and from the tree that took the tables); and the re-tilings
 measured at af55121 and not taken (GRIDS)."""
 
-import math
 import os
+import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "bench"))
@@ -36,10 +36,6 @@ def _rules_tilings(cases) -> dict:
         return {case: _tiling(_plan(case)) for case in cases}
 
 
-def _geomean(xs) -> float:
-    return math.exp(sum(map(math.log, xs)) / len(xs))
-
-
 def test_the_h100_plans_what_the_probe_ran_as_h200():
     """Every case of the probe: the H100 now plans the launch the probe ran as "h200" (the H200's plan, FTZ off), and
     the probe's "dispatch" was the rules' plan before the tables."""
@@ -56,7 +52,8 @@ def test_the_tables_ran_ahead_on_the_h100():
     (and 31's log_softmax), 4224 x 77's log_softmax backward and 1056 x 1201's softmax forward."""
     cases = rows_logs.gbps("probe_rows_h100_peel16.log", gpu="h100")
     gains = {case: cells["h200"] / cells["dispatch"] for case, cells in cases.items()}
-    assert 1.30 < _geomean(gains.values()) < 1.34 and 0.89 < min(gains.values()) and max(gains.values()) < 3.4
+    assert 1.30 < statistics.geometric_mean(gains.values()) < 1.34
+    assert 0.89 < min(gains.values()) and max(gains.values()) < 3.4
     assert sorted((c[1], c[2], c[3], c[4]) for c, g in gains.items() if g < 0.985) == [
         (1056, 1201, "softmax", "fwd"), (4224, 77, "log_softmax", "bwd"), (65536, 25, "softmax", "fwd"),
         (65536, 31, "log_softmax", "fwd"), (65536, 31, "softmax", "fwd")]
@@ -76,7 +73,7 @@ def test_the_check_ran_the_plans_before_and_after():
             assert rows_logs.tilings(f"probe_rows_h100_peel16_after_{label}.log", gpu="h100")[case] == _tiling(
                 _plan(case)), case
             gains[case] = after[case]["dispatch"] / before[case]["dispatch"]
-    assert len(gains) == 172 and 1.40 < _geomean(gains.values()) < 1.44
+    assert len(gains) == 172 and 1.40 < statistics.geometric_mean(gains.values()) < 1.44
     assert 0.88 < min(gains.values()) and max(gains.values()) < 2.9
     behind = {(c[1], c[2], c[4]) for c, g in gains.items() if g < 0.98}
     assert behind and all(M == 65536 and N in (25, 27, 29, 31) and d == "fwd" for M, N, d in behind), behind
