@@ -441,6 +441,20 @@ ROWS_PEEL16 = {(True, 16): (16, 1, 0.0, 1), (True, 32): (16, 1, 0.0, 1), (False,
                (False, 64): (8, 1, 0.0, 1), (False, 128): (8, 1, 0.0, 1), (False, 256): (4, 1, 0.0, 1),
                (False, 512): (2, 1, 0.0, 1), (False, 1024): (1, 1, 0.0, 1), (False, 2048): (1, 2, 0.0, 1)}
 ROWS_PEEL16_MIN_PER_SM = 32
+# ROWS_PEEL16_GRIDS {(forward, lanes): ((logs, first N, last N, rows an SM at most, BLOCK_M, num_warps), ...)} (the
+# H100's: the module's; the H200's: GPU_CONSTANTS, none): ROWS_PEEL16's rows of these lanes, of an op in `logs`
+# (False: softmax, True: log_softmax) and first-last values, in grids of ROWS_PEEL16_MIN_PER_SM up to this many rows an
+# SM take this tiling; the first entry that matches wins. H100, bf16 (probe_rows_h100_77_bwd.log, _bwd16_128_grids.log,
+# _odd16_fwd_grids*.log; bench/DISPATCH.md, ROWS_PEEL16_GRIDS), against ROWS_PEEL16's 8 rows at 1 warp in 128 lanes
+# and 16 rows at 1 warp in 32: the backward of 77-127 values at 4 rows and 1 warp log_softmax 1.00-1.39x (softmax
+# 0.92-1.00x), at 8 rows and 2 warps softmax 1.01-1.04x to 65536 rows (1.00x past them); the forward of 25-39 values at
+# 8 rows and 1 warp 1.19-1.33x on 16896 rows (0.66-1.16x from 131072), at 16 rows and 2 warps 1.00-1.20x on
+# 16896-131072 rows, past them softmax 31-39 1.01-1.20x and log_softmax 35-39 1.01-1.13x (25-29 0.84-1.04x, 31's
+# log_softmax 0.92-1.01x: kept).
+# Measured: bench/DISPATCH.md, ROWS_PEEL16_GRIDS.
+ROWS_PEEL16_GRIDS = {(False, 128): (((True,), 73, 127, float("inf"), 4, 1), ((False,), 73, 127, 512, 8, 2)),
+                     (True, 32): (((False, True), 25, 39, 128, 8, 1), ((False, True), 25, 39, 1024, 16, 2),
+                                  ((False,), 31, 39, float("inf"), 16, 2), ((True,), 35, 39, float("inf"), 16, 2))}
 ROWS_PEEL16_SMALL_LANES = {True: 2048, False: 512}
 ROWS_PEEL16_TAILS = True
 # ROWS_PEEL16_SMALL_M {lanes: BLOCK_M} (every GPU's, as ROWS_PEEL16): the rows a program of ROWS_PEEL16_SMALL_LANES' odd
@@ -700,7 +714,7 @@ GPU_CONSTANTS = {
                  COLS16_SHORT_MIN_VALUES=32, COLS16_BWD_MIN_VALUES=(32, 128, 512, 0.8), COLS32_MIN_VALUES=32,
                  COLS16_FWD_TAIL=True, COLS16_FTZ=True, COLS16_FWD_STATS_N=16, ROWS16_FWD_FTZ=True,
                  ROWS16_FWD_FTZ_WARPS={8192: (4, 0.875)},
-                 ROWS_FWD32_OFFS32=(16, 32),
+                 ROWS_FWD32_OFFS32=(16, 32), ROWS_PEEL16_GRIDS={},
                  ROWS_WHOLE32={**{(forward, log, BLOCK_N, TAIL_N, odd): tiling
                                   for (BLOCK_N, TAIL_N), tiling, odds in (
                                       ((2, 0), (256, 4, 256, 4), (False, True)), ((4, 0), (64, 1, 32, 1), (True,)),
@@ -828,12 +842,13 @@ def peel(N: int, itemsize: int, align: int, strides_equal: bool, force: bool | N
     return itemsize >= 4 or N >= PEEL_MIN_N or row_segments(N)[1] > 0
 
 
-def _peel16(M: int, N: int, align: int, strides_equal: bool, forward: bool, num_sms: int, gpu: str,
+def _peel16(M: int, N: int, align: int, strides_equal: bool, forward: bool, log: bool, num_sms: int, gpu: str,
             peeled: bool) -> tuple[tuple[int, int], bool] | None:
     """((BLOCK_M, num_warps), whether they peel) where the 16-bit rows `_tiling16` passes (not 16-byte aligned,
-    shorter than PEEL_MIN_N) run at this GPU's tiling (ROWS_PEEL16; in smaller grids one row a program, or
-    ROWS_PEEL16_SMALL_M's, at 1 warp: ROWS_PEEL16_SMALL_LANES), peeled but under ROWS_PEEL16_WHOLE_FILL of an entry's
-    lanes, else None; rows that `peel` already peels (`peeled`: for a tail) only where ROWS_PEEL16_TAILS."""
+    shorter than PEEL_MIN_N) run at this GPU's tiling (ROWS_PEEL16, or by op and grid ROWS_PEEL16_GRIDS'; in smaller
+    grids one row a program, or ROWS_PEEL16_SMALL_M's, at 1 warp: ROWS_PEEL16_SMALL_LANES), peeled but under
+    ROWS_PEEL16_WHOLE_FILL of an entry's lanes, else None; rows that `peel` already peels (`peeled`: for a tail) only
+    where ROWS_PEEL16_TAILS."""
     if not strides_equal or peeled and not _tuned("ROWS_PEEL16_TAILS", gpu):
         return None
     lanes = triton.next_power_of_2(max(1, N // 8 * 8))
@@ -842,6 +857,9 @@ def _peel16(M: int, N: int, align: int, strides_equal: bool, forward: bool, num_
         return None
     peels = N >= _tuned("ROWS_PEEL16_WHOLE_FILL", gpu).get((forward, lanes), 0.0) * lanes
     if M >= ROWS_PEEL16_MIN_PER_SM * num_sms:
+        grids = _tuned("ROWS_PEEL16_GRIDS", gpu).get((forward, lanes), ())
+        block_m, num_warps = next(((m, w) for logs, first, last, per_sm, m, w in grids if log in logs
+                                   and first <= N <= last and M <= per_sm * num_sms), (block_m, num_warps))
         return (min(block_m, triton.next_power_of_2(M)), num_warps), peels
     if align != 1 or lanes > _tuned("ROWS_PEEL16_SMALL_LANES", gpu)[forward]:
         return None
@@ -859,7 +877,7 @@ def _whole16(M: int, BLOCK_N: int, TAIL_N: int, align: int, forward: bool, peele
     return min(tiling[0], triton.next_power_of_2(M)), tiling[1]
 
 
-def _tiling16(M: int, N: int, align: int, strides_equal: bool, forward: bool, num_sms: int, gpu: str,
+def _tiling16(M: int, N: int, align: int, strides_equal: bool, forward: bool, log: bool, num_sms: int, gpu: str,
               peeled: bool) -> tuple[tuple[int, int] | None, bool]:
     """(this GPU's (BLOCK_M, num_warps) for its unaligned 16-bit rows shorter than PEEL_MIN_N, whole where `peel` peels
     them for a tail alone (`peeled`; ROWS_WHOLE16_TAILS), else peeled or whole at ROWS_PEEL16's tiling, else, of ALIGN
@@ -870,7 +888,7 @@ def _tiling16(M: int, N: int, align: int, strides_equal: bool, forward: bool, nu
     whole16 = _whole16(M, BLOCK_N, TAIL_N, align, forward, peeled, num_sms, gpu)
     if whole16:
         return whole16, False
-    peel16 = _peel16(M, N, align, strides_equal, forward, num_sms, gpu, peeled)
+    peel16 = _peel16(M, N, align, strides_equal, forward, log, num_sms, gpu, peeled)
     if peel16:
         return peel16
     odd = _tuned("ROWS_ODD16_TILINGS", gpu).get((forward, BLOCK_N)) if align == 1 and not TAIL_N else None
@@ -898,7 +916,7 @@ def _retiled(M: int, N: int, itemsize: int, align: int, strides_equal: bool, for
     """(this GPU's (BLOCK_M, num_warps) for rows not 16-byte aligned that the rows family runs at its own tiling,
     16-bit (`_tiling16`) or float32 (`_tiling32`), else None; whether the rows peel). `peeled`: what `peel` said."""
     if itemsize == 2:
-        return _tiling16(M, N, align, strides_equal, forward, num_sms, gpu, peeled)
+        return _tiling16(M, N, align, strides_equal, forward, log, num_sms, gpu, peeled)
     if itemsize == 4:
         return _tiling32(M, N, align, forward, log, num_sms, gpu, peeled)
     return None, peeled

@@ -196,3 +196,30 @@ def whole32_tiling(gpu, N, forward, log, odd):
     if forward and N > 17 and odd and not log:
         return (32, 2, 16, 1)
     return (32, 1, 16, 1) if forward and N <= 17 else (16, 1, 16, 1)
+
+
+def before_grids16(dispatch, set_attr=setattr):
+    """Patch `dispatch` as it was before the H100 re-tiled its peeled 16-bit rows by op and grid (ROWS_PEEL16_GRIDS
+    none; 2026-12-07), which the H100's logs before bench/results/h100/probe_rows_h100_grids16_*.log ran;
+    `patched_within(dispatch, before_grids16)`."""
+    set_attr(dispatch, "ROWS_PEEL16_GRIDS", {})
+
+
+def grids16_tiling(forward, N, log, M, gpu, num_sms=132):
+    """(BLOCK_M, num_warps) that ROWS_PEEL16_GRIDS should give M odd 16-bit rows of N values that ROWS_PEEL16 peels
+    (not 33, whose forward runs whole: ROWS_WHOLE16_TAILS) on the GPU of key `gpu` with `num_sms` SMs ("H200": none,
+    else the H100's), or None (ROWS_PEEL16's own tiling), as bench/DISPATCH.md's ROWS_PEEL16_GRIDS section has them:
+    grids of at least 32 rows an SM; the backward of 73-127 values, log_softmax at 4 rows and 1 warp, softmax at 8
+    rows and 2 warps up to 512 rows an SM; the forward of 25-39 values at 8 rows and 1 warp up to 128 rows an SM, at 16
+    rows and 2 warps up to 1024, and past them the softmax of 31-39 and the log_softmax of 35-39."""
+    per_sm = M / num_sms
+    if gpu == "H200" or per_sm < 32:
+        return None
+    if not forward and 73 <= N <= 127:
+        return (4, 1) if log else (8, 2) if per_sm <= 512 else None
+    if forward and 25 <= N <= 39:
+        if per_sm <= 128:
+            return (8, 1)
+        if per_sm <= 1024 or N >= (35 if log else 31):
+            return (16, 2)
+    return None

@@ -2,19 +2,29 @@
 the H100 measurements that made them so (no GPU): bench/results/h100/probe_rows_h100_peel16.log ("dispatch": the H100's
 rules then, "h200": the case planned with the H200's tables, FTZ off) and the check, probe_rows_h100_peel16_before_*.log
 and _after_*.log (the same probe from the tree before and from the tree that took the tables); and the re-tilings
-measured at af55121 and not taken (GRIDS)."""
+measured at af55121 (GRIDS), taken since in ROWS_PEEL16_GRIDS: every log here ran the plans before it
+(forced_plans.before_grids16)."""
 
 import os
 import statistics
 import sys
 
+import pytest
+
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "bench"))
 import rows_logs  # noqa: E402
 import targets  # noqa: E402
-from forced_plans import before_tables16, patched_within, without_ftz  # noqa: E402
+from forced_plans import before_grids16, before_tables16, patched_within, without_ftz  # noqa: E402
 from multisoftmax import dispatch  # noqa: E402
 
 CHECKS = ("f16", "odd32", "small")
+
+
+@pytest.fixture(autouse=True)
+def _before_grids16():
+    """The H100's plans as these logs ran them: before ROWS_PEEL16_GRIDS."""
+    with patched_within(dispatch, before_grids16):
+        yield
 
 
 def _plan(case, gpu=""):

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 import reference64 as ref
-from forced_plans import (FWD32_OFFS32_LIMITS, before_tables16, before_whole32, patched_within, whole32_tiling,
-                          without_ftz)
+from forced_plans import (FWD32_OFFS32_LIMITS, before_grids16, before_tables16, before_whole32, grids16_tiling,
+                          patched_within, whole32_tiling, without_ftz)
 from uninterpreted import run_uninterpreted
 import multisoftmax.torch  # noqa: F401  (registers torch.ops.multisoftmax)
 from multisoftmax import dispatch, launch, occupancy
@@ -2297,7 +2297,8 @@ def test_rows_peel16_rule():
             forced = plans(M, N, dtype, log, forward, gpu, force_peel=True)
             assert (tuned,) == forced if N in tails else not tuned.kwargs["PEEL"], what
             continue
-        tiling = peeled[forward, N] if M >= 4224 else (4 if N < 40 else 1, 1)
+        tiling = (grids16_tiling(forward, N, log, M, gpu) or peeled[forward, N]) if M >= 4224 else (
+            4 if N < 40 else 1, 1)  # the H100's by op and grid: ROWS_PEEL16_GRIDS, test_rows_peel16_grids_rule
         assert rules.kwargs["PEEL"] == (N in tails) and tuned.kwargs["PEEL"], what
         assert tuned.kwargs["TAIL_N"] == 16, what
         assert (tuned.kwargs["BLOCK_M"], tuned.kwargs["num_warps"]) == tiling, what
@@ -2333,6 +2334,41 @@ def _short_plans(M, N, forward, gpu, dtype="bfloat16", log=False, stride=None, f
     stride = stride or N
     return (dispatch.plan_forward(M, N, stride, stride, dtype, log, 132, force, force_peel, gpu=gpu) if forward
             else dispatch.plan_backward(M, N, stride, stride, stride, dtype, log, 132, force, force_peel, gpu=gpu))
+
+
+def test_rows_peel16_grids_rule():
+    """The H100's peeled 16-bit rows re-tiled by op and grid (ROWS_PEEL16_GRIDS; the H200's: none), as
+    forced_plans.grids16_tiling writes them out from bench/DISPATCH.md: in grids of at least 32 rows an SM, the odd
+    backward of 73-127 values (128 lanes) log_softmax at 4 rows and 1 warp, softmax at 8 rows and 2 warps up to 512
+    rows an SM; the odd forward of 25-39 values (32 lanes; 33 runs whole, ROWS_WHOLE16_TAILS) at 8 rows and 1 warp up
+    to 128 rows an SM, at 16 rows and 2 warps up to 1024 and past them for the softmax of 31-39 and the log_softmax of
+    35-39. Against the plans without the table (forced_plans.before_grids16), on odd N of 23-41 and 71-129, ten grids
+    with each bound on both sides, both dtypes, ops and directions and both GPUs: ROWS_PEEL16's tiling before (16 rows
+    or 8 at 1 warp, peeled), and only BLOCK_M, num_warps and the grid change; the rest is unchanged."""
+    assert dispatch.GPU_CONSTANTS["H200"]["ROWS_PEEL16_GRIDS"] == {}
+    grids = (4223, 4224, 16896, 16897, 67584, 67585, 135168, 135169, 262144, 1048576)
+    cases = list(itertools.product((*range(23, 42, 2), *range(71, 130, 2)), ("bfloat16", "float16"), (False, True),
+                                   (True, False), grids, ("H200", "")))
+
+    def plan(N, dtype, log, forward, M, gpu):
+        return (dispatch.plan_forward(M, N, N, N, dtype, log, 132, gpu=gpu) if forward
+                else dispatch.plan_backward(M, N, N, N, N, dtype, log, 132, gpu=gpu))
+
+    with patched_within(dispatch, before_grids16):
+        before = {case: plan(*case) for case in cases}
+    changed = 0
+    for case in cases:
+        N, dtype, log, forward, M, gpu = case
+        ((was,), (now,)), tiling = (before[case], plan(*case)), grids16_tiling(forward, N, log, M, gpu)
+        if tiling is None or forward and N == 33:
+            assert (now,) == (was,), case
+            continue
+        changed += 1
+        assert was.kwargs["PEEL"] and (was.kwargs["BLOCK_M"], was.kwargs["num_warps"]) == (16 if forward else 8, 1)
+        assert (now.kwargs["BLOCK_M"], now.kwargs["num_warps"]) == tiling and now.grid == (triton.cdiv(M, tiling[0]),)
+        assert dataclasses.replace(now, grid=was.grid, meta=tuple(
+            (k, was.kwargs[k] if k in ("BLOCK_M", "num_warps") else v) for k, v in now.meta)) == was, case
+    assert changed == 938  # forward 2 x (7 N x 6 grids x 2 ops + 3 grids x 7), backward 2 x 28 N x (9 + 4 grids)
 
 
 def test_rows_whole16_rule():
