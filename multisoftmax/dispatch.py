@@ -450,10 +450,12 @@ ROWS_PEEL16_MIN_PER_SM = 32
 # 0.92-1.00x), at 8 rows and 2 warps softmax 1.01-1.04x to 65536 rows (1.00x past them); the forward of 25-39 values at
 # 8 rows and 1 warp 1.19-1.33x on 16896 rows (0.66-1.16x from 131072), at 16 rows and 2 warps 1.00-1.20x on
 # 16896-131072 rows, past them softmax 31-39 1.01-1.20x and log_softmax 35-39 1.01-1.13x (25-29 0.84-1.04x, 31's
-# log_softmax 0.92-1.01x: kept).
+# log_softmax 0.92-1.01x: kept). The check of that table (probe_rows_h100_grids16_*_check.log): 8 rows and 1 warp
+# ahead of 16 and 2 for 31-39 values to 256 rows an SM (1.01-1.07x) and 35-39 to 512 (1.01-1.15x), taken.
 # Measured: bench/DISPATCH.md, ROWS_PEEL16_GRIDS.
 ROWS_PEEL16_GRIDS = {(False, 128): (((True,), 73, 127, float("inf"), 4, 1), ((False,), 73, 127, 512, 8, 2)),
-                     (True, 32): (((False, True), 25, 39, 128, 8, 1), ((False, True), 25, 39, 1024, 16, 2),
+                     (True, 32): (((False, True), 25, 39, 128, 8, 1), ((False, True), 31, 39, 256, 8, 1),
+                                  ((False, True), 35, 39, 512, 8, 1), ((False, True), 25, 39, 1024, 16, 2),
                                   ((False,), 31, 39, float("inf"), 16, 2), ((True,), 35, 39, float("inf"), 16, 2))}
 ROWS_PEEL16_SMALL_LANES = {True: 2048, False: 512}
 ROWS_PEEL16_TAILS = True

@@ -210,15 +210,16 @@ def grids16_tiling(forward, N, log, M, gpu, num_sms=132):
     (not 33, whose forward runs whole: ROWS_WHOLE16_TAILS) on the GPU of key `gpu` with `num_sms` SMs ("H200": none,
     else the H100's), or None (ROWS_PEEL16's own tiling), as bench/DISPATCH.md's ROWS_PEEL16_GRIDS section has them:
     grids of at least 32 rows an SM; the backward of 73-127 values, log_softmax at 4 rows and 1 warp, softmax at 8
-    rows and 2 warps up to 512 rows an SM; the forward of 25-39 values at 8 rows and 1 warp up to 128 rows an SM, at 16
-    rows and 2 warps up to 1024, and past them the softmax of 31-39 and the log_softmax of 35-39."""
+    rows and 2 warps up to 512 rows an SM; the forward of 25-39 values at 8 rows and 1 warp up to 128 rows an SM (of
+    31-39 values up to 256, of 35-39 up to 512), at 16 rows and 2 warps up to 1024, and past them the softmax of 31-39
+    and the log_softmax of 35-39."""
     per_sm = M / num_sms
     if gpu == "H200" or per_sm < 32:
         return None
     if not forward and 73 <= N <= 127:
         return (4, 1) if log else (8, 2) if per_sm <= 512 else None
     if forward and 25 <= N <= 39:
-        if per_sm <= 128:
+        if per_sm <= 128 or per_sm <= 256 and N >= 31 or per_sm <= 512 and N >= 35:
             return (8, 1)
         if per_sm <= 1024 or N >= (35 if log else 31):
             return (16, 2)

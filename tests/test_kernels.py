@@ -2341,12 +2341,13 @@ def test_rows_peel16_grids_rule():
     forced_plans.grids16_tiling writes them out from bench/DISPATCH.md: in grids of at least 32 rows an SM, the odd
     backward of 73-127 values (128 lanes) log_softmax at 4 rows and 1 warp, softmax at 8 rows and 2 warps up to 512
     rows an SM; the odd forward of 25-39 values (32 lanes; 33 runs whole, ROWS_WHOLE16_TAILS) at 8 rows and 1 warp up
-    to 128 rows an SM, at 16 rows and 2 warps up to 1024 and past them for the softmax of 31-39 and the log_softmax of
-    35-39. Against the plans without the table (forced_plans.before_grids16), on odd N of 23-41 and 71-129, ten grids
+    to 128 rows an SM (31-39 values to 256, 35-39 to 512), at 16 rows and 2 warps up to 1024 and past them for the
+    softmax of 31-39 and the log_softmax of 35-39. Against the plans without the table (forced_plans.before_grids16), on
+    odd N of 23-41 and 71-129, twelve grids
     with each bound on both sides, both dtypes, ops and directions and both GPUs: ROWS_PEEL16's tiling before (16 rows
     or 8 at 1 warp, peeled), and only BLOCK_M, num_warps and the grid change; the rest is unchanged."""
     assert dispatch.GPU_CONSTANTS["H200"]["ROWS_PEEL16_GRIDS"] == {}
-    grids = (4223, 4224, 16896, 16897, 67584, 67585, 135168, 135169, 262144, 1048576)
+    grids = (4223, 4224, 16896, 16897, 33792, 33793, 67584, 67585, 135168, 135169, 262144, 1048576)
     cases = list(itertools.product((*range(23, 42, 2), *range(71, 130, 2)), ("bfloat16", "float16"), (False, True),
                                    (True, False), grids, ("H200", "")))
 
@@ -2368,7 +2369,7 @@ def test_rows_peel16_grids_rule():
         assert (now.kwargs["BLOCK_M"], now.kwargs["num_warps"]) == tiling and now.grid == (triton.cdiv(M, tiling[0]),)
         assert dataclasses.replace(now, grid=was.grid, meta=tuple(
             (k, was.kwargs[k] if k in ("BLOCK_M", "num_warps") else v) for k, v in now.meta)) == was, case
-    assert changed == 938  # forward 2 x (7 N x 6 grids x 2 ops + 3 grids x 7), backward 2 x 28 N x (9 + 4 grids)
+    assert changed == 1218  # forward 2 x (7 N x 8 grids x 2 ops + 3 grids x 7), backward 2 x 28 N x (11 + 6 grids)
 
 
 def test_rows_whole16_rule():
