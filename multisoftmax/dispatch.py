@@ -450,8 +450,9 @@ ROWS_PEEL16_MIN_PER_SM = 32
 # 0.92-1.00x), at 8 rows and 2 warps softmax 1.01-1.04x to 65536 rows (1.00x past them); the forward of 25-39 values at
 # 8 rows and 1 warp 1.19-1.33x on 16896 rows (0.66-1.16x from 131072), at 16 rows and 2 warps 1.00-1.20x on
 # 16896-131072 rows, past them softmax 31-39 1.01-1.20x and log_softmax 35-39 1.01-1.13x (25-29 0.84-1.04x, 31's
-# log_softmax 0.92-1.01x: kept). The check of that table (probe_rows_h100_grids16_*_check.log): 8 rows and 1 warp
-# ahead of 16 and 2 for 31-39 values to 256 rows an SM (1.01-1.07x) and 35-39 to 512 (1.01-1.15x), taken.
+# log_softmax 0.92-1.01x: kept). The check of that table (probe_rows_h100_grids16_*_check.log: 1.00-1.33x forward,
+# 1.00-1.39x backward, over the plans before): 8 rows and 1 warp ahead of 16 and 2 for 31-39 values at 256 rows an SM
+# (1.01-1.15x) and 35-39 at 496 (1.01-1.10x), taken to 256 and 512 rows an SM (_grids16b_fwd_check.log: 1.00-1.19x).
 # Measured: bench/DISPATCH.md, ROWS_PEEL16_GRIDS.
 ROWS_PEEL16_GRIDS = {(False, 128): (((True,), 73, 127, float("inf"), 4, 1), ((False,), 73, 127, 512, 8, 2)),
                      (True, 32): (((False, True), 25, 39, 128, 8, 1), ((False, True), 31, 39, 256, 8, 1),

@@ -224,3 +224,13 @@ def grids16_tiling(forward, N, log, M, gpu, num_sms=132):
         if per_sm <= 1024 or N >= (35 if log else 31):
             return (16, 2)
     return None
+
+
+def before_grids16b(dispatch, set_attr=setattr):
+    """Patch `dispatch` as its first ROWS_PEEL16_GRIDS had it (2026-12-07, tree cd142b2), which
+    bench/results/h100/probe_rows_h100_grids16_{fwd,bwd}_check.log ran: the forward of 31-39 values (32 lanes) at 16
+    rows and 2 warps from 128 rows an SM, not at 8 rows and 1 warp to 256 (31-39) and 512 (35-39) rows an SM, the
+    entries that the check's figures added; `patched_within(dispatch, before_grids16b)`."""
+    grids = dispatch.ROWS_PEEL16_GRIDS
+    set_attr(dispatch, "ROWS_PEEL16_GRIDS", {**grids, (True, 32): tuple(
+        entry for entry in grids[(True, 32)] if entry[3] not in (256, 512))})

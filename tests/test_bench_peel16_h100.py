@@ -93,9 +93,9 @@ GRIDS = ("probe_rows_h100_odd16_fwd_grids.log", "probe_rows_h100_odd16_fwd_grids
          "probe_rows_h100_bwd16_128_grids.log")
 
 
-def test_the_grid_logs_ran_todays_plans():
-    """The re-tilings measured at af55121 and not taken (bench/DISPATCH.md, last section): each log's "dispatch" is
-    the plan the H100 makes now, so its ratios are against today's plans."""
+def test_the_grid_logs_ran_the_plans_before_the_table():
+    """The re-tilings measured at af55121 (bench/DISPATCH.md, ROWS_PEEL16_GRIDS; taken since): each log's "dispatch" is
+    the plan the H100 made then, before ROWS_PEEL16_GRIDS (this module's fixture), so its ratios are against it."""
     for name in GRIDS:
         cases = rows_logs.tilings(name, gpu="h100")
         assert cases, name
