@@ -453,8 +453,16 @@ ROWS_PEEL16_MIN_PER_SM = 32
 # log_softmax 0.92-1.01x: kept). The check of that table (probe_rows_h100_grids16_*_check.log: 1.00-1.33x forward,
 # 1.00-1.39x backward, over the plans before): 8 rows and 1 warp ahead of 16 and 2 for 31-39 values at 256 rows an SM
 # (1.01-1.15x) and 35-39 at 496 (1.01-1.10x), taken to 256 and 512 rows an SM (_grids16b_fwd_check.log: 1.00-1.19x).
+# Small grids, half the rows a program (probe_rows_h100_peel16_lanes_*_small.log, bf16, against ROWS_PEEL16's tiling):
+# the forward in 64 lanes (41-71 values) at 4 rows 1.09-1.12x to 48 rows an SM and 1.00-1.06x at 64 (0.94-1.01x at
+# 80), in 128 lanes (73-135) 1.07-1.25x to 96 and 1.00-1.07x at 128; the log_softmax backward in 64 lanes at 4 rows
+# 1.01-1.14x to 80 rows an SM, in 256 (137-263) at 2 rows 1.01-1.08x to 48 (softmax 0.90-1.03x: kept). Not taken: the
+# forward in 256 lanes at 2 rows (1.03-1.18x to 48 rows an SM), whose entry also peels even rows (ALIGN 4), unmeasured.
 # Measured: bench/DISPATCH.md, ROWS_PEEL16_GRIDS.
-ROWS_PEEL16_GRIDS = {(False, 128): (((True,), 73, 127, float("inf"), 4, 1), ((False,), 73, 127, 512, 8, 2)),
+ROWS_PEEL16_GRIDS = {(True, 64): (((False, True), 41, 71, 64, 4, 1),),
+                     (True, 128): (((False, True), 73, 135, 128, 4, 1),),
+                     (False, 64): (((True,), 41, 71, 80, 4, 1),), (False, 256): (((True,), 137, 263, 48, 2, 1),),
+                     (False, 128): (((True,), 73, 127, float("inf"), 4, 1), ((False,), 73, 127, 512, 8, 2)),
                      (True, 32): (((False, True), 25, 39, 128, 8, 1), ((False, True), 31, 39, 256, 8, 1),
                                   ((False, True), 35, 39, 512, 8, 1), ((False, True), 25, 39, 1024, 16, 2),
                                   ((False,), 31, 39, float("inf"), 16, 2), ((True,), 35, 39, float("inf"), 16, 2))}

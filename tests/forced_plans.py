@@ -212,10 +212,17 @@ def grids16_tiling(forward, N, log, M, gpu, num_sms=132):
     grids of at least 32 rows an SM; the backward of 73-127 values, log_softmax at 4 rows and 1 warp, softmax at 8
     rows and 2 warps up to 512 rows an SM; the forward of 25-39 values at 8 rows and 1 warp up to 128 rows an SM (of
     31-39 values up to 256, of 35-39 up to 512), at 16 rows and 2 warps up to 1024, and past them the softmax of 31-39
-    and the log_softmax of 35-39."""
+    and the log_softmax of 35-39; in small grids half ROWS_PEEL16's rows a program at 1 warp: the forward of 41-71
+    values (64 lanes) up to 64 rows an SM and of 73-135 (128 lanes) up to 128, the log_softmax backward of 41-71 up to
+    80 and of 137-263 (256 lanes) up to 48."""
     per_sm = M / num_sms
     if gpu == "H200" or per_sm < 32:
         return None
+    small = ((True, False, 41, 71, 64, (4, 1)), (True, True, 41, 71, 64, (4, 1)), (True, False, 73, 135, 128, (4, 1)),
+             (True, True, 73, 135, 128, (4, 1)), (False, True, 41, 71, 80, (4, 1)), (False, True, 137, 263, 48, (2, 1)))
+    for f, lg, first, last, most, tiling in small:
+        if (f, lg) == (forward, log) and first <= N <= last and per_sm <= most:
+            return tiling
     if not forward and 73 <= N <= 127:
         return (4, 1) if log else (8, 2) if per_sm <= 512 else None
     if forward and 25 <= N <= 39:
@@ -232,5 +239,13 @@ def before_grids16b(dispatch, set_attr=setattr):
     rows and 2 warps from 128 rows an SM, not at 8 rows and 1 warp to 256 (31-39) and 512 (35-39) rows an SM, the
     entries that the check's figures added; `patched_within(dispatch, before_grids16b)`."""
     grids = dispatch.ROWS_PEEL16_GRIDS
-    set_attr(dispatch, "ROWS_PEEL16_GRIDS", {**grids, (True, 32): tuple(
+    set_attr(dispatch, "ROWS_PEEL16_GRIDS", {(False, 128): grids[(False, 128)], (True, 32): tuple(
         entry for entry in grids[(True, 32)] if entry[3] not in (256, 512))})
+
+
+def before_grids16c(dispatch, set_attr=setattr):
+    """Patch `dispatch` as ROWS_PEEL16_GRIDS was before its small-grid entries (tree 79bda00; 2026-12-07): only the
+    32-lane forward's and the 128-lane backward's entries, which bench/results/h100/probe_rows_h100_grids16*_check.log,
+    _grids16_fwd_bounds.log and probe_rows_h100_peel16_lanes_*.log ran; `patched_within(dispatch, before_grids16c)`."""
+    grids = dispatch.ROWS_PEEL16_GRIDS
+    set_attr(dispatch, "ROWS_PEEL16_GRIDS", {key: grids[key] for key in ((True, 32), (False, 128))})

@@ -376,7 +376,8 @@ def test_h200_rows16_ftz_warps_through_both_adapters(dtype, N, per_sm, warps):
                                             ("bfloat16", 17, 32), ("float16", 29, 32), ("bfloat16", 13, 32),
                                             ("float16", 7, 32), ("bfloat16", 11, 4), ("bfloat16", 99, 500),
                                             ("bfloat16", 31, 500), ("float16", 35, 2000), ("float16", 37, 300),
-                                            ("bfloat16", 31, 200)])
+                                            ("bfloat16", 31, 200), ("bfloat16", 99, 64), ("float16", 59, 40),
+                                            ("bfloat16", 201, 40)])
 def test_peel16_through_both_adapters(dtype, N, per_sm):
     """Unaligned 16-bit rows peeled (ROWS_PEEL16, the H200's first and every GPU's since 2026-12-06: odd N forward and
     backward in 16-2048 lanes at 1 warp, the backward in 2048 at 2; even N the forward in 256; rows with a tail too,
@@ -385,12 +386,12 @@ def test_peel16_through_both_adapters(dtype, N, per_sm):
     values whole at ROWS_PEEL16's tiling, ROWS_PEEL16_WHOLE_FILL, and of 5-15 values at 64 and 32 rows,
     ROWS_ODD16_TILINGS), `per_sm` rows an SM and one more (under ROWS_PEEL16_MIN_PER_SM's 32, odd rows one a program at
     1 warp, 4 in 16 and 32 lanes, the backward to 512 lanes, ROWS_PEEL16_SMALL_LANES and ROWS_PEEL16_SMALL_M; rows with
-    a tail peeled; on the H100 the forward of 25-39 values and the backward of 73-127 re-tiled by op and grid,
-    ROWS_PEEL16_GRIDS: forced_plans.grids16_tiling): through the torch adapter and the JAX adapter (jax.vjp), both ops
-    and directions, on random x, on x with a NaN, a +inf, an all -inf row and the largest and lowest finite values, and
-    (the torch adapter) on x and dy that start 2 bytes past their storage: right against float64. The peeled forwards
-    in 128 and 256 lanes take OFFS32 and SAME_STRIDES (ROWS_FWD16_SAME_LANES). The plans are asserted on every GPU (the
-    512-lane even rows' tiling on the H200)."""
+    a tail peeled; on the H100 the forward of 25-135 values and the backward of 41-71, 73-127 and 137-263 re-tiled by op
+    and grid, ROWS_PEEL16_GRIDS: forced_plans.grids16_tiling): through the torch adapter and the JAX adapter (jax.vjp),
+    both ops and directions, on random x, on x with a NaN, a +inf, an all -inf row and the largest and lowest finite
+    values, and (the torch adapter) on x and dy that start 2 bytes past their storage: right against float64. The peeled
+    forwards in 128 and 256 lanes take OFFS32 and SAME_STRIDES (ROWS_FWD16_SAME_LANES). The plans are asserted on every
+    GPU (the 512-lane even rows' tiling on the H200)."""
     M = per_sm * _sms() + 1
     gpu = dispatch.tuned_gpu(torch.cuda.get_device_name())
     for log in (False, True):
@@ -413,6 +414,7 @@ def test_peel16_through_both_adapters(dtype, N, per_sm):
             (one.kwargs["BLOCK_M"], one.kwargs["num_warps"]) == (grid or (32 if odd_tail else 16, 1))
             for one, odd_tail, grid in ((fwd, N in (17, 33), grid_fwd), (bwd, N == 17, None))), (log, N)
         assert grid_bwd is None or (bwd.kwargs["BLOCK_M"], bwd.kwargs["num_warps"]) == grid_bwd, (log, N)
+        assert grid_fwd is None or (fwd.kwargs["BLOCK_M"], fwd.kwargs["num_warps"]) == grid_fwd, (log, N)
         assert N != 300 or gpu != "H200" or (fwd.kwargs["BLOCK_M"], fwd.kwargs["num_warps"]) == (4, 2)
         same = fwd.kwargs["PEEL"] and fwd.kwargs["BLOCK_N"] in (128, 256)  # ROWS_FWD16_SAME_LANES
         assert fwd.kwargs.get("SAME_STRIDES", False) == same and (fwd.kwargs["OFFS32"] or not same), (log, N)

@@ -2342,13 +2342,16 @@ def test_rows_peel16_grids_rule():
     backward of 73-127 values (128 lanes) log_softmax at 4 rows and 1 warp, softmax at 8 rows and 2 warps up to 512
     rows an SM; the odd forward of 25-39 values (32 lanes; 33 runs whole, ROWS_WHOLE16_TAILS) at 8 rows and 1 warp up
     to 128 rows an SM (31-39 values to 256, 35-39 to 512), at 16 rows and 2 warps up to 1024 and past them for the
-    softmax of 31-39 and the log_softmax of 35-39. Against the plans without the table (forced_plans.before_grids16), on
-    odd N of 23-41 and 71-129, twelve grids
-    with each bound on both sides, both dtypes, ops and directions and both GPUs: ROWS_PEEL16's tiling before (16 rows
-    or 8 at 1 warp, peeled), and only BLOCK_M, num_warps and the grid change; the rest is unchanged."""
+    softmax of 31-39 and the log_softmax of 35-39; in small grids half ROWS_PEEL16's rows at 1 warp, the forward of
+    41-71 values (64 lanes) to 64 rows an SM and of 73-135 (128) to 128, the log_softmax backward of 41-71 to 80 and of
+    137-263 (256 lanes) to 48. Against the plans without the table (forced_plans.before_grids16), on odd N of 23-73,
+    75-135 and 137-265, eighteen grids with each bound on both sides, both dtypes, ops and directions and both GPUs:
+    ROWS_PEEL16's tiling before (peeled), and only BLOCK_M, num_warps and the grid change; the rest is unchanged."""
     assert dispatch.GPU_CONSTANTS["H200"]["ROWS_PEEL16_GRIDS"] == {}
-    grids = (4223, 4224, 16896, 16897, 33792, 33793, 67584, 67585, 135168, 135169, 262144, 1048576)
-    cases = list(itertools.product((*range(23, 42, 2), *range(71, 130, 2)), ("bfloat16", "float16"), (False, True),
+    grids = (4223, 4224, 6336, 6337, 8448, 8449, 10560, 10561, 16896, 16897, 33792, 33793, 67584, 67585, 135168, 135169,
+             262144, 1048576)
+    cases = list(itertools.product((*range(23, 74, 2), *range(75, 136, 4), *range(137, 264, 6), 265),
+                                   ("bfloat16", "float16"), (False, True),
                                    (True, False), grids, ("H200", "")))
 
     def plan(N, dtype, log, forward, M, gpu):
@@ -2365,11 +2368,15 @@ def test_rows_peel16_grids_rule():
             assert (now,) == (was,), case
             continue
         changed += 1
-        assert was.kwargs["PEEL"] and (was.kwargs["BLOCK_M"], was.kwargs["num_warps"]) == (16 if forward else 8, 1)
+        lanes = triton.next_power_of_2(N // 8 * 8)
+        assert was.kwargs["PEEL"] and (was.kwargs["BLOCK_M"], was.kwargs["num_warps"]) == dispatch.ROWS_PEEL16[
+            (forward, lanes)][:2], case
         assert (now.kwargs["BLOCK_M"], now.kwargs["num_warps"]) == tiling and now.grid == (triton.cdiv(M, tiling[0]),)
         assert dataclasses.replace(now, grid=was.grid, meta=tuple(
             (k, was.kwargs[k] if k in ("BLOCK_M", "num_warps") else v) for k, v in now.meta)) == was, case
-    assert changed == 1218  # forward 2 x (7 N x 8 grids x 2 ops + 3 grids x 7), backward 2 x 28 N x (11 + 6 grids)
+    # a dtype: the forward in 32 lanes 7 N x 14 grids x 2 ops + 3 grids x 7, in 64 16 N x 4 x 2, in 128 17 N x 8 x 2;
+    # the backward in 128 lanes 15 N x (17 + 12 grids), the log_softmax in 64 16 N x 6, in 256 22 N x 2
+    assert changed == 2 * (217 + 128 + 272 + 435 + 96 + 44)
 
 
 def test_rows_whole16_rule():
