@@ -458,6 +458,7 @@ ROWS_PEEL16_MIN_PER_SM = 32
 # 80), in 128 lanes (73-135) 1.07-1.25x to 96 and 1.00-1.07x at 128; the log_softmax backward in 64 lanes at 4 rows
 # 1.01-1.14x to 80 rows an SM, in 256 (137-263) at 2 rows 1.01-1.08x to 48 (softmax 0.90-1.03x: kept). Not taken: the
 # forward in 256 lanes at 2 rows (1.03-1.18x to 48 rows an SM), whose entry also peels even rows (ALIGN 4), unmeasured.
+# Checked (probe_rows_h100_grids16c_*_check.log, bf16 and float16): the forward 0.99-1.26x, the backward 1.00-1.17x.
 # Measured: bench/DISPATCH.md, ROWS_PEEL16_GRIDS.
 ROWS_PEEL16_GRIDS = {(True, 64): (((False, True), 41, 71, 64, 4, 1),),
                      (True, 128): (((False, True), 73, 135, 128, 4, 1),),

@@ -245,7 +245,7 @@ def before_grids16b(dispatch, set_attr=setattr):
 
 def before_grids16c(dispatch, set_attr=setattr):
     """Patch `dispatch` as ROWS_PEEL16_GRIDS was before its small-grid entries (tree 79bda00; 2026-12-07): only the
-    32-lane forward's and the 128-lane backward's entries, which bench/results/h100/probe_rows_h100_grids16*_check.log,
-    _grids16_fwd_bounds.log and probe_rows_h100_peel16_lanes_*.log ran; `patched_within(dispatch, before_grids16c)`."""
+    32-lane forward's and the 128-lane backward's entries, as bench/results/h100/probe_rows_h100_peel16_lanes_*.log
+    ran; `patched_within(dispatch, before_grids16c)`."""
     grids = dispatch.ROWS_PEEL16_GRIDS
     set_attr(dispatch, "ROWS_PEEL16_GRIDS", {key: grids[key] for key in ((True, 32), (False, 128))})

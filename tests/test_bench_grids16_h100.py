@@ -2,8 +2,10 @@
 that ran it on the H100 (no GPU here): bench/results/h100/probe_rows_h100_grids16_{fwd,bwd}_check.log (the table's first
 cut, tree cd142b2: "dispatch" its plan, m16w1 and m8w1 the plans before it), probe_rows_h100_grids16b_fwd_check.log (the
 entries those figures added, tree 86ceaec: "dispatch" today's plan, m16w2 the first cut's) and
-probe_rows_h100_grids16_fwd_bounds.log (past those entries' bounds, not taken). bench/DISPATCH.md's section
-ROWS_PEEL16_GRIDS quotes these figures."""
+probe_rows_h100_grids16_fwd_bounds.log (past those entries' bounds, not taken); then the small grids of other lanes:
+probe_rows_h100_peel16_lanes_{fwd,bwd}_{scan,small}.log (tree 79bda00: "dispatch" the plan before the small-grid
+entries) and their check, probe_rows_h100_grids16c_{fwd,bwd}_check.log (tree dc9b46a: "dispatch" today's plan).
+bench/DISPATCH.md's section ROWS_PEEL16_GRIDS quotes these figures."""
 
 import os
 import statistics
@@ -14,12 +16,14 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "bench"))
 import rows_logs  # noqa: E402
 import targets  # noqa: E402
-from forced_plans import before_grids16, before_grids16b, patched_within  # noqa: E402
+from forced_plans import before_grids16, before_grids16b, before_grids16c, patched_within  # noqa: E402
 from multisoftmax import dispatch  # noqa: E402
 
 CHECK = {"fwd": "probe_rows_h100_grids16_fwd_check.log", "bwd": "probe_rows_h100_grids16_bwd_check.log"}
 CHECK_B = "probe_rows_h100_grids16b_fwd_check.log"
 BOUNDS = "probe_rows_h100_grids16_fwd_bounds.log"
+LANES = tuple(f"probe_rows_h100_peel16_lanes_{d}_{kind}.log" for kind in ("scan", "small") for d in ("fwd", "bwd"))
+CHECK_C = {"fwd": "probe_rows_h100_grids16c_fwd_check.log", "bwd": "probe_rows_h100_grids16c_bwd_check.log"}
 
 
 def _tilings(cases) -> dict:
@@ -118,3 +122,93 @@ def test_past_the_bounds_8_rows_were_not_taken():
     assert span(lambda dtype, per_sm, N: N == 31 and dtype == "float16") == (1.0, 1.07)
     assert span(lambda dtype, per_sm, N: N in (35, 37) and per_sm >= 640) == (0.93, 1.01)
     assert span(lambda dtype, per_sm, N: N == 39 and per_sm <= 768) == (0.98, 1.06)
+
+
+def _lanes(N: int) -> int:
+    """The lanes of a peeled row's body of N values (dispatch._peel16's key)."""
+    return 1 << max(0, (N // 8 * 8 - 1).bit_length())
+
+
+def test_the_lane_logs_ran_the_plans_before_the_small_grid_entries():
+    """probe_rows_h100_peel16_lanes_*.log's "dispatch" is the plan before ROWS_PEEL16_GRIDS' small-grid entries
+    (forced_plans.before_grids16c): ROWS_PEEL16's tiling, peeled."""
+    for name in LANES:
+        cases = rows_logs.tilings(name, gpu="h100")
+        assert len(cases) == (108 if name.endswith("fwd_small.log") else 72), name
+        with patched_within(dispatch, before_grids16c):
+            assert cases == _tilings(cases), name
+        assert all(tiling == "m%dw%dp" % dispatch.ROWS_PEEL16[(case[4] == "fwd", _lanes(case[2]))][:2]
+                   for case, tiling in cases.items()), name
+
+
+def _half(name: str) -> dict:
+    """{(direction, lanes, op, rows an SM): [GB/s at half ROWS_PEEL16's rows a program / GB/s of dispatch]} of a lane
+    log."""
+    out = {}
+    for (dtype, M, N, op, direction), cells in rows_logs.gbps(name, gpu="h100").items():
+        block_m = dispatch.ROWS_PEEL16[(direction == "fwd", _lanes(N))][0]
+        half = f"m{block_m // 2}w1"
+        if half in cells:
+            out.setdefault((direction, _lanes(N), op, M // 132), []).append(cells[half] / cells["dispatch"])
+    return out
+
+
+def _span(half: dict, keep) -> tuple:
+    """(least, most) of the ratios of `half` whose key `keep` takes, to 2 places."""
+    values = [r for key, ratios in half.items() if keep(*key) for r in ratios]
+    assert values
+    return round(min(values), 2), round(max(values), 2)
+
+
+def test_the_small_grid_figures():
+    """dispatch.py's figures for the small-grid entries (probe_rows_h100_peel16_lanes_*_small.log, bf16, half
+    ROWS_PEEL16's rows a program at 1 warp against it): the forward in 64 lanes 1.09-1.12x to 48 rows an SM, 1.00-1.06x at 64,
+    0.94-1.01x at 80; in 128 lanes 1.07-1.25x to 96, 1.00-1.07x at 128; the log_softmax backward in 64 lanes 1.01-1.14x
+    to 80, in 256 lanes 1.01-1.08x to 48 (the softmax 0.90-1.03x); the forward in 256 lanes (not taken) 1.03-1.18x to
+    48."""
+    fwd, bwd = (_half(f"probe_rows_h100_peel16_lanes_{d}_small.log") for d in ("fwd", "bwd"))
+    assert _span(fwd, lambda d, lanes, op, per_sm: lanes == 64 and per_sm <= 48) == (1.09, 1.12)
+    assert _span(fwd, lambda d, lanes, op, per_sm: lanes == 64 and per_sm == 64) == (1.0, 1.06)
+    assert _span(fwd, lambda d, lanes, op, per_sm: lanes == 64 and per_sm == 80) == (0.94, 1.01)
+    assert _span(fwd, lambda d, lanes, op, per_sm: lanes == 128 and per_sm <= 96) == (1.07, 1.25)
+    assert _span(fwd, lambda d, lanes, op, per_sm: lanes == 128 and per_sm == 128) == (1.0, 1.07)
+    assert _span(fwd, lambda d, lanes, op, per_sm: lanes == 256 and per_sm <= 48) == (1.03, 1.18)
+    log = "log_softmax"
+    assert _span(bwd, lambda d, lanes, op, per_sm: lanes == 64 and op == log and per_sm <= 80) == (1.01, 1.14)
+    assert _span(bwd, lambda d, lanes, op, per_sm: lanes == 256 and op == log and per_sm <= 48) == (1.01, 1.08)
+    assert _span(bwd, lambda d, lanes, op, per_sm: lanes == 256 and op != log and per_sm <= 48) == (0.9, 1.03)
+
+
+@pytest.mark.parametrize("direction", ["fwd", "bwd"])
+def test_the_third_check_ran_todays_plans(direction):
+    """probe_rows_h100_grids16c_*_check.log's "dispatch" is today's plan, and the plan before the small-grid entries
+    (forced_plans.before_grids16c) is ROWS_PEEL16's tiling: m8w1 (m4w1 in the backward's 256 lanes)."""
+    cases = rows_logs.tilings(CHECK_C[direction], gpu="h100")
+    assert len(cases) == {"fwd": 144, "bwd": 120}[direction] and cases == _tilings(cases)
+    with patched_within(dispatch, before_grids16c):
+        assert {case: "m8w1p" if case[2] <= 135 else "m4w1p" for case in cases} == _tilings(cases)
+
+
+def _check_c_gains(direction: str) -> list:
+    """[GB/s of dispatch / GB/s of the plan before the small-grid entries] of a third check's cases that take them."""
+    out = []
+    for (dtype, M, N, op, d), cells in rows_logs.gbps(CHECK_C[direction], gpu="h100").items():
+        before = "m8w1" if N <= 135 else "m4w1"
+        if before in cells:
+            out.append(((M, N, op), cells["dispatch"] / cells[before]))
+    return out
+
+
+def test_the_third_check_figures():
+    """The small-grid entries against the plans before them: the forward (41-71 values to 64 rows an SM, 73-135 to
+    128) 96 cases 0.99-1.26x, geomean 1.14, under 1.0 only 73 values at 128 rows an SM (softmax 0.99x, log_softmax
+    0.996x) and 41 at 64 (0.996-0.998x), the bounds' edges; the log_softmax backward (41-71 to 80, 137-263 to 48) 36
+    cases 1.00-1.17x, geomean 1.09 (0.998x the least, 41 values at 80 rows an SM)."""
+    fwd, bwd = _check_c_gains("fwd"), _check_c_gains("bwd")
+    assert len(fwd) == 96 and 0.989 < min(g for _, g in fwd) and max(g for _, g in fwd) < 1.26
+    assert 1.135 < statistics.geometric_mean(g for _, g in fwd) < 1.145
+    assert {key for key, g in fwd if g < 0.995} == {(16896, 73, "softmax")}
+    assert {key[:2] for key, g in fwd if g < 1.0} == {(16896, 73), (8448, 41)}
+    assert len(bwd) == 36 and 0.997 < min(g for _, g in bwd) and max(g for _, g in bwd) < 1.17
+    assert 1.08 < statistics.geometric_mean(g for _, g in bwd) < 1.095
+    assert all(op == "log_softmax" for (_, _, op), _ in bwd)
