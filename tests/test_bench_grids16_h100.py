@@ -12,6 +12,7 @@ import statistics
 import sys
 
 import pytest
+import triton
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "bench"))
 import rows_logs  # noqa: E402
@@ -126,7 +127,7 @@ def test_past_the_bounds_8_rows_were_not_taken():
 
 def _lanes(N: int) -> int:
     """The lanes of a peeled row's body of N values (dispatch._peel16's key)."""
-    return 1 << max(0, (N // 8 * 8 - 1).bit_length())
+    return triton.next_power_of_2(N // 8 * 8)
 
 
 def test_the_lane_logs_ran_the_plans_before_the_small_grid_entries():
