@@ -218,10 +218,10 @@ def grids16_tiling(forward, N, log, M, gpu, num_sms=132):
     per_sm = M / num_sms
     if gpu == "H200" or per_sm < 32:
         return None
-    small = ((True, False, 41, 71, 64, (4, 1)), (True, True, 41, 71, 64, (4, 1)), (True, False, 73, 135, 128, (4, 1)),
-             (True, True, 73, 135, 128, (4, 1)), (False, True, 41, 71, 80, (4, 1)), (False, True, 137, 263, 48, (2, 1)))
-    for f, lg, first, last, most, tiling in small:
-        if (f, lg) == (forward, log) and first <= N <= last and per_sm <= most:
+    small = ((True, (False, True), 41, 71, 64, (4, 1)), (True, (False, True), 73, 135, 128, (4, 1)),
+             (False, (True,), 41, 71, 80, (4, 1)), (False, (True,), 137, 263, 48, (2, 1)))
+    for f, logs, first, last, most, tiling in small:
+        if f == forward and log in logs and first <= N <= last and per_sm <= most:
             return tiling
     if not forward and 73 <= N <= 127:
         return (4, 1) if log else (8, 2) if per_sm <= 512 else None

@@ -6,6 +6,8 @@ import functools
 import os
 import re
 
+from multisoftmax import dispatch
+
 RESULTS = os.path.join(os.path.dirname(__file__), os.pardir, "bench", "results", "h200")
 
 
@@ -35,3 +37,11 @@ def tilings(name: str, gpu: str = "h200") -> dict:
     """{(dtype, M, N, op, direction): "mBwW[p][s]"} of the log `name`: the tiling its "dispatch" ran (BLOCK_M, warps,
     "p" PEEL, "s" fills_shared, as bench/probe_rows.py heads each line)."""
     return {case: tiling for case, tiling, _ in _cases(name, "", gpu)}
+
+
+def tiling_of(plan) -> str:
+    """A rows plan's tiling as bench/probe_rows.py heads its lines (and `tilings` reads them): mBwW, "p" where it peels,
+    "s" where dispatch.fills_shared names it."""
+    kw = plan[0].kwargs
+    flags = ("p" if kw.get("PEEL") else "") + ("s" if dispatch.fills_shared(plan[0]) else "")
+    return f"m{kw['BLOCK_M']}w{kw['num_warps']}{flags}"

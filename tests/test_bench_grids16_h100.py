@@ -29,14 +29,10 @@ CHECK_C = {"fwd": "probe_rows_h100_grids16c_fwd_check.log", "bwd": "probe_rows_h
 
 
 def _tilings(cases) -> dict:
-    """{case: "mBwW[p]"} of the H100's plans (132 SMs, targets.plan) of a log's cases, as bench/probe_rows.py heads
-    its lines."""
-    out = {}
-    for case in cases:
-        dtype, M, N, op, direction = case
-        (one,) = targets.plan(dtype, op, direction, M, N, 132)
-        out[case] = f"m{one.kwargs['BLOCK_M']}w{one.kwargs['num_warps']}" + ("p" if one.kwargs["PEEL"] else "")
-    return out
+    """{case: tiling} of the H100's plans (132 SMs, targets.plan) of a log's cases, as bench/probe_rows.py heads its
+    lines (rows_logs.tiling_of)."""
+    return {(dtype, M, N, op, d): rows_logs.tiling_of(targets.plan(dtype, op, d, M, N, 132))
+            for dtype, M, N, op, d in cases}
 
 
 def _gains(name: str, before: str) -> dict:
@@ -115,15 +111,18 @@ def test_past_the_bounds_8_rows_were_not_taken():
     assert set(_tilings(cells).values()) == {"m16w2p"}
     ratio = {case: c["m8w1"] / c["dispatch"] for case, c in cells.items()}
     assert 0.929 < min(ratio.values()) and max(ratio.values()) < 1.075
+    assert _span_of(BOUNDS, "m8w1", lambda per_sm, N, op, dtype: N == 31 and dtype == "bfloat16") == (6, 0.98, 1.02)
+    assert _span_of(BOUNDS, "m8w1", lambda per_sm, N, op, dtype: N == 31 and dtype == "float16") == (6, 1.0, 1.07)
+    assert _span_of(BOUNDS, "m8w1", lambda per_sm, N, op, dtype: N in (35, 37) and per_sm >= 640) == (24, 0.93, 1.01)
+    assert _span_of(BOUNDS, "m8w1", lambda per_sm, N, op, dtype: N == 39 and per_sm <= 768) == (12, 0.98, 1.06)
 
-    def span(keep):
-        values = [r for (dtype, M, N, *_), r in ratio.items() if keep(dtype, M // 132, N)]
-        return round(min(values), 2), round(max(values), 2)
 
-    assert span(lambda dtype, per_sm, N: N == 31 and dtype == "bfloat16") == (0.98, 1.02)
-    assert span(lambda dtype, per_sm, N: N == 31 and dtype == "float16") == (1.0, 1.07)
-    assert span(lambda dtype, per_sm, N: N in (35, 37) and per_sm >= 640) == (0.93, 1.01)
-    assert span(lambda dtype, per_sm, N: N == 39 and per_sm <= 768) == (0.98, 1.06)
+def _span_of(name: str, variant: str, keep) -> tuple:
+    """(how many, least, most, to 2 places) of GB/s of `variant` / GB/s of "dispatch" over the cases of the log `name`
+    that `keep(rows an SM, N, op, dtype)` takes."""
+    ratios = [c[variant] / c["dispatch"] for (dtype, M, N, op, _), c in rows_logs.gbps(name, gpu="h100").items()
+              if keep(M // 132, N, op, dtype)]
+    return len(ratios), round(min(ratios), 2), round(max(ratios), 2)
 
 
 def _lanes(N: int) -> int:
@@ -233,16 +232,12 @@ def test_the_untaken_figures():
     256 lanes at 2 rows a program ran 1.00-1.19x of today's 4 rows to 48 rows an SM on odd rows and on even ones of
     ALIGN 2 and 4 alike (0.996x the least), 0.96-1.09x at 56 and 0.93-1.07x at 64; the 64-lane softmax backward at 16
     rows and 2 warps 1.00-1.16x to 48 rows an SM on 41-59 values (41-45: 1.10-1.16x), 0.88-1.06x on 71."""
-    def span(name, variant, keep):
-        ratios = [c[variant] / c["dispatch"] for (_, M, N, op, _), c in rows_logs.gbps(name, gpu="h100").items()
-                  if keep(M // 132, N, op)]
-        return len(ratios), round(min(ratios), 2), round(max(ratios), 2)
-
     fwd, bwd = UNTAKEN
-    assert span(fwd, "m2w1", lambda per_sm, N, op: per_sm <= 48) == (120, 1.0, 1.19)
-    assert span(fwd, "m2w1", lambda per_sm, N, op: per_sm <= 48 and N % 2 == 0) == (72, 1.0, 1.19)
-    assert span(fwd, "m2w1", lambda per_sm, N, op: per_sm == 56) == (40, 0.96, 1.09)
-    assert span(fwd, "m2w1", lambda per_sm, N, op: per_sm == 64) == (40, 0.93, 1.07)
-    assert span(bwd, "m16w2", lambda per_sm, N, op: per_sm <= 48 and N <= 59 and op == "softmax") == (18, 1.0, 1.16)
-    assert span(bwd, "m16w2", lambda per_sm, N, op: per_sm <= 48 and N <= 45 and op == "softmax") == (12, 1.1, 1.16)
-    assert span(bwd, "m16w2", lambda per_sm, N, op: N == 71 and op == "softmax") == (8, 0.88, 1.06)
+    assert _span_of(fwd, "m2w1", lambda per_sm, N, op, _: per_sm <= 48) == (120, 1.0, 1.19)
+    assert _span_of(fwd, "m2w1", lambda per_sm, N, op, _: per_sm <= 48 and N % 2 == 0) == (72, 1.0, 1.19)
+    assert _span_of(fwd, "m2w1", lambda per_sm, N, op, _: per_sm == 56) == (40, 0.96, 1.09)
+    assert _span_of(fwd, "m2w1", lambda per_sm, N, op, _: per_sm == 64) == (40, 0.93, 1.07)
+    softmax = "softmax"
+    assert _span_of(bwd, "m16w2", lambda per_sm, N, op, _: per_sm <= 48 and N < 60 and op == softmax) == (18, 1.0, 1.16)
+    assert _span_of(bwd, "m16w2", lambda per_sm, N, op, _: per_sm <= 48 and N < 46 and op == softmax) == (12, 1.1, 1.16)
+    assert _span_of(bwd, "m16w2", lambda per_sm, N, op, _: N == 71 and op == softmax) == (8, 0.88, 1.06)

@@ -33,17 +33,10 @@ def _plan(case, gpu=""):
     return targets.plan(dtype, op, direction, M, N, 132, gpu)
 
 
-def _tiling(plan) -> str:
-    """A plan's tiling as bench/probe_rows.py heads its lines: mBwW, "p" where peeled, "s" where it fills shared."""
-    kw = plan[0].kwargs
-    flags = ("p" if kw.get("PEEL") else "") + ("s" if dispatch.fills_shared(plan[0]) else "")
-    return f"m{kw['BLOCK_M']}w{kw['num_warps']}{flags}"
-
-
 def _rules_tilings(cases) -> dict:
     """{case: tiling} of the rules' plans before the tables (forced_plans.before_tables16)."""
     with patched_within(dispatch, before_tables16):
-        return {case: _tiling(_plan(case)) for case in cases}
+        return {case: rows_logs.tiling_of(_plan(case)) for case in cases}
 
 
 def test_the_h100_plans_what_the_probe_ran_as_h200():
@@ -80,8 +73,8 @@ def test_the_check_ran_the_plans_before_and_after():
         rules = _rules_tilings(before)
         for case in before:
             assert rows_logs.tilings(f"probe_rows_h100_peel16_before_{label}.log", gpu="h100")[case] == rules[case]
-            assert rows_logs.tilings(f"probe_rows_h100_peel16_after_{label}.log", gpu="h100")[case] == _tiling(
-                _plan(case)), case
+            after_tiling = rows_logs.tilings(f"probe_rows_h100_peel16_after_{label}.log", gpu="h100")[case]
+            assert after_tiling == rows_logs.tiling_of(_plan(case)), case
             gains[case] = after[case]["dispatch"] / before[case]["dispatch"]
     assert len(gains) == 172 and 1.40 < statistics.geometric_mean(gains.values()) < 1.44
     assert 0.88 < min(gains.values()) and max(gains.values()) < 2.9
@@ -100,7 +93,7 @@ def test_the_grid_logs_ran_the_plans_before_the_table():
         cases = rows_logs.tilings(name, gpu="h100")
         assert cases, name
         for case, tiling in cases.items():
-            assert tiling == _tiling(_plan(case)), (name, case)
+            assert tiling == rows_logs.tiling_of(_plan(case)), (name, case)
 
 
 def test_the_grid_logs_figures():

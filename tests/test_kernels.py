@@ -2351,19 +2351,15 @@ def test_rows_peel16_grids_rule():
     grids = (4223, 4224, 6336, 6337, 8448, 8449, 10560, 10561, 16896, 16897, 33792, 33793, 67584, 67585, 135168, 135169,
              262144, 1048576)
     cases = list(itertools.product((*range(23, 74, 2), *range(75, 136, 4), *range(137, 264, 6), 265),
-                                   ("bfloat16", "float16"), (False, True),
-                                   (True, False), grids, ("H200", "")))
-
-    def plan(N, dtype, log, forward, M, gpu):
-        return (dispatch.plan_forward(M, N, N, N, dtype, log, 132, gpu=gpu) if forward
-                else dispatch.plan_backward(M, N, N, N, N, dtype, log, 132, gpu=gpu))
-
+                                   ("bfloat16", "float16"), (False, True), (True, False), grids, ("H200", "")))
     with patched_within(dispatch, before_grids16):
-        before = {case: plan(*case) for case in cases}
+        before = {(N, dtype, log, forward, M, gpu): _short_plans(M, N, forward, gpu, dtype, log)
+                  for N, dtype, log, forward, M, gpu in cases}
     changed = 0
     for case in cases:
         N, dtype, log, forward, M, gpu = case
-        ((was,), (now,)), tiling = (before[case], plan(*case)), grids16_tiling(forward, N, log, M, gpu)
+        ((was,), (now,)) = before[case], _short_plans(M, N, forward, gpu, dtype, log)
+        tiling = grids16_tiling(forward, N, log, M, gpu)
         if tiling is None or forward and N == 33:
             assert (now,) == (was,), case
             continue
