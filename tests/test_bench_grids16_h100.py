@@ -8,6 +8,7 @@ entries) and their check, probe_rows_h100_grids16c_{fwd,bwd}_check.log (tree dc9
 two more, measured and not taken yet (tree 806eeb4): probe_rows_h100_peel16_256_fwd_even.log and
 probe_rows_h100_peel16_64_bwd_softmax.log. bench/DISPATCH.md's section ROWS_PEEL16_GRIDS quotes these figures."""
 
+import json
 import os
 import statistics
 import sys
@@ -241,3 +242,19 @@ def test_the_untaken_figures():
     assert _span_of(bwd, "m16w2", lambda per_sm, N, op, _: per_sm <= 48 and N < 60 and op == softmax) == (18, 1.0, 1.16)
     assert _span_of(bwd, "m16w2", lambda per_sm, N, op, _: per_sm <= 48 and N < 46 and op == softmax) == (12, 1.1, 1.16)
     assert _span_of(bwd, "m16w2", lambda per_sm, N, op, _: N == 71 and op == softmax) == (8, 0.88, 1.06)
+
+
+def test_no_benchmark_plan_changes():
+    """None of the benchmark's plans (bench/results/h100/results.json's cases, float64 aside, on the H100's and the
+    H200's keys) change with ROWS_PEEL16_GRIDS, so its committed figures stand for today's plans."""
+    with open(os.path.join(rows_logs.RESULTS, os.pardir, "h100", "results.json")) as f:
+        cases = {(r["dtype"], r["op"], r["direction"], r["M"], r["N"]) for r in json.load(f)["results"]
+                 if r["dtype"] != "float64"}
+    assert len(cases) == 328
+
+    def plans():
+        return {(case, gpu): targets.plan(*case, 132, gpu) for case in cases for gpu in ("", "H200")}
+
+    now = plans()
+    with patched_within(dispatch, before_grids16):
+        assert plans() == now
