@@ -457,14 +457,17 @@ ROWS_PEEL16_MIN_PER_SM = 32
 # the forward in 64 lanes (41-71 values) at 4 rows 1.09-1.12x to 48 rows an SM and 1.00-1.06x at 64 (0.94-1.01x at
 # 80), in 128 lanes (73-135) 1.07-1.25x to 96 and 1.00-1.07x at 128; the log_softmax backward in 64 lanes at 4 rows
 # 1.01-1.14x to 80 rows an SM, in 256 (137-263) at 2 rows 1.01-1.08x to 48 (softmax 0.90-1.03x: kept). Checked
-# (probe_rows_h100_grids16c_*_check.log, bf16 and float16): the forward 0.99-1.26x, the backward 1.00-1.17x. Measured
-# since, not checked or taken yet: the forward in 256 lanes at 2 rows 1.00-1.19x to 48 rows an SM, even rows (ALIGN 2
-# and 4, which its ROWS_PEEL16 entry peels too) alike (probe_rows_h100_peel16_256_fwd_even.log); the softmax backward
-# in 64 lanes at 16 rows and 2 warps 1.00-1.16x to 48 on 41-59 values (probe_rows_h100_peel16_64_bwd_softmax.log).
+# (probe_rows_h100_grids16c_*_check.log, bf16 and float16): the forward 0.99-1.26x, the backward 1.00-1.17x. Then
+# the forward in 256 lanes at 2 rows 1.00-1.19x to 48 rows an SM, even rows (ALIGN 2 and 4, which its ROWS_PEEL16
+# entry peels too) alike (probe_rows_h100_peel16_256_fwd_even.log); the softmax backward in 64 lanes at 16 rows and 2
+# warps 1.00-1.16x to 48 on 41-59 values (probe_rows_h100_peel16_64_bwd_softmax.log); checked in
+# probe_rows_h100_grids16d_*_check.log.
 # Measured: bench/DISPATCH.md, ROWS_PEEL16_GRIDS.
 ROWS_PEEL16_GRIDS = {(True, 64): (((False, True), 41, 71, 64, 4, 1),),
                      (True, 128): (((False, True), 73, 135, 128, 4, 1),),
-                     (False, 64): (((True,), 41, 71, 80, 4, 1),), (False, 256): (((True,), 137, 263, 48, 2, 1),),
+                     (True, 256): (((False, True), 137, 263, 48, 2, 1),),
+                     (False, 64): (((True,), 41, 71, 80, 4, 1), ((False,), 41, 59, 48, 16, 2)),
+                     (False, 256): (((True,), 137, 263, 48, 2, 1),),
                      (False, 128): (((True,), 73, 127, float("inf"), 4, 1), ((False,), 73, 127, 512, 8, 2)),
                      (True, 32): (((False, True), 25, 39, 128, 8, 1), ((False, True), 31, 39, 256, 8, 1),
                                   ((False, True), 35, 39, 512, 8, 1), ((False, True), 25, 39, 1024, 16, 2),

@@ -206,20 +206,22 @@ def before_grids16(dispatch, set_attr=setattr):
 
 
 def grids16_tiling(forward, N, log, M, gpu, num_sms=132):
-    """(BLOCK_M, num_warps) that ROWS_PEEL16_GRIDS should give M odd 16-bit rows of N values that ROWS_PEEL16 peels
-    (not 33, whose forward runs whole: ROWS_WHOLE16_TAILS) on the GPU of key `gpu` with `num_sms` SMs ("H200": none,
-    else the H100's), or None (ROWS_PEEL16's own tiling), as bench/DISPATCH.md's ROWS_PEEL16_GRIDS section has them:
-    grids of at least 32 rows an SM; the backward of 73-127 values, log_softmax at 4 rows and 1 warp, softmax at 8
-    rows and 2 warps up to 512 rows an SM; the forward of 25-39 values at 8 rows and 1 warp up to 128 rows an SM (of
-    31-39 values up to 256, of 35-39 up to 512), at 16 rows and 2 warps up to 1024, and past them the softmax of 31-39
-    and the log_softmax of 35-39; in small grids half ROWS_PEEL16's rows a program at 1 warp: the forward of 41-71
-    values (64 lanes) up to 64 rows an SM and of 73-135 (128 lanes) up to 128, the log_softmax backward of 41-71 up to
-    80 and of 137-263 (256 lanes) up to 48."""
+    """(BLOCK_M, num_warps) that ROWS_PEEL16_GRIDS should give M 16-bit rows of N values that ROWS_PEEL16 peels (odd
+    N, not 33, whose forward runs whole: ROWS_WHOLE16_TAILS; and the forward's even N of 137-263 values, not a multiple
+    of 8) on the GPU of key `gpu` with `num_sms` SMs ("H200": none, else the H100's), or None (ROWS_PEEL16's own tiling,
+    or rows it does not peel), as bench/DISPATCH.md's ROWS_PEEL16_GRIDS section has them: grids of at least 32 rows an
+    SM; the backward of 73-127 values, log_softmax at 4 rows and 1 warp, softmax at 8 rows and 2 warps up to 512 rows an
+    SM; the forward of 25-39 values at 8 rows and 1 warp up to 128 rows an SM (of 31-39 values up to 256, of 35-39 up to
+    512), at 16 rows and 2 warps up to 1024, and past them the softmax of 31-39 and the log_softmax of 35-39; in small
+    grids half ROWS_PEEL16's rows a program at 1 warp: the forward of 41-71 values (64 lanes) up to 64 rows an SM, of
+    73-135 (128 lanes) up to 128 and of 137-263 (256 lanes) up to 48, the log_softmax backward of 41-71 up to 80 and of
+    137-263 up to 48; and the softmax backward of 41-59 values at 16 rows and 2 warps up to 48."""
     per_sm = M / num_sms
-    if gpu == "H200" or per_sm < 32:
+    if gpu == "H200" or per_sm < 32 or N % 8 == 0 or N % 2 == 0 and not (forward and 137 <= N <= 263):
         return None
     small = ((True, (False, True), 41, 71, 64, (4, 1)), (True, (False, True), 73, 135, 128, (4, 1)),
-             (False, (True,), 41, 71, 80, (4, 1)), (False, (True,), 137, 263, 48, (2, 1)))
+             (True, (False, True), 137, 263, 48, (2, 1)), (False, (True,), 41, 71, 80, (4, 1)),
+             (False, (False,), 41, 59, 48, (16, 2)), (False, (True,), 137, 263, 48, (2, 1)))
     for f, logs, first, last, most, tiling in small:
         if f == forward and log in logs and first <= N <= last and per_sm <= most:
             return tiling
@@ -249,3 +251,14 @@ def before_grids16c(dispatch, set_attr=setattr):
     ran; `patched_within(dispatch, before_grids16c)`."""
     grids = dispatch.ROWS_PEEL16_GRIDS
     set_attr(dispatch, "ROWS_PEEL16_GRIDS", {key: grids[key] for key in ((True, 32), (False, 128))})
+
+
+def before_grids16d(dispatch, set_attr=setattr):
+    """Patch `dispatch` as ROWS_PEEL16_GRIDS was before the 256-lane forward's entry and the 64-lane softmax
+    backward's (tree cfb4108; 2026-12-07), as bench/results/h100/probe_rows_h100_grids16c_*_check.log,
+    probe_rows_h100_peel16_256_fwd_even.log and probe_rows_h100_peel16_64_bwd_softmax.log ran;
+    `patched_within(dispatch, before_grids16d)`."""
+    grids = dict(dispatch.ROWS_PEEL16_GRIDS)
+    del grids[(True, 256)]
+    grids[(False, 64)] = tuple(entry for entry in grids[(False, 64)] if entry[0] != (False,))
+    set_attr(dispatch, "ROWS_PEEL16_GRIDS", grids)

@@ -19,7 +19,7 @@ import triton
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "bench"))
 import rows_logs  # noqa: E402
 import targets  # noqa: E402
-from forced_plans import before_grids16, before_grids16b, before_grids16c, patched_within  # noqa: E402
+from forced_plans import before_grids16, before_grids16b, before_grids16c, before_grids16d, patched_within  # noqa: E402
 from multisoftmax import dispatch  # noqa: E402
 
 CHECK = {"fwd": "probe_rows_h100_grids16_fwd_check.log", "bwd": "probe_rows_h100_grids16_bwd_check.log"}
@@ -182,11 +182,14 @@ def test_the_small_grid_figures():
 
 
 @pytest.mark.parametrize("direction", ["fwd", "bwd"])
-def test_the_third_check_ran_todays_plans(direction):
-    """probe_rows_h100_grids16c_*_check.log's "dispatch" is today's plan, and the plan before the small-grid entries
+def test_the_third_check_ran_its_plans(direction):
+    """probe_rows_h100_grids16c_*_check.log's "dispatch" is the plan before the 256-lane forward's and the 64-lane
+    softmax backward's entries (forced_plans.before_grids16d), and the plan before the small-grid entries
     (forced_plans.before_grids16c) is ROWS_PEEL16's tiling: m8w1 (m4w1 in the backward's 256 lanes)."""
     cases = rows_logs.tilings(CHECK_C[direction], gpu="h100")
-    assert len(cases) == {"fwd": 144, "bwd": 120}[direction] and cases == _tilings(cases)
+    assert len(cases) == {"fwd": 144, "bwd": 120}[direction]
+    with patched_within(dispatch, before_grids16d):
+        assert cases == _tilings(cases)
     with patched_within(dispatch, before_grids16c):
         assert {case: "m8w1p" if case[2] <= 135 else "m4w1p" for case in cases} == _tilings(cases)
 
@@ -219,12 +222,14 @@ def test_the_third_check_figures():
 UNTAKEN = ("probe_rows_h100_peel16_256_fwd_even.log", "probe_rows_h100_peel16_64_bwd_softmax.log")
 
 
-def test_the_untaken_logs_ran_todays_plans():
-    """The two logs measured after the small-grid entries and not taken yet ran today's plans: the 256-lane forward at
-    ROWS_PEEL16's 4 rows and 1 warp, the 64-lane backward at 8 rows (softmax) and ROWS_PEEL16_GRIDS' 4 (log_softmax)."""
+def test_the_untaken_logs_ran_the_plans_before_their_entries():
+    """The two logs measured after the small-grid entries ran the plans before the entries they led to
+    (forced_plans.before_grids16d): the 256-lane forward at ROWS_PEEL16's 4 rows and 1 warp, the 64-lane backward at 8
+    rows (softmax) and ROWS_PEEL16_GRIDS' 4 (log_softmax)."""
     for name, count in zip(UNTAKEN, (200, 64)):
         cases = rows_logs.tilings(name, gpu="h100")
-        assert len(cases) == count and cases == _tilings(cases), name
+        with patched_within(dispatch, before_grids16d):
+            assert len(cases) == count and cases == _tilings(cases), name
     assert set(rows_logs.tilings(UNTAKEN[0], gpu="h100").values()) == {"m4w1p"}
 
 

@@ -377,7 +377,7 @@ def test_h200_rows16_ftz_warps_through_both_adapters(dtype, N, per_sm, warps):
                                             ("float16", 7, 32), ("bfloat16", 11, 4), ("bfloat16", 99, 500),
                                             ("bfloat16", 31, 500), ("float16", 35, 2000), ("float16", 37, 300),
                                             ("bfloat16", 31, 200), ("bfloat16", 99, 64), ("float16", 59, 40),
-                                            ("bfloat16", 201, 40)])
+                                            ("bfloat16", 201, 40), ("float16", 140, 47)])
 def test_peel16_through_both_adapters(dtype, N, per_sm):
     """Unaligned 16-bit rows peeled (ROWS_PEEL16, the H200's first and every GPU's since 2026-12-06: odd N forward and
     backward in 16-2048 lanes at 1 warp, the backward in 2048 at 2; even N the forward in 256; rows with a tail too,
@@ -386,12 +386,12 @@ def test_peel16_through_both_adapters(dtype, N, per_sm):
     values whole at ROWS_PEEL16's tiling, ROWS_PEEL16_WHOLE_FILL, and of 5-15 values at 64 and 32 rows,
     ROWS_ODD16_TILINGS), `per_sm` rows an SM and one more (under ROWS_PEEL16_MIN_PER_SM's 32, odd rows one a program at
     1 warp, 4 in 16 and 32 lanes, the backward to 512 lanes, ROWS_PEEL16_SMALL_LANES and ROWS_PEEL16_SMALL_M; rows with
-    a tail peeled; on the H100 the forward of 25-135 values and the backward of 41-71, 73-127 and 137-263 re-tiled by op
-    and grid, ROWS_PEEL16_GRIDS: forced_plans.grids16_tiling): through the torch adapter and the JAX adapter (jax.vjp),
-    both ops and directions, on random x, on x with a NaN, a +inf, an all -inf row and the largest and lowest finite
-    values, and (the torch adapter) on x and dy that start 2 bytes past their storage: right against float64. The peeled
-    forwards in 128 and 256 lanes take OFFS32 and SAME_STRIDES (ROWS_FWD16_SAME_LANES). The plans are asserted on every
-    GPU (the 512-lane even rows' tiling on the H200)."""
+    a tail peeled; on the H100 the forward of 25-263 values, even ones of 137-263 too, and the backward of 41-71, 73-127
+    and 137-263 re-tiled by op and grid, ROWS_PEEL16_GRIDS: forced_plans.grids16_tiling): through the torch adapter and
+    the JAX adapter (jax.vjp), both ops and directions, on random x, on x with a NaN, a +inf, an all -inf row and the
+    largest and lowest finite values, and (the torch adapter) on x and dy that start 2 bytes past their storage: right
+    against float64. The peeled forwards in 128 and 256 lanes take OFFS32 and SAME_STRIDES (ROWS_FWD16_SAME_LANES). The
+    plans are asserted on every GPU (the 512-lane even rows' tiling on the H200)."""
     M = per_sm * _sms() + 1
     gpu = dispatch.tuned_gpu(torch.cuda.get_device_name())
     for log in (False, True):
@@ -404,7 +404,7 @@ def test_peel16_through_both_adapters(dtype, N, per_sm):
         odd = N % 2 == 1 and N > 16  # (shorter odd rows: whole, the backward at ROWS_ODD16_TILINGS')
         assert (fwd.kwargs["PEEL"], bwd.kwargs["PEEL"]) == ((odd or 128 < N < 256) and not whole_fwd,
                                                             odd and not small_bwd and not whole_bwd)
-        grid_fwd, grid_bwd = (grids16_tiling(forward, N, log, M, gpu, _sms()) if odd and not whole else None
+        grid_fwd, grid_bwd = (grids16_tiling(forward, N, log, M, gpu, _sms()) if not whole else None
                               for forward, whole in ((True, whole_fwd), (False, whole_bwd)))  # ROWS_PEEL16_GRIDS
         assert not odd or grid_fwd or fwd.kwargs["num_warps"] == 1, (log, N)
         assert per_sm >= 32 or not odd or (fwd.kwargs["BLOCK_M"], fwd.kwargs["num_warps"]) == (
