@@ -215,13 +215,14 @@ def grids16_tiling(forward, N, log, M, gpu, num_sms=132):
     512), at 16 rows and 2 warps up to 1024, and past them the softmax of 31-39 and the log_softmax of 35-39; in small
     grids half ROWS_PEEL16's rows a program at 1 warp: the forward of 41-71 values (64 lanes) up to 64 rows an SM, of
     73-135 (128 lanes) up to 128 and of 137-263 (256 lanes) up to 48, the log_softmax backward of 41-71 up to 80 and of
-    137-263 up to 48; and the softmax backward of 41-59 values at 16 rows and 2 warps up to 48."""
+    137-263 up to 48; and the softmax backward of 41-59 values at 16 rows and 2 warps up to 48 (of 41-47 up to 64)."""
     per_sm = M / num_sms
     if gpu == "H200" or per_sm < 32 or N % 8 == 0 or N % 2 == 0 and not (forward and 137 <= N <= 263):
         return None
     small = ((True, (False, True), 41, 71, 64, (4, 1)), (True, (False, True), 73, 135, 128, (4, 1)),
              (True, (False, True), 137, 263, 48, (2, 1)), (False, (True,), 41, 71, 80, (4, 1)),
-             (False, (False,), 41, 59, 48, (16, 2)), (False, (True,), 137, 263, 48, (2, 1)))
+             (False, (False,), 41, 47, 64, (16, 2)), (False, (False,), 41, 59, 48, (16, 2)),
+             (False, (True,), 137, 263, 48, (2, 1)))
     for f, logs, first, last, most, tiling in small:
         if f == forward and log in logs and first <= N <= last and per_sm <= most:
             return tiling
