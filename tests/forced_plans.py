@@ -263,3 +263,12 @@ def before_grids16d(dispatch, set_attr=setattr):
     del grids[(True, 256)]
     grids[(False, 64)] = tuple(entry for entry in grids[(False, 64)] if entry[0] != (False,))
     set_attr(dispatch, "ROWS_PEEL16_GRIDS", grids)
+
+
+def before_grids16e(dispatch, set_attr=setattr):
+    """Patch `dispatch` as ROWS_PEEL16_GRIDS was before the 64-lane softmax backward of 41-47 values took 16 rows and
+    2 warps to 64 rows an SM (tree 20c45e9; 2026-12-07), as bench/results/h100/probe_rows_h100_grids16d_*_check.log
+    ran; `patched_within(dispatch, before_grids16e)`."""
+    grids = dict(dispatch.ROWS_PEEL16_GRIDS)
+    grids[(False, 64)] = tuple(entry for entry in grids[(False, 64)] if entry[0] != (False,) or entry[3] != 64)
+    set_attr(dispatch, "ROWS_PEEL16_GRIDS", grids)

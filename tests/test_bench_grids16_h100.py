@@ -4,9 +4,10 @@ cut, tree cd142b2: "dispatch" its plan, m16w1 and m8w1 the plans before it), pro
 entries those figures added, tree 86ceaec: "dispatch" today's plan, m16w2 the first cut's) and
 probe_rows_h100_grids16_fwd_bounds.log (past those entries' bounds, not taken); then the small grids of other lanes:
 probe_rows_h100_peel16_lanes_{fwd,bwd}_{scan,small}.log (tree 79bda00: "dispatch" the plan before the small-grid
-entries) and their check, probe_rows_h100_grids16c_{fwd,bwd}_check.log (tree dc9b46a: "dispatch" today's plan); and
-two more, measured and not taken yet (tree 806eeb4): probe_rows_h100_peel16_256_fwd_even.log and
-probe_rows_h100_peel16_64_bwd_softmax.log. bench/DISPATCH.md's section ROWS_PEEL16_GRIDS quotes these figures."""
+entries) and their check, probe_rows_h100_grids16c_{fwd,bwd}_check.log (tree dc9b46a); two more (tree 806eeb4),
+probe_rows_h100_peel16_256_fwd_even.log and probe_rows_h100_peel16_64_bwd_softmax.log, and the check of the entries
+they led to, probe_rows_h100_grids16d_{fwd,bwd}_check.log (tree 20c45e9). bench/DISPATCH.md's section
+ROWS_PEEL16_GRIDS quotes these figures."""
 
 import json
 import os
@@ -19,7 +20,8 @@ import triton
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "bench"))
 import rows_logs  # noqa: E402
 import targets  # noqa: E402
-from forced_plans import before_grids16, before_grids16b, before_grids16c, before_grids16d, patched_within  # noqa: E402
+from forced_plans import (before_grids16, before_grids16b, before_grids16c, before_grids16d, before_grids16e,  # noqa: E402
+                          patched_within)
 from multisoftmax import dispatch  # noqa: E402
 
 CHECK = {"fwd": "probe_rows_h100_grids16_fwd_check.log", "bwd": "probe_rows_h100_grids16_bwd_check.log"}
@@ -27,6 +29,7 @@ CHECK_B = "probe_rows_h100_grids16b_fwd_check.log"
 BOUNDS = "probe_rows_h100_grids16_fwd_bounds.log"
 LANES = tuple(f"probe_rows_h100_peel16_lanes_{d}_{kind}.log" for kind in ("scan", "small") for d in ("fwd", "bwd"))
 CHECK_C = {"fwd": "probe_rows_h100_grids16c_fwd_check.log", "bwd": "probe_rows_h100_grids16c_bwd_check.log"}
+CHECK_D = {"fwd": "probe_rows_h100_grids16d_fwd_check.log", "bwd": "probe_rows_h100_grids16d_bwd_check.log"}
 
 
 def _tilings(cases) -> dict:
@@ -219,26 +222,27 @@ def test_the_third_check_figures():
     assert all(op == "log_softmax" for (_, _, op), _ in bwd)
 
 
-UNTAKEN = ("probe_rows_h100_peel16_256_fwd_even.log", "probe_rows_h100_peel16_64_bwd_softmax.log")
+BEHIND_D = ("probe_rows_h100_peel16_256_fwd_even.log", "probe_rows_h100_peel16_64_bwd_softmax.log")
 
 
-def test_the_untaken_logs_ran_the_plans_before_their_entries():
+def test_the_logs_behind_the_fourth_check_ran_the_plans_before_it():
     """The two logs measured after the small-grid entries ran the plans before the entries they led to
     (forced_plans.before_grids16d): the 256-lane forward at ROWS_PEEL16's 4 rows and 1 warp, the 64-lane backward at 8
     rows (softmax) and ROWS_PEEL16_GRIDS' 4 (log_softmax)."""
-    for name, count in zip(UNTAKEN, (200, 64)):
+    for name, count in zip(BEHIND_D, (200, 64)):
         cases = rows_logs.tilings(name, gpu="h100")
         with patched_within(dispatch, before_grids16d):
             assert len(cases) == count and cases == _tilings(cases), name
-    assert set(rows_logs.tilings(UNTAKEN[0], gpu="h100").values()) == {"m4w1p"}
+    assert set(rows_logs.tilings(BEHIND_D[0], gpu="h100").values()) == {"m4w1p"}
 
 
-def test_the_untaken_figures():
-    """Not taken yet (a check and a GPU suite each, which this session's device time could not hold): the forward in
-    256 lanes at 2 rows a program ran 1.00-1.19x of today's 4 rows to 48 rows an SM on odd rows and on even ones of
-    ALIGN 2 and 4 alike (0.996x the least), 0.96-1.09x at 56 and 0.93-1.07x at 64; the 64-lane softmax backward at 16
-    rows and 2 warps 1.00-1.16x to 48 rows an SM on 41-59 values (41-45: 1.10-1.16x), 0.88-1.06x on 71."""
-    fwd, bwd = UNTAKEN
+def test_the_figures_behind_the_fourth_check():
+    """The figures that led to the 256-lane forward's entry and the 64-lane softmax backward's (taken since, checked
+    in CHECK_D): the forward in 256 lanes at 2 rows a program ran 1.00-1.19x of the plan's 4 rows to 48 rows an SM on
+    odd rows and on even ones of ALIGN 2 and 4 alike (0.996x the least), 0.96-1.09x at 56 and 0.93-1.07x at 64; the
+    64-lane softmax backward at 16 rows and 2 warps 1.00-1.16x to 48 rows an SM on 41-59 values (41-45: 1.10-1.16x),
+    0.88-1.06x on 71."""
+    fwd, bwd = BEHIND_D
     assert _span_of(fwd, "m2w1", lambda per_sm, N, op, _: per_sm <= 48) == (120, 1.0, 1.19)
     assert _span_of(fwd, "m2w1", lambda per_sm, N, op, _: per_sm <= 48 and N % 2 == 0) == (72, 1.0, 1.19)
     assert _span_of(fwd, "m2w1", lambda per_sm, N, op, _: per_sm == 56) == (40, 0.96, 1.09)
@@ -247,6 +251,36 @@ def test_the_untaken_figures():
     assert _span_of(bwd, "m16w2", lambda per_sm, N, op, _: per_sm <= 48 and N < 60 and op == softmax) == (18, 1.0, 1.16)
     assert _span_of(bwd, "m16w2", lambda per_sm, N, op, _: per_sm <= 48 and N < 46 and op == softmax) == (12, 1.1, 1.16)
     assert _span_of(bwd, "m16w2", lambda per_sm, N, op, _: N == 71 and op == softmax) == (8, 0.88, 1.06)
+
+
+@pytest.mark.parametrize("direction", ["fwd", "bwd"])
+def test_the_fourth_check_ran_its_plans(direction):
+    """probe_rows_h100_grids16d_*_check.log's "dispatch" is the plan of tree 20c45e9 (forced_plans.before_grids16e:
+    without the 64-lane softmax backward's entry to 64 rows an SM), and the plan before the entries it checks
+    (before_grids16d) is ROWS_PEEL16's tiling: m4w1 forward (256 lanes), m8w1 backward (64 lanes)."""
+    cases = rows_logs.tilings(CHECK_D[direction], gpu="h100")
+    assert len(cases) == {"fwd": 144, "bwd": 64}[direction]
+    with patched_within(dispatch, before_grids16e):
+        assert cases == _tilings(cases)
+    with patched_within(dispatch, before_grids16d):
+        assert set(_tilings(cases).values()) == {{"fwd": "m4w1p", "bwd": "m8w1p"}[direction]}
+
+
+def test_the_fourth_check_figures():
+    """The 256-lane forward's entry and the 64-lane softmax backward's against the plans before them: the forward
+    (137-263 values, odd and even, to 48 rows an SM) 96 cases 1.003-1.19x, geomean 1.11, 32 rows an SM 1.095-1.19x,
+    even rows 1.006-1.19x; just past the bound (49 rows an SM) 2 rows still 1.008-1.12x of 4; the softmax backward
+    (41-59 values to 48) 36 cases 1.011-1.16x, geomean 1.09."""
+    fwd = _gains(CHECK_D["fwd"], "m4w1")
+    taken = {case: g for case, g in fwd.items() if case[1] <= 48 * 132}
+    assert len(taken) == 96 and 1.003 < min(taken.values()) and max(taken.values()) < 1.194
+    assert 1.105 < statistics.geometric_mean(taken.values()) < 1.115
+    assert 1.095 < min(g for case, g in taken.items() if case[1] == 4224)
+    assert 1.006 < min(g for case, g in taken.items() if case[2] % 2 == 0)
+    assert _span_of(CHECK_D["fwd"], "m2w1", lambda per_sm, N, op, _: per_sm == 49) == (48, 1.01, 1.12)
+    bwd = {case: g for case, g in _gains(CHECK_D["bwd"], "m8w1").items() if case[2] <= 59 and case[1] <= 48 * 132}
+    assert len(bwd) == 36 and 1.011 < min(bwd.values()) and max(bwd.values()) < 1.16
+    assert 1.09 < statistics.geometric_mean(bwd.values()) < 1.1
 
 
 def test_no_benchmark_plan_changes():
