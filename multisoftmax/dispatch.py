@@ -460,8 +460,9 @@ ROWS_PEEL16_MIN_PER_SM = 32
 # (probe_rows_h100_grids16c_*_check.log, bf16 and float16): the forward 0.99-1.26x, the backward 1.00-1.17x. Then
 # the forward in 256 lanes at 2 rows 1.00-1.19x to 48 rows an SM, even rows (ALIGN 2 and 4, which its ROWS_PEEL16
 # entry peels too) alike (probe_rows_h100_peel16_256_fwd_even.log); the softmax backward in 64 lanes at 16 rows and 2
-# warps 1.00-1.16x to 48 on 41-59 values (probe_rows_h100_peel16_64_bwd_softmax.log); checked in
-# probe_rows_h100_grids16d_*_check.log.
+# warps 1.00-1.16x to 48 on 41-59 values (probe_rows_h100_peel16_64_bwd_softmax.log), on 41-47 to 64 (1.02-1.11x).
+# Checked (probe_rows_h100_grids16d_*_check.log, _grids16e_bwd_check.log): the forward 1.003-1.19x, the backward
+# 1.01-1.16x.
 # Measured: bench/DISPATCH.md, ROWS_PEEL16_GRIDS.
 ROWS_PEEL16_GRIDS = {(True, 64): (((False, True), 41, 71, 64, 4, 1),),
                      (True, 128): (((False, True), 73, 135, 128, 4, 1),),

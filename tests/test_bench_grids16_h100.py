@@ -6,8 +6,8 @@ probe_rows_h100_grids16_fwd_bounds.log (past those entries' bounds, not taken); 
 probe_rows_h100_peel16_lanes_{fwd,bwd}_{scan,small}.log (tree 79bda00: "dispatch" the plan before the small-grid
 entries) and their check, probe_rows_h100_grids16c_{fwd,bwd}_check.log (tree dc9b46a); two more (tree 806eeb4),
 probe_rows_h100_peel16_256_fwd_even.log and probe_rows_h100_peel16_64_bwd_softmax.log, and the check of the entries
-they led to, probe_rows_h100_grids16d_{fwd,bwd}_check.log (tree 20c45e9). bench/DISPATCH.md's section
-ROWS_PEEL16_GRIDS quotes these figures."""
+they led to, probe_rows_h100_grids16d_{fwd,bwd}_check.log (tree 20c45e9), then probe_rows_h100_grids16e_bwd_check.log
+(tree 270427f, today's plan). bench/DISPATCH.md's section ROWS_PEEL16_GRIDS quotes these figures."""
 
 import json
 import os
@@ -30,6 +30,7 @@ BOUNDS = "probe_rows_h100_grids16_fwd_bounds.log"
 LANES = tuple(f"probe_rows_h100_peel16_lanes_{d}_{kind}.log" for kind in ("scan", "small") for d in ("fwd", "bwd"))
 CHECK_C = {"fwd": "probe_rows_h100_grids16c_fwd_check.log", "bwd": "probe_rows_h100_grids16c_bwd_check.log"}
 CHECK_D = {"fwd": "probe_rows_h100_grids16d_fwd_check.log", "bwd": "probe_rows_h100_grids16d_bwd_check.log"}
+CHECK_E = "probe_rows_h100_grids16e_bwd_check.log"
 
 
 def _tilings(cases) -> dict:
@@ -281,6 +282,30 @@ def test_the_fourth_check_figures():
     bwd = {case: g for case, g in _gains(CHECK_D["bwd"], "m8w1").items() if case[2] <= 59 and case[1] <= 48 * 132}
     assert len(bwd) == 36 and 1.011 < min(bwd.values()) and max(bwd.values()) < 1.16
     assert 1.09 < statistics.geometric_mean(bwd.values()) < 1.1
+
+
+def test_the_fifth_check_ran_todays_plans():
+    """probe_rows_h100_grids16e_bwd_check.log's "dispatch" is today's plan, and the plan before the 64-lane softmax
+    backward of 41-47 values took 16 rows and 2 warps to 64 rows an SM (forced_plans.before_grids16e) is ROWS_PEEL16's
+    8 rows and 1 warp on all its grids (49-65 rows an SM)."""
+    cases = rows_logs.tilings(CHECK_E, gpu="h100")
+    assert len(cases) == 48 and cases == _tilings(cases)
+    with patched_within(dispatch, before_grids16e):
+        assert set(_tilings(cases).values()) == {"m8w1p"}
+
+
+def test_the_fifth_check_figures():
+    """The 64-lane softmax backward of 41-47 values at 16 rows and 2 warps to 64 rows an SM against the plan before
+    (8 rows, 1 warp): 24 cases 1.02-1.11x, geomean 1.06, 56 rows an SM 1.05-1.11x; past the bound (65 rows an SM)
+    0.97-1.02x; 49 and 51 values (not taken) 0.994-1.04x to 64 rows an SM and 0.95-0.96x at 65."""
+    taken = _gains(CHECK_E, "m8w1")
+    taken = {case: g for case, g in taken.items() if case[2] <= 47 and case[1] <= 64 * 132}
+    assert len(taken) == 24 and 1.02 < min(taken.values()) and max(taken.values()) < 1.106
+    assert 1.05 < statistics.geometric_mean(taken.values()) < 1.06
+    assert min(g for case, g in taken.items() if case[1] == 7392) > 1.045
+    assert _span_of(CHECK_E, "m16w2", lambda per_sm, N, op, _: per_sm == 65 and N <= 47) == (8, 0.97, 1.02)
+    assert _span_of(CHECK_E, "m16w2", lambda per_sm, N, op, _: per_sm < 65 and N > 47) == (12, 0.99, 1.04)
+    assert _span_of(CHECK_E, "m16w2", lambda per_sm, N, op, _: per_sm == 65 and N > 47) == (4, 0.95, 0.96)
 
 
 def test_no_benchmark_plan_changes():
