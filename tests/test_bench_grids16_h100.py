@@ -47,17 +47,24 @@ def _gains(name: str, before: str) -> dict:
             for case, cells in rows_logs.gbps(name, gpu="h100").items()}
 
 
+def _assert_ran(name: str, count: int, ran, before, tiling: str):
+    """The log `name` has `count` cases, its "dispatch" is the H100's plan under the forced_plans patch `ran` (None:
+    today's), and under the patch `before` every case's plan is `tiling`."""
+    cases = rows_logs.tilings(name, gpu="h100")
+    assert len(cases) == count, name
+    with patched_within(dispatch, ran or (lambda *_: None)):
+        assert cases == _tilings(cases), name
+    with patched_within(dispatch, before):
+        assert set(_tilings(cases).values()) == {tiling}, name
+
+
 @pytest.mark.parametrize("direction", ["fwd", "bwd"])
 def test_the_check_ran_the_first_cut_against_the_plans_before(direction):
     """The check's "dispatch" is the table's first cut (forced_plans.before_grids16b), and the plan before the table
     (before_grids16) is ROWS_PEEL16's, 16 rows (forward) or 8 (backward) at 1 warp, peeled: the probe's m16w1 and m8w1,
     or dispatch itself where the table left the case alone."""
-    cases = rows_logs.tilings(CHECK[direction], gpu="h100")
-    assert len(cases) == {"fwd": 160, "bwd": 128}[direction]
-    with patched_within(dispatch, before_grids16b):
-        assert cases == _tilings(cases)
-    with patched_within(dispatch, before_grids16):
-        assert set(_tilings(cases).values()) == {{"fwd": "m16w1p", "bwd": "m8w1p"}[direction]}
+    _assert_ran(CHECK[direction], {"fwd": 160, "bwd": 128}[direction], before_grids16b, before_grids16,
+                {"fwd": "m16w1p", "bwd": "m8w1p"}[direction])
 
 
 def test_the_first_cut_was_never_behind():
@@ -259,12 +266,8 @@ def test_the_fourth_check_ran_its_plans(direction):
     """probe_rows_h100_grids16d_*_check.log's "dispatch" is the plan of tree 20c45e9 (forced_plans.before_grids16e:
     without the 64-lane softmax backward's entry to 64 rows an SM), and the plan before the entries it checks
     (before_grids16d) is ROWS_PEEL16's tiling: m4w1 forward (256 lanes), m8w1 backward (64 lanes)."""
-    cases = rows_logs.tilings(CHECK_D[direction], gpu="h100")
-    assert len(cases) == {"fwd": 144, "bwd": 64}[direction]
-    with patched_within(dispatch, before_grids16e):
-        assert cases == _tilings(cases)
-    with patched_within(dispatch, before_grids16d):
-        assert set(_tilings(cases).values()) == {{"fwd": "m4w1p", "bwd": "m8w1p"}[direction]}
+    _assert_ran(CHECK_D[direction], {"fwd": 144, "bwd": 64}[direction], before_grids16e, before_grids16d,
+                {"fwd": "m4w1p", "bwd": "m8w1p"}[direction])
 
 
 def test_the_fourth_check_figures():
@@ -288,10 +291,7 @@ def test_the_fifth_check_ran_todays_plans():
     """probe_rows_h100_grids16e_bwd_check.log's "dispatch" is today's plan, and the plan before the 64-lane softmax
     backward of 41-47 values took 16 rows and 2 warps to 64 rows an SM (forced_plans.before_grids16e) is ROWS_PEEL16's
     8 rows and 1 warp on all its grids (49-65 rows an SM)."""
-    cases = rows_logs.tilings(CHECK_E, gpu="h100")
-    assert len(cases) == 48 and cases == _tilings(cases)
-    with patched_within(dispatch, before_grids16e):
-        assert set(_tilings(cases).values()) == {"m8w1p"}
+    _assert_ran(CHECK_E, 48, None, before_grids16e, "m8w1p")
 
 
 def test_the_fifth_check_figures():
