@@ -20,8 +20,8 @@ import triton
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "bench"))
 import rows_logs  # noqa: E402
 import targets  # noqa: E402
-from forced_plans import (before_grids16, before_grids16b, before_grids16c, before_grids16d, before_grids16e,  # noqa: E402
-                          patched_within)
+from forced_plans import (before_grids16, before_grids16b, before_grids16c,  # noqa: E402
+                          before_grids16d, before_grids16e, patched_within)
 from multisoftmax import dispatch  # noqa: E402
 
 CHECK = {"fwd": "probe_rows_h100_grids16_fwd_check.log", "bwd": "probe_rows_h100_grids16_bwd_check.log"}

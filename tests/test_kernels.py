@@ -2345,10 +2345,10 @@ def test_rows_peel16_grids_rule():
     softmax of 31-39 and the log_softmax of 35-39; in small grids half ROWS_PEEL16's rows at 1 warp, the forward of
     41-71 values (64 lanes) to 64 rows an SM, of 73-135 (128) to 128 and of 137-263 (256, even rows of ALIGN 2 and 4
     too) to 48, the log_softmax backward of 41-71 to 80 and of 137-263 to 48; the softmax backward of 41-59 values at 16
-    rows and 2 warps to 48 (41-47 to 64). Against the plans without the table (forced_plans.before_grids16), on odd N of 23-73,
-    75-135 and 137-265 and even N in 256 lanes, eighteen grids with each bound on both sides, both dtypes, ops and
-    directions and both GPUs: ROWS_PEEL16's tiling before (peeled), and only BLOCK_M, num_warps and the grid change; the
-    rest is unchanged."""
+    rows and 2 warps to 48 (41-47 to 64). Against the plans without the table (forced_plans.before_grids16), on odd N
+    of 23-73, 75-135 and 137-265 and even N in 256 lanes, eighteen grids with each bound on both sides, both dtypes,
+    ops and directions and both GPUs: ROWS_PEEL16's tiling before (peeled), and only BLOCK_M, num_warps and the grid
+    change; the rest is unchanged."""
     assert dispatch.GPU_CONSTANTS["H200"]["ROWS_PEEL16_GRIDS"] == {}
     grids = (4223, 4224, 6336, 6337, 8448, 8449, 10560, 10561, 16896, 16897, 33792, 33793, 67584, 67585, 135168, 135169,
              262144, 1048576)
