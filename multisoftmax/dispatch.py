@@ -466,9 +466,11 @@ ROWS_PEEL16_MIN_PER_SM = 32
 # Measured: bench/DISPATCH.md, ROWS_PEEL16_GRIDS.
 ROWS_PEEL16_GRIDS = {(True, 64): (((False, True), 41, 71, 64, 4, 1),),
                      (True, 128): (((False, True), 73, 135, 128, 4, 1),),
-                     (True, 256): (((False, True), 137, 263, 48, 2, 1),),
+                     (True, 256): (((False, True), 211, 263, 72, 2, 1), ((False, True), 171, 263, 56, 2, 1),
+                                   ((False, True), 137, 263, 48, 2, 1)),
                      (False, 64): (((True,), 41, 71, 80, 4, 1), ((False,), 41, 47, 64, 16, 2),
-                                   ((False,), 41, 59, 48, 16, 2)),
+                                   ((False,), 41, 53, 56, 16, 2), ((False,), 41, 59, 48, 16, 2),
+                                   ((False,), 41, 69, 40, 16, 2), ((False,), 41, 71, 32, 16, 2)),
                      (False, 256): (((True,), 137, 263, 48, 2, 1),),
                      (False, 128): (((True,), 73, 127, float("inf"), 4, 1), ((False,), 73, 127, 512, 8, 2)),
                      (True, 32): (((False, True), 25, 39, 128, 8, 1), ((False, True), 31, 39, 256, 8, 1),

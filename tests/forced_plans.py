@@ -214,14 +214,17 @@ def grids16_tiling(forward, N, log, M, gpu, num_sms=132):
     SM; the forward of 25-39 values at 8 rows and 1 warp up to 128 rows an SM (of 31-39 values up to 256, of 35-39 up to
     512), at 16 rows and 2 warps up to 1024, and past them the softmax of 31-39 and the log_softmax of 35-39; in small
     grids half ROWS_PEEL16's rows a program at 1 warp: the forward of 41-71 values (64 lanes) up to 64 rows an SM, of
-    73-135 (128 lanes) up to 128 and of 137-263 (256 lanes) up to 48, the log_softmax backward of 41-71 up to 80 and of
-    137-263 up to 48; and the softmax backward of 41-59 values at 16 rows and 2 warps up to 48 (of 41-47 up to 64)."""
+    73-135 (128 lanes) up to 128 and of 137-263 (256 lanes) up to 48 (of 171-263 up to 56, of 211-263 up to 72), the
+    log_softmax backward of 41-71 up to 80 and of 137-263 up to 48; and the softmax backward at 16 rows and 2 warps: of
+    41-71 values up to 32 rows an SM, 41-69 up to 40, 41-59 up to 48, 41-53 up to 56 and 41-47 up to 64."""
     per_sm = M / num_sms
     if gpu == "H200" or per_sm < 32 or N % 8 == 0 or N % 2 == 0 and not (forward and 137 <= N <= 263):
         return None
     small = ((True, (False, True), 41, 71, 64, (4, 1)), (True, (False, True), 73, 135, 128, (4, 1)),
-             (True, (False, True), 137, 263, 48, (2, 1)), (False, (True,), 41, 71, 80, (4, 1)),
-             (False, (False,), 41, 47, 64, (16, 2)), (False, (False,), 41, 59, 48, (16, 2)),
+             (True, (False, True), 137, 263, 48, (2, 1)), (True, (False, True), 171, 263, 56, (2, 1)),
+             (True, (False, True), 211, 263, 72, (2, 1)), (False, (True,), 41, 71, 80, (4, 1)),
+             *((False, (False,), 41, last, most, (16, 2)) for last, most in ((71, 32), (69, 40), (59, 48), (53, 56),
+                                                                            (47, 64))),
              (False, (True,), 137, 263, 48, (2, 1)))
     for f, logs, first, last, most, tiling in small:
         if f == forward and log in logs and first <= N <= last and per_sm <= most:
@@ -268,7 +271,20 @@ def before_grids16d(dispatch, set_attr=setattr):
 def before_grids16e(dispatch, set_attr=setattr):
     """Patch `dispatch` as ROWS_PEEL16_GRIDS was before the 64-lane softmax backward of 41-47 values took 16 rows and
     2 warps to 64 rows an SM (tree 20c45e9; 2026-12-07), as bench/results/h100/probe_rows_h100_grids16d_*_check.log
-    ran; `patched_within(dispatch, before_grids16e)`."""
+    ran (and before before_grids16f's entries); `patched_within(dispatch, before_grids16e)`."""
+    before_grids16f(dispatch, set_attr)
     grids = dict(dispatch.ROWS_PEEL16_GRIDS)
     grids[(False, 64)] = tuple(entry for entry in grids[(False, 64)] if entry[0] != (False,) or entry[3] != 64)
+    set_attr(dispatch, "ROWS_PEEL16_GRIDS", grids)
+
+
+def before_grids16f(dispatch, set_attr=setattr):
+    """Patch `dispatch` as ROWS_PEEL16_GRIDS was before the 256-lane forward took 2 rows a program to 56 and 72 rows an
+    SM (171-263 and 211-263 values) and the 64-lane softmax backward 16 rows and 2 warps to 32, 40 and 56 rows an SM
+    (41-71, 41-69 and 41-53 values) (tree 475c8f5; 2026-12-07), as the logs behind those entries ran
+    (bench/results/h100/probe_rows_h100_peel16_256_fwd_bounds.log, _peel16_64_bwd_61.log);
+    `patched_within(dispatch, before_grids16f)`."""
+    grids = dict(dispatch.ROWS_PEEL16_GRIDS)
+    grids[(True, 256)] = tuple(entry for entry in grids[(True, 256)] if entry[3] == 48)
+    grids[(False, 64)] = tuple(entry for entry in grids[(False, 64)] if entry[0] != (False,) or entry[3] in (48, 64))
     set_attr(dispatch, "ROWS_PEEL16_GRIDS", grids)

@@ -15,14 +15,14 @@ import statistics
 import sys
 
 import pytest
-import triton
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "bench"))
 import rows_logs  # noqa: E402
 import targets  # noqa: E402
 from forced_plans import (before_grids16, before_grids16b, before_grids16c,  # noqa: E402
-                          before_grids16d, before_grids16e, patched_within)
+                          before_grids16d, before_grids16e, before_grids16f, patched_within)
 from multisoftmax import dispatch  # noqa: E402
+import triton  # noqa: E402  (after multisoftmax, which sets TRITON_INTERPRET where asked)
 
 CHECK = {"fwd": "probe_rows_h100_grids16_fwd_check.log", "bwd": "probe_rows_h100_grids16_bwd_check.log"}
 CHECK_B = "probe_rows_h100_grids16b_fwd_check.log"
@@ -287,11 +287,11 @@ def test_the_fourth_check_figures():
     assert 1.09 < statistics.geometric_mean(bwd.values()) < 1.1
 
 
-def test_the_fifth_check_ran_todays_plans():
-    """probe_rows_h100_grids16e_bwd_check.log's "dispatch" is today's plan, and the plan before the 64-lane softmax
-    backward of 41-47 values took 16 rows and 2 warps to 64 rows an SM (forced_plans.before_grids16e) is ROWS_PEEL16's
-    8 rows and 1 warp on all its grids (49-65 rows an SM)."""
-    _assert_ran(CHECK_E, 48, None, before_grids16e, "m8w1p")
+def test_the_fifth_check_ran_its_plans():
+    """probe_rows_h100_grids16e_bwd_check.log's "dispatch" is the plan of tree 270427f (forced_plans.before_grids16f),
+    and the plan before the 64-lane softmax backward of 41-47 values took 16 rows and 2 warps to 64 rows an SM
+    (before_grids16e) is ROWS_PEEL16's 8 rows and 1 warp on all its grids (49-65 rows an SM)."""
+    _assert_ran(CHECK_E, 48, before_grids16f, before_grids16e, "m8w1p")
 
 
 def test_the_fifth_check_figures():
@@ -306,6 +306,41 @@ def test_the_fifth_check_figures():
     assert _span_of(CHECK_E, "m16w2", lambda per_sm, N, op, _: per_sm == 65 and N <= 47) == (8, 0.97, 1.02)
     assert _span_of(CHECK_E, "m16w2", lambda per_sm, N, op, _: per_sm < 65 and N > 47) == (12, 0.99, 1.04)
     assert _span_of(CHECK_E, "m16w2", lambda per_sm, N, op, _: per_sm == 65 and N > 47) == (4, 0.95, 0.96)
+
+
+BEHIND_F = ("probe_rows_h100_peel16_256_fwd_bounds.log", "probe_rows_h100_peel16_64_bwd_61.log")
+
+
+def test_the_logs_behind_the_sixth_check_ran_the_plans_before_it():
+    """The two logs measured past the bounds of the fourth and fifth checks' entries ran the plans before the entries
+    they led to (forced_plans.before_grids16f): the 256-lane forward at ROWS_PEEL16's 4 rows and 1 warp on 56-72 rows an
+    SM, the 64-lane softmax backward at its 8 rows and 1 warp (16 rows and 2 warps where ROWS_PEEL16_GRIDS had them:
+    49 and 53 values to 48 rows an SM, which the probe leaves out)."""
+    for name, count in zip(BEHIND_F, (168, 72)):
+        cases = rows_logs.tilings(name, gpu="h100")
+        with patched_within(dispatch, before_grids16f):
+            assert len(cases) == count and cases == _tilings(cases), name
+    assert set(rows_logs.tilings(BEHIND_F[0], gpu="h100").values()) == {"m4w1p"}
+    assert set(rows_logs.tilings(BEHIND_F[1], gpu="h100").values()) == {"m8w1p", "m16w2p"}
+
+
+def test_the_figures_behind_the_sixth_check():
+    """The figures that led to the 256-lane forward's entries to 56 and 72 rows an SM and the 64-lane softmax
+    backward's to 32, 40 and 56: the forward at 2 rows a program against 4 ran 1.005-1.09x on 171-263 values at 56 rows
+    an SM (0.98-1.01x on 141-161), 1.01-1.08x on 211-263 at 64 and 1.005-1.05x at 72 (0.91-0.995x on 141-201 there); the
+    softmax backward at 16 rows and 2 warps against 8 and 1 ran 1.06-1.09x on 61-71 values at 32 rows an SM, 1.006-1.05x
+    on 61-69 at 40 (71: 0.99-1.00x), 1.007-1.04x on 49-53 at 49 and 56 (57-71 there: 0.91-0.98x)."""
+    fwd, bwd = BEHIND_F
+    assert _span_of(fwd, "m2w1", lambda per_sm, N, op, _: per_sm == 56 and N >= 171) == (44, 1.0, 1.09)
+    assert _span_of(fwd, "m2w1", lambda per_sm, N, op, _: per_sm == 56 and N < 171) == (12, 0.98, 1.01)
+    assert _span_of(fwd, "m2w1", lambda per_sm, N, op, _: per_sm == 64 and N >= 211) == (28, 1.01, 1.08)
+    assert _span_of(fwd, "m2w1", lambda per_sm, N, op, _: per_sm == 72 and N >= 211) == (28, 1.0, 1.05)
+    assert _span_of(fwd, "m2w1", lambda per_sm, N, op, _: per_sm > 56 and N < 211) == (56, 0.91, 1.0)
+    assert _span_of(bwd, "m16w2", lambda per_sm, N, op, _: per_sm == 32 and N >= 61) == (12, 1.06, 1.09)
+    assert _span_of(bwd, "m16w2", lambda per_sm, N, op, _: per_sm == 40 and 61 <= N <= 69) == (10, 1.01, 1.05)
+    assert _span_of(bwd, "m16w2", lambda per_sm, N, op, _: per_sm == 40 and N == 71) == (2, 0.99, 1.0)
+    assert _span_of(bwd, "m16w2", lambda per_sm, N, op, _: per_sm >= 49 and N <= 53) == (8, 1.01, 1.04)
+    assert _span_of(bwd, "m16w2", lambda per_sm, N, op, _: per_sm >= 49 and N >= 57) == (28, 0.91, 0.98)
 
 
 def test_no_benchmark_plan_changes():
