@@ -462,7 +462,10 @@ ROWS_PEEL16_MIN_PER_SM = 32
 # entry peels too) alike (probe_rows_h100_peel16_256_fwd_even.log); the softmax backward in 64 lanes at 16 rows and 2
 # warps 1.00-1.16x to 48 on 41-59 values (probe_rows_h100_peel16_64_bwd_softmax.log), on 41-47 to 64 (1.02-1.11x).
 # Checked (probe_rows_h100_grids16d_*_check.log, _grids16e_bwd_check.log): the forward 1.003-1.19x, the backward
-# 1.01-1.16x.
+# 1.01-1.16x. Past those bounds (probe_rows_h100_peel16_256_fwd_bounds.log, _64_bwd_61.log): the forward at 2 rows
+# 1.005-1.09x on 171-263 values at 56 rows an SM and 1.005-1.08x on 211-263 to 72; the softmax backward at 16 rows
+# and 2 warps 1.06-1.09x on 61-71 values at 32, 1.006-1.05x on 61-69 at 40, 1.007-1.04x on 49-53 at 49-56. Checked
+# (probe_rows_h100_grids16f_*_check.log): the forward 0.998-1.10x (geomean 1.05), the backward 1.004-1.10x (1.04).
 # Measured: bench/DISPATCH.md, ROWS_PEEL16_GRIDS.
 ROWS_PEEL16_GRIDS = {(True, 64): (((False, True), 41, 71, 64, 4, 1),),
                      (True, 128): (((False, True), 73, 135, 128, 4, 1),),

@@ -7,7 +7,10 @@ probe_rows_h100_peel16_lanes_{fwd,bwd}_{scan,small}.log (tree 79bda00: "dispatch
 entries) and their check, probe_rows_h100_grids16c_{fwd,bwd}_check.log (tree dc9b46a); two more (tree 806eeb4),
 probe_rows_h100_peel16_256_fwd_even.log and probe_rows_h100_peel16_64_bwd_softmax.log, and the check of the entries
 they led to, probe_rows_h100_grids16d_{fwd,bwd}_check.log (tree 20c45e9), then probe_rows_h100_grids16e_bwd_check.log
-(tree 270427f, today's plan). bench/DISPATCH.md's section ROWS_PEEL16_GRIDS quotes these figures."""
+(tree 270427f); two past those bounds (tree 475c8f5), probe_rows_h100_peel16_256_fwd_bounds.log and
+probe_rows_h100_peel16_64_bwd_61.log, and the check of the entries they led to,
+probe_rows_h100_grids16f_{fwd,bwd}_check.log (tree c6895bf, today's plan). bench/DISPATCH.md's section
+ROWS_PEEL16_GRIDS quotes these figures."""
 
 import json
 import os
@@ -341,6 +344,46 @@ def test_the_figures_behind_the_sixth_check():
     assert _span_of(bwd, "m16w2", lambda per_sm, N, op, _: per_sm == 40 and N == 71) == (2, 0.99, 1.0)
     assert _span_of(bwd, "m16w2", lambda per_sm, N, op, _: per_sm >= 49 and N <= 53) == (8, 1.01, 1.04)
     assert _span_of(bwd, "m16w2", lambda per_sm, N, op, _: per_sm >= 49 and N >= 57) == (28, 0.91, 0.98)
+
+
+CHECK_F = {"fwd": "probe_rows_h100_grids16f_fwd_check.log", "bwd": "probe_rows_h100_grids16f_bwd_check.log"}
+
+
+def test_the_sixth_check_ran_todays_plans():
+    """probe_rows_h100_grids16f_*_check.log's "dispatch" is today's plan, and the plan before the entries it checks
+    (forced_plans.before_grids16f) is ROWS_PEEL16's: the forward's 4 rows and 1 warp on every case (56-73 rows an SM),
+    the softmax backward's 8 rows and 1 warp but where ROWS_PEEL16_GRIDS had 16 rows and 2 warps before (41-59 values
+    to 48 rows an SM)."""
+    _assert_ran(CHECK_F["fwd"], 220, None, before_grids16f, "m4w1p")
+    cases = rows_logs.tilings(CHECK_F["bwd"], gpu="h100")
+    assert len(cases) == 84 and cases == _tilings(cases)
+    with patched_within(dispatch, before_grids16f):
+        assert {case: tiling for case, tiling in _tilings(cases).items() if tiling != "m8w1p"} == {
+            case: "m16w2p" for case in cases if case[2] <= 59 and case[1] <= 48 * 132}
+
+
+def test_the_sixth_check_figures():
+    """The entries of tree c6895bf against the plans before them: the 256-lane forward at 2 rows a program (171-263
+    values to 56 rows an SM, 211-263 to 72) 112 cases 0.998-1.10x, geomean 1.05 (171 values at 56 rows an SM a tie,
+    0.998-1.01x; even rows 1.015-1.10x); the 64-lane softmax backward at 16 rows and 2 warps (61-71 values at 32 rows
+    an SM, 61-69 to 40, 49-53 at 56) 24 cases 1.004-1.10x, geomean 1.04. Past the bounds: 2 rows still 1.01-1.04x on
+    211-263 values at 73 rows an SM (not measured further) and 0.995-1.04x on 171-202 at 57; 16 rows 0.97-0.99x on 61-69
+    values at 41 rows an SM and on 49-53 at 57, 0.99-1.01x on 71 at 33-40."""
+    fwd = {case: g for case, g in _gains(CHECK_F["fwd"], "m4w1").items()
+           if case[1] <= (72 if case[2] >= 211 else 56) * 132 and case[2] >= 171}
+    assert len(fwd) == 112 and 0.997 < min(fwd.values()) and max(fwd.values()) < 1.1
+    assert 1.045 < statistics.geometric_mean(fwd.values()) < 1.05
+    assert min(g for case, g in fwd.items() if case[2] > 171) > 1.007
+    assert min(g for case, g in fwd.items() if case[2] % 2 == 0) > 1.015
+    bwd = {case: g for case, g in _gains(CHECK_F["bwd"], "m8w1").items()
+           if case[2] >= 61 and case[1] <= (32 if case[2] == 71 else 40) * 132 or case[2] <= 53 and case[1] == 56 * 132}
+    assert len(bwd) == 24 and 1.003 < min(bwd.values()) and max(bwd.values()) < 1.1
+    assert 1.035 < statistics.geometric_mean(bwd.values()) < 1.045
+    assert _span_of(CHECK_F["fwd"], "m2w1", lambda per_sm, N, op, _: per_sm == 73 and N >= 211) == (24, 1.01, 1.04)
+    assert _span_of(CHECK_F["fwd"], "m2w1", lambda per_sm, N, op, _: per_sm == 57 and N < 211) == (20, 1.0, 1.04)
+    assert _span_of(CHECK_F["bwd"], "m16w2", lambda per_sm, N, op, _: per_sm == 41 and 61 <= N <= 69) == (6, 0.97, 0.99)
+    assert _span_of(CHECK_F["bwd"], "m16w2", lambda per_sm, N, op, _: per_sm == 57 and N <= 53) == (4, 0.97, 0.98)
+    assert _span_of(CHECK_F["bwd"], "m16w2", lambda per_sm, N, op, _: 32 < per_sm <= 40 and N == 71) == (4, 0.99, 1.01)
 
 
 def test_no_benchmark_plan_changes():
