@@ -50,15 +50,15 @@ def _gains(name: str, before: str) -> dict:
             for case, cells in rows_logs.gbps(name, gpu="h100").items()}
 
 
-def _assert_ran(name: str, count: int, ran, before, tiling: str):
+def _assert_ran(name: str, count: int, ran, before, tiling):
     """The log `name` has `count` cases, its "dispatch" is the H100's plan under the forced_plans patch `ran` (None:
-    today's), and under the patch `before` every case's plan is `tiling`."""
+    today's), and under the patch `before` every case's plan is `tiling` (a tiling, or a function of the case)."""
     cases = rows_logs.tilings(name, gpu="h100")
     assert len(cases) == count, name
     with patched_within(dispatch, ran or (lambda *_: None)):
         assert cases == _tilings(cases), name
     with patched_within(dispatch, before):
-        assert set(_tilings(cases).values()) == {tiling}, name
+        assert _tilings(cases) == {case: tiling(case) if callable(tiling) else tiling for case in cases}, name
 
 
 @pytest.mark.parametrize("direction", ["fwd", "bwd"])
@@ -240,11 +240,9 @@ def test_the_logs_behind_the_fourth_check_ran_the_plans_before_it():
     """The two logs measured after the small-grid entries ran the plans before the entries they led to
     (forced_plans.before_grids16d): the 256-lane forward at ROWS_PEEL16's 4 rows and 1 warp, the 64-lane backward at 8
     rows (softmax) and ROWS_PEEL16_GRIDS' 4 (log_softmax)."""
-    for name, count in zip(BEHIND_D, (200, 64)):
-        cases = rows_logs.tilings(name, gpu="h100")
-        with patched_within(dispatch, before_grids16d):
-            assert len(cases) == count and cases == _tilings(cases), name
-    assert set(rows_logs.tilings(BEHIND_D[0], gpu="h100").values()) == {"m4w1p"}
+    _assert_ran(BEHIND_D[0], 200, before_grids16d, before_grids16d, "m4w1p")
+    _assert_ran(BEHIND_D[1], 64, before_grids16d, before_grids16d,
+                lambda case: "m4w1p" if case[3] == "log_softmax" else "m8w1p")
 
 
 def test_the_figures_behind_the_fourth_check():
@@ -314,17 +312,19 @@ def test_the_fifth_check_figures():
 BEHIND_F = ("probe_rows_h100_peel16_256_fwd_bounds.log", "probe_rows_h100_peel16_64_bwd_61.log")
 
 
+def _bwd64_before_f(case) -> str:
+    """The 64-lane softmax backward's tiling under forced_plans.before_grids16f: ROWS_PEEL16_GRIDS' 16 rows and 2 warps
+    on 41-59 values to 48 rows an SM, else ROWS_PEEL16's 8 rows and 1 warp."""
+    return "m16w2p" if case[2] <= 59 and case[1] <= 48 * 132 else "m8w1p"
+
+
 def test_the_logs_behind_the_sixth_check_ran_the_plans_before_it():
     """The two logs measured past the bounds of the fourth and fifth checks' entries ran the plans before the entries
     they led to (forced_plans.before_grids16f): the 256-lane forward at ROWS_PEEL16's 4 rows and 1 warp on 56-72 rows an
     SM, the 64-lane softmax backward at its 8 rows and 1 warp (16 rows and 2 warps where ROWS_PEEL16_GRIDS had them:
-    49 and 53 values to 48 rows an SM, which the probe leaves out)."""
-    for name, count in zip(BEHIND_F, (168, 72)):
-        cases = rows_logs.tilings(name, gpu="h100")
-        with patched_within(dispatch, before_grids16f):
-            assert len(cases) == count and cases == _tilings(cases), name
-    assert set(rows_logs.tilings(BEHIND_F[0], gpu="h100").values()) == {"m4w1p"}
-    assert set(rows_logs.tilings(BEHIND_F[1], gpu="h100").values()) == {"m8w1p", "m16w2p"}
+    49-57 values to 48 rows an SM, which the probe leaves out)."""
+    _assert_ran(BEHIND_F[0], 168, before_grids16f, before_grids16f, "m4w1p")
+    _assert_ran(BEHIND_F[1], 72, before_grids16f, before_grids16f, _bwd64_before_f)
 
 
 def test_the_figures_behind_the_sixth_check():
@@ -355,11 +355,7 @@ def test_the_sixth_check_ran_todays_plans():
     the softmax backward's 8 rows and 1 warp but where ROWS_PEEL16_GRIDS had 16 rows and 2 warps before (41-59 values
     to 48 rows an SM)."""
     _assert_ran(CHECK_F["fwd"], 220, None, before_grids16f, "m4w1p")
-    cases = rows_logs.tilings(CHECK_F["bwd"], gpu="h100")
-    assert len(cases) == 84 and cases == _tilings(cases)
-    with patched_within(dispatch, before_grids16f):
-        assert {case: tiling for case, tiling in _tilings(cases).items() if tiling != "m8w1p"} == {
-            case: "m16w2p" for case in cases if case[2] <= 59 and case[1] <= 48 * 132}
+    _assert_ran(CHECK_F["bwd"], 84, None, before_grids16f, _bwd64_before_f)
 
 
 def test_the_sixth_check_figures():
