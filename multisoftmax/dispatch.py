@@ -101,8 +101,9 @@ ROWS_FWD32_OFFS32 = (32, 0)
 # peeled rows whose body runs in these lanes (BLOCK_N) takes OFFS32 and SAME_STRIDES as ROWS_FWD32_OFFS32 does
 # (where stride_ym == stride_xm and the offsets fit in 32 bits). H200, the benchmark's clock
 # (probe_rows_same16_peeled.log): bf16 peeled rows of 81-255 values 1.00-1.12x (1048576 x 150 softmax 191.4 ->
-# 175.1 us), those in 64 lanes (65, 67) 0.98-1.00x; H100: measured with the tables it serves (bench/DISPATCH.md, "The
-# 16-bit short-row tables on the H100"). Measured: bench/DISPATCH.md, that section.
+# 175.1 us), those in 64 lanes (65, 67) 0.98-1.00x; checked there since (probe_rows_h200_same16_check.log: bf16 and
+# float16, 73-263 values on 1056 and 65536 rows, 0.987-1.14x, geomean 1.03); H100: measured with the tables it serves
+# (bench/DISPATCH.md, "The 16-bit short-row tables on the H100"). Measured: bench/DISPATCH.md, that section.
 ROWS_FWD16_SAME_LANES = (128, 256)
 # ROWS16_FWD_FTZ (the H200's: GPU_CONSTANTS; the H100's: False: 1.00x there but 65536 x 781's 1.01-1.02x,
 # probe_rows_h100_ftz.log, 16-bit forwards of 128-16384 values before the 16-bit tables): the 16-bit rows forward takes

@@ -12,7 +12,8 @@ probe_rows_even_tails16.log (test_short_rows_scans and below, with the plans of 
 forced_plans.WHOLE16_AT_02F1616); the odd rows whole since (ROWS_WHOLE16_TAILS' odd entries, ROWS_PEEL16_WHOLE_FILL)
 to probe_rows_odd_whole16*.log and probe_rows_odd_tails16.log (test_odd_rows_whole_scan and below); the odd backward of
 5-15 values (ROWS_ODD16_TILINGS) to probe_rows_short16_*.log and probe_rows_odd16_bwd_*.log (test_odd_short_rows_scan
-and below)."""
+and below); the peeled forwards' OFFS32 and SAME_STRIDES (ROWS_FWD16_SAME_LANES) to probe_rows_h200_same16_check.log
+(test_same_strides_check)."""
 
 import math
 
@@ -540,3 +541,28 @@ def test_odd_short_rows_check():
         grids.append(gbps["dispatch"] / gbps["before"])
         assert grids[-1] >= (1.0 if M == 264 else 1.02), (M, N, op)
     assert len(grids) == 72 and max(grids) < 1.87
+
+
+def test_same_strides_check():
+    """probe_rows_h200_same16_check.log (542f607, 2026-12-07; the check that the H200 had not run since
+    ROWS_FWD16_SAME_LANES became every GPU's): the peeled 16-bit forwards in 128 and 256 lanes, bf16 and float16, odd
+    73-263 values on 1056 and 65536 rows, ran the H200's plan of today ("dispatch", OFFS32 and SAME_STRIDES on) at or
+    ahead of the same launch with both off ("nosame"): 64 cases 0.987-1.14x, geomean 1.03; 73-79 values on 65536 rows
+    1.108-1.14x; 1056 rows 1.00-1.02x; behind only on 65536 rows of 131, 255 and 263 values (5 cases: float16 131 softmax
+    0.987x, float16 263 softmax 0.995x, the rest 0.9991-0.9997x)."""
+    ran = rows_logs.tilings("probe_rows_h200_same16_check.log")
+    gains = {}
+    for case, gbps in rows_logs.gbps("probe_rows_h200_same16_check.log").items():
+        now = _plan(*case)
+        kw = now.kwargs
+        assert kw["PEEL"] and kw["OFFS32"] and kw["SAME_STRIDES"] and kw["BLOCK_N"] in (128, 256), (case, kw)
+        assert ran[case] == f"m{kw['BLOCK_M']}w{kw['num_warps']}p", (case, ran[case])
+        gains[case] = gbps["dispatch"] / gbps["nosame"]
+    assert len(gains) == 64 and 0.98 < min(gains.values()) and max(gains.values()) < 1.14
+    assert 1.03 < math.exp(sum(map(math.log, gains.values())) / len(gains)) < 1.04
+    assert all(1.108 < g for (_, M, N, _, _), g in gains.items() if M == 65536 and N < 80)
+    assert all(1.0 <= g < 1.03 for (_, M, _, _, _), g in gains.items() if M == 1056)
+    behind = {(M, N, op) for (_, M, N, op, _), g in gains.items() if g < 1.0}
+    assert behind == {(65536, 131, "softmax"), (65536, 131, "log_softmax"), (65536, 255, "softmax"),
+                      (65536, 263, "softmax")}, behind
+    assert [case for case, g in gains.items() if g < 0.995] == [("float16", 65536, 131, "softmax", "fwd")]
