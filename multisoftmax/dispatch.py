@@ -467,11 +467,13 @@ ROWS_PEEL16_MIN_PER_SM = 32
 # 1.005-1.09x on 171-263 values at 56 rows an SM and 1.005-1.08x on 211-263 to 72; the softmax backward at 16 rows
 # and 2 warps 1.06-1.09x on 61-71 values at 32, 1.006-1.05x on 61-69 at 40, 1.007-1.04x on 49-53 at 49-56. Checked
 # (probe_rows_h100_grids16f_*_check.log): the forward 0.998-1.10x (geomean 1.05), the backward 1.004-1.10x (1.04).
+# Past those (probe_rows_h100_peel16_256_fwd_bounds2.log, _bounds3.log): 2 rows on 221-263 values 1.00-1.05x at 80 rows
+# an SM (211: 0.99-1.00x; 96-112 rows an SM 0.95-1.04x, mixed), on 171-209 0.98-1.01x at 64 and 0.94-1.01x at 72.
 # Measured: bench/DISPATCH.md, ROWS_PEEL16_GRIDS.
 ROWS_PEEL16_GRIDS = {(True, 64): (((False, True), 41, 71, 64, 4, 1),),
                      (True, 128): (((False, True), 73, 135, 128, 4, 1),),
-                     (True, 256): (((False, True), 211, 263, 72, 2, 1), ((False, True), 171, 263, 56, 2, 1),
-                                   ((False, True), 137, 263, 48, 2, 1)),
+                     (True, 256): (((False, True), 221, 263, 80, 2, 1), ((False, True), 211, 263, 72, 2, 1),
+                                   ((False, True), 171, 263, 56, 2, 1), ((False, True), 137, 263, 48, 2, 1)),
                      (False, 64): (((True,), 41, 71, 80, 4, 1), ((False,), 41, 47, 64, 16, 2),
                                    ((False,), 41, 53, 56, 16, 2), ((False,), 41, 59, 48, 16, 2),
                                    ((False,), 41, 69, 40, 16, 2), ((False,), 41, 71, 32, 16, 2)),

@@ -214,7 +214,7 @@ def grids16_tiling(forward, N, log, M, gpu, num_sms=132):
     SM; the forward of 25-39 values at 8 rows and 1 warp up to 128 rows an SM (of 31-39 values up to 256, of 35-39 up to
     512), at 16 rows and 2 warps up to 1024, and past them the softmax of 31-39 and the log_softmax of 35-39; in small
     grids half ROWS_PEEL16's rows a program at 1 warp: the forward of 41-71 values (64 lanes) up to 64 rows an SM, of
-    73-135 (128 lanes) up to 128 and of 137-263 (256 lanes) up to 48 (of 171-263 up to 56, of 211-263 up to 72), the
+    73-135 (128 lanes) up to 128 and of 137-263 (256 lanes) up to 48 (171-263 to 56, 211-263 to 72, 221-263 to 80), the
     log_softmax backward of 41-71 up to 80 and of 137-263 up to 48; and the softmax backward at 16 rows and 2 warps: of
     41-71 values up to 32 rows an SM, 41-69 up to 40, 41-59 up to 48, 41-53 up to 56 and 41-47 up to 64."""
     per_sm = M / num_sms
@@ -222,7 +222,8 @@ def grids16_tiling(forward, N, log, M, gpu, num_sms=132):
         return None
     small = ((True, (False, True), 41, 71, 64, (4, 1)), (True, (False, True), 73, 135, 128, (4, 1)),
              (True, (False, True), 137, 263, 48, (2, 1)), (True, (False, True), 171, 263, 56, (2, 1)),
-             (True, (False, True), 211, 263, 72, (2, 1)), (False, (True,), 41, 71, 80, (4, 1)),
+             (True, (False, True), 211, 263, 72, (2, 1)), (True, (False, True), 221, 263, 80, (2, 1)),
+             (False, (True,), 41, 71, 80, (4, 1)),
              *((False, (False,), 41, last, most, (16, 2)) for last, most in ((71, 32), (69, 40), (59, 48), (53, 56),
                                                                             (47, 64))),
              (False, (True,), 137, 263, 48, (2, 1)))
@@ -284,7 +285,18 @@ def before_grids16f(dispatch, set_attr=setattr):
     (41-71, 41-69 and 41-53 values) (tree 475c8f5; 2026-12-07), as the logs behind those entries ran
     (bench/results/h100/probe_rows_h100_peel16_256_fwd_bounds.log, _peel16_64_bwd_61.log);
     `patched_within(dispatch, before_grids16f)`."""
+    before_grids16g(dispatch, set_attr)
     grids = dict(dispatch.ROWS_PEEL16_GRIDS)
     grids[(True, 256)] = tuple(entry for entry in grids[(True, 256)] if entry[3] == 48)
     grids[(False, 64)] = tuple(entry for entry in grids[(False, 64)] if entry[0] != (False,) or entry[3] in (48, 64))
+    set_attr(dispatch, "ROWS_PEEL16_GRIDS", grids)
+
+
+def before_grids16g(dispatch, set_attr=setattr):
+    """Patch `dispatch` as ROWS_PEEL16_GRIDS was before the 256-lane forward of 221-263 values took 2 rows a program to
+    80 rows an SM (tree 5d675e5; 2026-12-07), as the logs behind that entry ran
+    (bench/results/h100/probe_rows_h100_peel16_256_fwd_bounds2.log, _bounds3.log);
+    `patched_within(dispatch, before_grids16g)`."""
+    grids = dict(dispatch.ROWS_PEEL16_GRIDS)
+    grids[(True, 256)] = tuple(entry for entry in grids[(True, 256)] if entry[3] != 80)
     set_attr(dispatch, "ROWS_PEEL16_GRIDS", grids)

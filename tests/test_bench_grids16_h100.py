@@ -9,8 +9,9 @@ probe_rows_h100_peel16_256_fwd_even.log and probe_rows_h100_peel16_64_bwd_softma
 they led to, probe_rows_h100_grids16d_{fwd,bwd}_check.log (tree 20c45e9), then probe_rows_h100_grids16e_bwd_check.log
 (tree 270427f); two past those bounds (tree 475c8f5), probe_rows_h100_peel16_256_fwd_bounds.log and
 probe_rows_h100_peel16_64_bwd_61.log, and the check of the entries they led to,
-probe_rows_h100_grids16f_{fwd,bwd}_check.log (tree c6895bf, today's plan). bench/DISPATCH.md's section
-ROWS_PEEL16_GRIDS quotes these figures."""
+probe_rows_h100_grids16f_{fwd,bwd}_check.log (tree c6895bf); two past the 256-lane forward's bounds (tree 542f607),
+probe_rows_h100_peel16_256_fwd_bounds2.log and _bounds3.log, which led to its entry to 80 rows an SM (today's plan).
+bench/DISPATCH.md's section ROWS_PEEL16_GRIDS quotes these figures."""
 
 import json
 import os
@@ -23,7 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "bench"))
 import rows_logs  # noqa: E402
 import targets  # noqa: E402
 from forced_plans import (before_grids16, before_grids16b, before_grids16c,  # noqa: E402
-                          before_grids16d, before_grids16e, before_grids16f, patched_within)
+                          before_grids16d, before_grids16e, before_grids16f, before_grids16g, patched_within)
 from multisoftmax import dispatch  # noqa: E402
 import triton  # noqa: E402  (after multisoftmax, which sets TRITON_INTERPRET where asked)
 
@@ -349,13 +350,14 @@ def test_the_figures_behind_the_sixth_check():
 CHECK_F = {"fwd": "probe_rows_h100_grids16f_fwd_check.log", "bwd": "probe_rows_h100_grids16f_bwd_check.log"}
 
 
-def test_the_sixth_check_ran_todays_plans():
-    """probe_rows_h100_grids16f_*_check.log's "dispatch" is today's plan, and the plan before the entries it checks
+def test_the_sixth_check_ran_its_plans():
+    """probe_rows_h100_grids16f_*_check.log's "dispatch" is the plan of tree c6895bf (forced_plans.before_grids16g:
+    today's but the 256-lane forward's entry to 80 rows an SM), and the plan before the entries it checks
     (forced_plans.before_grids16f) is ROWS_PEEL16's: the forward's 4 rows and 1 warp on every case (56-73 rows an SM),
     the softmax backward's 8 rows and 1 warp but where ROWS_PEEL16_GRIDS had 16 rows and 2 warps before (41-59 values
     to 48 rows an SM)."""
-    _assert_ran(CHECK_F["fwd"], 220, None, before_grids16f, "m4w1p")
-    _assert_ran(CHECK_F["bwd"], 84, None, before_grids16f, _bwd64_before_f)
+    _assert_ran(CHECK_F["fwd"], 220, before_grids16g, before_grids16f, "m4w1p")
+    _assert_ran(CHECK_F["bwd"], 84, before_grids16g, before_grids16f, _bwd64_before_f)
 
 
 def test_the_sixth_check_figures():
@@ -380,6 +382,32 @@ def test_the_sixth_check_figures():
     assert _span_of(CHECK_F["bwd"], "m16w2", lambda per_sm, N, op, _: per_sm == 41 and 61 <= N <= 69) == (6, 0.97, 0.99)
     assert _span_of(CHECK_F["bwd"], "m16w2", lambda per_sm, N, op, _: per_sm == 57 and N <= 53) == (4, 0.97, 0.98)
     assert _span_of(CHECK_F["bwd"], "m16w2", lambda per_sm, N, op, _: 32 < per_sm <= 40 and N == 71) == (4, 0.99, 1.01)
+
+
+BEHIND_G = ("probe_rows_h100_peel16_256_fwd_bounds2.log", "probe_rows_h100_peel16_256_fwd_bounds3.log")
+
+
+def test_the_logs_behind_the_80_row_entry_ran_the_plans_before_it():
+    """The two logs measured past the sixth check's 256-lane forward bounds (tree 542f607) ran the plans before the
+    entry they led to (forced_plans.before_grids16g): ROWS_PEEL16's 4 rows and 1 warp on 211-263 values at 80-112 rows
+    an SM and on 171-209 at 64 and 72."""
+    _assert_ran(BEHIND_G[0], 72, before_grids16g, before_grids16g, "m4w1p")
+    _assert_ran(BEHIND_G[1], 40, before_grids16g, before_grids16g, "m4w1p")
+
+
+def test_the_figures_behind_the_80_row_entry():
+    """2 rows a program against 4 in the 256-lane forward: on 221-263 values at 80 rows an SM 1.00-1.05x (20 cases,
+    geomean 1.02: taken), 211 there 0.99-1.00x; at 96 and 112 rows an SM 0.95-1.04x (252 and 254 1.00-1.04x, the rest
+    0.95-1.01x: not taken); on 171-209 values 0.98-1.01x at 64 rows an SM and 0.94-1.01x at 72 (not taken)."""
+    fwd, mid = BEHIND_G
+    assert _span_of(fwd, "m2w1", lambda per_sm, N, op, _: per_sm == 80 and N >= 221) == (20, 1.0, 1.05)
+    gains = [g for case, g in _gains(fwd, "m2w1").items() if case[1] == 80 * 132 and case[2] >= 221]
+    assert 1.015 < statistics.geometric_mean(1 / g for g in gains) < 1.025
+    assert _span_of(fwd, "m2w1", lambda per_sm, N, op, _: per_sm == 80 and N == 211) == (4, 0.99, 1.0)
+    assert _span_of(fwd, "m2w1", lambda per_sm, N, op, _: per_sm > 80 and N in (252, 254)) == (16, 1.0, 1.04)
+    assert _span_of(fwd, "m2w1", lambda per_sm, N, op, _: per_sm > 80 and N not in (252, 254)) == (32, 0.95, 1.01)
+    assert _span_of(mid, "m2w1", lambda per_sm, N, op, _: per_sm == 64) == (20, 0.98, 1.01)
+    assert _span_of(mid, "m2w1", lambda per_sm, N, op, _: per_sm == 72) == (20, 0.94, 1.01)
 
 
 def test_no_benchmark_plan_changes():
