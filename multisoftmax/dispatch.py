@@ -469,6 +469,7 @@ ROWS_PEEL16_MIN_PER_SM = 32
 # (probe_rows_h100_grids16f_*_check.log): the forward 0.998-1.10x (geomean 1.05), the backward 1.004-1.10x (1.04).
 # Past those (probe_rows_h100_peel16_256_fwd_bounds2.log, _bounds3.log): 2 rows on 221-263 values 1.00-1.05x at 80 rows
 # an SM (211: 0.99-1.00x; 96-112 rows an SM 0.95-1.04x, mixed), on 171-209 0.98-1.01x at 64 and 0.94-1.01x at 72.
+# Checked (probe_rows_h100_grids16g_fwd_check.log, 73-80 rows an SM): 0.995-1.05x, geomean 1.02.
 # Measured: bench/DISPATCH.md, ROWS_PEEL16_GRIDS.
 ROWS_PEEL16_GRIDS = {(True, 64): (((False, True), 41, 71, 64, 4, 1),),
                      (True, 128): (((False, True), 73, 135, 128, 4, 1),),

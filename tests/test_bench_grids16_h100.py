@@ -10,7 +10,8 @@ they led to, probe_rows_h100_grids16d_{fwd,bwd}_check.log (tree 20c45e9), then p
 (tree 270427f); two past those bounds (tree 475c8f5), probe_rows_h100_peel16_256_fwd_bounds.log and
 probe_rows_h100_peel16_64_bwd_61.log, and the check of the entries they led to,
 probe_rows_h100_grids16f_{fwd,bwd}_check.log (tree c6895bf); two past the 256-lane forward's bounds (tree 542f607),
-probe_rows_h100_peel16_256_fwd_bounds2.log and _bounds3.log, which led to its entry to 80 rows an SM (today's plan).
+probe_rows_h100_peel16_256_fwd_bounds2.log and _bounds3.log, which led to its entry to 80 rows an SM, and its check,
+probe_rows_h100_grids16g_fwd_check.log (tree 5700ef2, today's plan).
 bench/DISPATCH.md's section ROWS_PEEL16_GRIDS quotes these figures."""
 
 import json
@@ -408,6 +409,30 @@ def test_the_figures_behind_the_80_row_entry():
     assert _span_of(fwd, "m2w1", lambda per_sm, N, op, _: per_sm > 80 and N not in (252, 254)) == (32, 0.95, 1.01)
     assert _span_of(mid, "m2w1", lambda per_sm, N, op, _: per_sm == 64) == (20, 0.98, 1.01)
     assert _span_of(mid, "m2w1", lambda per_sm, N, op, _: per_sm == 72) == (20, 0.94, 1.01)
+
+
+CHECK_G = "probe_rows_h100_grids16g_fwd_check.log"
+
+
+def test_the_seventh_check_ran_todays_plans():
+    """probe_rows_h100_grids16g_fwd_check.log's "dispatch" is today's plan: 2 rows a program on 221-263 values at 73-80
+    rows an SM, ROWS_PEEL16's 4 rows on 215 and 219 and at 81 rows an SM, which is every case's plan before the entry
+    (forced_plans.before_grids16g)."""
+    _assert_ran(CHECK_G, 128, None, before_grids16g, "m4w1p")
+    assert {case for case, tiling in rows_logs.tilings(CHECK_G, gpu="h100").items() if tiling == "m2w1p"} == {
+        case for case in rows_logs.tilings(CHECK_G, gpu="h100") if case[2] >= 221 and case[1] <= 80 * 132}
+
+
+def test_the_seventh_check_figures():
+    """The 80-row entry (tree 5700ef2) against the plan before it (4 rows): 221-263 values at 73, 76 and 80 rows an SM,
+    72 cases 0.995-1.05x, geomean 1.02 (bf16 221 at 80 rows an SM 0.995-0.998x). Past its bounds 2 rows still ran
+    0.99-1.05x on 215-263 values at 81 rows an SM and 1.01-1.03x on 219 at 73-76 (0.99-1.01x on 215): left."""
+    taken = {case: g for case, g in _gains(CHECK_G, "m4w1").items() if case[2] >= 221 and case[1] <= 80 * 132}
+    assert len(taken) == 72 and 0.994 < min(taken.values()) and max(taken.values()) < 1.05
+    assert 1.018 < statistics.geometric_mean(taken.values()) < 1.024
+    assert _span_of(CHECK_G, "m2w1", lambda per_sm, N, op, _: per_sm == 81) == (32, 0.99, 1.05)
+    assert _span_of(CHECK_G, "m2w1", lambda per_sm, N, op, _: per_sm < 80 and N == 219) == (8, 1.01, 1.03)
+    assert _span_of(CHECK_G, "m2w1", lambda per_sm, N, op, _: per_sm <= 80 and N == 215) == (12, 0.99, 1.01)
 
 
 def test_no_benchmark_plan_changes():
