@@ -9,7 +9,7 @@ probe_rows_h100_peel16_256_fwd_even.log and probe_rows_h100_peel16_64_bwd_softma
 they led to, probe_rows_h100_grids16d_{fwd,bwd}_check.log (tree 20c45e9), then probe_rows_h100_grids16e_bwd_check.log
 (tree 270427f); two past those bounds (tree 475c8f5), probe_rows_h100_peel16_256_fwd_bounds.log and
 probe_rows_h100_peel16_64_bwd_61.log, and the check of the entries they led to,
-probe_rows_h100_grids16f_{fwd,bwd}_check.log (tree c6895bf); two past the 256-lane forward's bounds (tree 542f607),
+probe_rows_h100_grids16f_{fwd,bwd}_check.log (tree c6895bf); two past the 256-lane forward's bounds (tree 5d675e5),
 probe_rows_h100_peel16_256_fwd_bounds2.log and _bounds3.log, which led to its entry to 80 rows an SM, and its check,
 probe_rows_h100_grids16g_fwd_check.log (tree 5700ef2, today's plan).
 bench/DISPATCH.md's section ROWS_PEEL16_GRIDS quotes these figures."""
@@ -389,7 +389,7 @@ BEHIND_G = ("probe_rows_h100_peel16_256_fwd_bounds2.log", "probe_rows_h100_peel1
 
 
 def test_the_logs_behind_the_80_row_entry_ran_the_plans_before_it():
-    """The two logs measured past the sixth check's 256-lane forward bounds (tree 542f607) ran the plans before the
+    """The two logs measured past the sixth check's 256-lane forward bounds (tree 5d675e5) ran the plans before the
     entry they led to (forced_plans.before_grids16g): ROWS_PEEL16's 4 rows and 1 warp on 211-263 values at 80-112 rows
     an SM and on 171-209 at 64 and 72."""
     _assert_ran(BEHIND_G[0], 72, before_grids16g, before_grids16g, "m4w1p")
