@@ -548,8 +548,8 @@ def test_same_strides_check():
     ROWS_FWD16_SAME_LANES became every GPU's): the peeled 16-bit forwards in 128 and 256 lanes, bf16 and float16, odd
     73-263 values on 1056 and 65536 rows, ran the H200's plan of today ("dispatch", OFFS32 and SAME_STRIDES on) at or
     ahead of the same launch with both off ("nosame"): 64 cases 0.987-1.14x, geomean 1.03; 73-79 values on 65536 rows
-    1.108-1.14x; 1056 rows 1.00-1.02x; behind only on 65536 rows of 131, 255 and 263 values (5 cases: float16 131 softmax
-    0.987x, float16 263 softmax 0.995x, the rest 0.9991-0.9997x)."""
+    1.108-1.14x; 1056 rows 1.00-1.02x; behind only on 65536 rows of 131, 255 and 263 values (5 cases: float16 131
+    softmax 0.987x, float16 263 softmax 0.995x, the rest 0.9991-0.9997x)."""
     ran = rows_logs.tilings("probe_rows_h200_same16_check.log")
     gains = {}
     for case, gbps in rows_logs.gbps("probe_rows_h200_same16_check.log").items():

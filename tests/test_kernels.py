@@ -2339,12 +2339,12 @@ def _short_plans(M, N, forward, gpu, dtype="bfloat16", log=False, stride=None, f
 def test_rows_peel16_grids_rule():
     """The H100's peeled 16-bit rows re-tiled by op and grid (ROWS_PEEL16_GRIDS; the H200's: none), as
     forced_plans.grids16_tiling writes them out from bench/DISPATCH.md: in grids of at least 32 rows an SM, the odd
-    backward of 73-127 values (128 lanes) log_softmax at 4 rows and 1 warp, softmax at 8 rows and 2 warps up to 512
-    rows an SM; the odd forward of 25-39 values (32 lanes; 33 runs whole, ROWS_WHOLE16_TAILS) at 8 rows and 1 warp up
-    to 128 rows an SM (31-39 values to 256, 35-39 to 512), at 16 rows and 2 warps up to 1024 and past them for the
-    softmax of 31-39 and the log_softmax of 35-39; in small grids half ROWS_PEEL16's rows at 1 warp, the forward of
-    41-71 values (64 lanes) to 64 rows an SM, of 73-135 (128) to 128 and of 137-263 (256, even rows of ALIGN 2 and 4
-    too) to 48 (171-263 to 56, 211-263 to 72, 221-263 to 80), the log_softmax backward of 41-71 to 80 and of 137-263 to 48; the
+    backward of 73-127 values (128 lanes) log_softmax at 4 rows and 1 warp, softmax at 8 rows and 2 warps up to 512 rows
+    an SM; the odd forward of 25-39 values (32 lanes; 33 runs whole, ROWS_WHOLE16_TAILS) at 8 rows and 1 warp up to 128
+    rows an SM (31-39 values to 256, 35-39 to 512), at 16 rows and 2 warps up to 1024 and past them for the softmax of
+    31-39 and the log_softmax of 35-39; in small grids half ROWS_PEEL16's rows at 1 warp, the forward of 41-71 values
+    (64 lanes) to 64 rows an SM, of 73-135 (128) to 128 and of 137-263 (256, even rows of ALIGN 2 and 4 too) to 48
+    (171-263 to 56, 211-263 to 72, 221-263 to 80), the log_softmax backward of 41-71 to 80 and of 137-263 to 48; the
     softmax backward at 16 rows and 2 warps of 41-71 values to 32 rows an SM, 41-69 to 40, 41-59 to 48, 41-53 to 56 and
     41-47 to 64. Against the plans without the table (forced_plans.before_grids16), on odd N of 23-73, 75-135 and
     137-265 (and the bounds 169-171, 209-211, 219) and even N in 256 lanes, 24 grids with each bound on both sides, both
