@@ -221,8 +221,8 @@ def grids16_tiling(forward, N, log, M, gpu, num_sms=132):
     if gpu == "H200" or per_sm < 32 or N % 8 == 0 or N % 2 == 0 and not (forward and 137 <= N <= 263):
         return None
     small = ((True, (False, True), 41, 71, 64, (4, 1)), (True, (False, True), 73, 135, 128, (4, 1)),
-             (True, (False, True), 137, 263, 48, (2, 1)), (True, (False, True), 171, 263, 56, (2, 1)),
-             (True, (False, True), 211, 263, 72, (2, 1)), (True, (False, True), 221, 263, 80, (2, 1)),
+             *((True, (False, True), first, 263, most, (2, 1)) for first, most in ((137, 48), (171, 56), (211, 72),
+                                                                                 (221, 80))),
              (False, (True,), 41, 71, 80, (4, 1)),
              *((False, (False,), 41, last, most, (16, 2)) for last, most in ((71, 32), (69, 40), (59, 48), (53, 56),
                                                                             (47, 64))),

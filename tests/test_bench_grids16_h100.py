@@ -419,8 +419,9 @@ def test_the_seventh_check_ran_todays_plans():
     rows an SM, ROWS_PEEL16's 4 rows on 215 and 219 and at 81 rows an SM, which is every case's plan before the entry
     (forced_plans.before_grids16g)."""
     _assert_ran(CHECK_G, 128, None, before_grids16g, "m4w1p")
-    assert {case for case, tiling in rows_logs.tilings(CHECK_G, gpu="h100").items() if tiling == "m2w1p"} == {
-        case for case in rows_logs.tilings(CHECK_G, gpu="h100") if case[2] >= 221 and case[1] <= 80 * 132}
+    tilings = rows_logs.tilings(CHECK_G, gpu="h100")
+    assert {case for case, tiling in tilings.items() if tiling == "m2w1p"} == {
+        case for case in tilings if case[2] >= 221 and case[1] <= 80 * 132}
 
 
 def test_the_seventh_check_figures():
