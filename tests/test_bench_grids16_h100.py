@@ -11,7 +11,8 @@ they led to, probe_rows_h100_grids16d_{fwd,bwd}_check.log (tree 20c45e9), then p
 probe_rows_h100_peel16_64_bwd_61.log, and the check of the entries they led to,
 probe_rows_h100_grids16f_{fwd,bwd}_check.log (tree c6895bf); two past the 256-lane forward's bounds (tree 5d675e5),
 probe_rows_h100_peel16_256_fwd_bounds2.log and _bounds3.log, which led to its entry to 80 rows an SM, and its check,
-probe_rows_h100_grids16g_fwd_check.log (tree 5700ef2, today's plan).
+probe_rows_h100_grids16g_fwd_check.log (tree 5700ef2, today's plan); and one past that entry's bounds (tree 78cfbdd),
+probe_rows_h100_peel16_256_fwd_bounds4.log, not taken.
 bench/DISPATCH.md's section ROWS_PEEL16_GRIDS quotes these figures."""
 
 import json
@@ -434,6 +435,31 @@ def test_the_seventh_check_figures():
     assert _span_of(CHECK_G, "m2w1", lambda per_sm, N, op, _: per_sm == 81) == (32, 0.99, 1.05)
     assert _span_of(CHECK_G, "m2w1", lambda per_sm, N, op, _: per_sm < 80 and N == 219) == (8, 1.01, 1.03)
     assert _span_of(CHECK_G, "m2w1", lambda per_sm, N, op, _: per_sm <= 80 and N == 215) == (12, 0.99, 1.01)
+
+
+BOUNDS_G = "probe_rows_h100_peel16_256_fwd_bounds4.log"
+
+
+def test_past_the_80_row_entry_ran_todays_plans():
+    """probe_rows_h100_peel16_256_fwd_bounds4.log (tree 78cfbdd) ran today's plan, ROWS_PEEL16's 4 rows and 1 warp,
+    on every case: 211-263 values at 84 and 88 rows an SM, 211-219 at 76 and 80, past both the 72-row and the 80-row
+    entries of the 256-lane forward."""
+    _assert_ran(BOUNDS_G, 80, None, before_grids16g, "m4w1p")
+
+
+def test_past_the_80_row_entry_figures():
+    """2 rows a program against 4 past the 80-row entry: 221-263 values at 84 and 88 rows an SM 0.99-1.05x (221 and
+    263 0.99-1.01x, 241 and 252 1.00-1.05x), 211 and 215 0.97-1.00x, 219 0.99-1.02x; and below it, 211-215 values at
+    76 and 80 rows an SM 0.98-1.01x, 219 1.00-1.02x. Mixed, within 2% but for the even 252: no bound moves."""
+    def span(keep):
+        return _span_of(BOUNDS_G, "m2w1", keep)
+    assert span(lambda per_sm, N, op, _: per_sm > 80 and N >= 221) == (32, 0.99, 1.05)
+    assert span(lambda per_sm, N, op, _: per_sm > 80 and N in (221, 263)) == (16, 0.99, 1.01)
+    assert span(lambda per_sm, N, op, _: per_sm > 80 and N in (241, 252)) == (16, 1.0, 1.05)
+    assert span(lambda per_sm, N, op, _: per_sm > 80 and N <= 215) == (16, 0.97, 1.0)
+    assert span(lambda per_sm, N, op, _: per_sm > 80 and N == 219) == (8, 0.99, 1.02)
+    assert span(lambda per_sm, N, op, _: per_sm <= 80 and N <= 215) == (16, 0.98, 1.01)
+    assert span(lambda per_sm, N, op, _: per_sm <= 80 and N == 219) == (8, 1.0, 1.02)
 
 
 def test_no_benchmark_plan_changes():
