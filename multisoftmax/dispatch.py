@@ -469,16 +469,20 @@ ROWS_PEEL16_MIN_PER_SM = 32
 # (probe_rows_h100_grids16f_*_check.log): the forward 0.998-1.10x (geomean 1.05), the backward 1.004-1.10x (1.04).
 # Past those (probe_rows_h100_peel16_256_fwd_bounds2.log, _bounds3.log): 2 rows on 221-263 values 1.00-1.05x at 80 rows
 # an SM (211: 0.99-1.00x; 96-112 rows an SM 0.95-1.04x, mixed), on 171-209 0.98-1.01x at 64 and 0.94-1.01x at 72.
-# Checked (probe_rows_h100_grids16g_fwd_check.log, 73-80 rows an SM): 0.995-1.05x, geomean 1.02.
+# Checked (probe_rows_h100_grids16g_fwd_check.log, 73-80 rows an SM): 0.995-1.05x, geomean 1.02. The log_softmax
+# backward past its bounds (probe_rows_h100_peel16_bwd_log_bounds.log): in 64 lanes at 4 rows 1.02-1.06x on 55-71
+# values at 88 rows an SM (41: 0.97x; 96-128 rows an SM 0.86-1.04x), in 256 at 2 rows 1.00-1.05x on 171-221 at 56
+# (137: 0.98-1.01x, 263: 0.99-1.01x; 64-96 rows an SM 0.93-1.03x).
 # Measured: bench/DISPATCH.md, ROWS_PEEL16_GRIDS.
 ROWS_PEEL16_GRIDS = {(True, 64): (((False, True), 41, 71, 64, 4, 1),),
                      (True, 128): (((False, True), 73, 135, 128, 4, 1),),
                      (True, 256): (((False, True), 221, 263, 80, 2, 1), ((False, True), 211, 263, 72, 2, 1),
                                    ((False, True), 171, 263, 56, 2, 1), ((False, True), 137, 263, 48, 2, 1)),
-                     (False, 64): (((True,), 41, 71, 80, 4, 1), ((False,), 41, 47, 64, 16, 2),
-                                   ((False,), 41, 53, 56, 16, 2), ((False,), 41, 59, 48, 16, 2),
-                                   ((False,), 41, 69, 40, 16, 2), ((False,), 41, 71, 32, 16, 2)),
-                     (False, 256): (((True,), 137, 263, 48, 2, 1),),
+                     (False, 64): (((True,), 55, 71, 88, 4, 1), ((True,), 41, 71, 80, 4, 1),
+                                   ((False,), 41, 47, 64, 16, 2), ((False,), 41, 53, 56, 16, 2),
+                                   ((False,), 41, 59, 48, 16, 2), ((False,), 41, 69, 40, 16, 2),
+                                   ((False,), 41, 71, 32, 16, 2)),
+                     (False, 256): (((True,), 171, 221, 56, 2, 1), ((True,), 137, 263, 48, 2, 1)),
                      (False, 128): (((True,), 73, 127, float("inf"), 4, 1), ((False,), 73, 127, 512, 8, 2)),
                      (True, 32): (((False, True), 25, 39, 128, 8, 1), ((False, True), 31, 39, 256, 8, 1),
                                   ((False, True), 35, 39, 512, 8, 1), ((False, True), 25, 39, 1024, 16, 2),

@@ -215,18 +215,19 @@ def grids16_tiling(forward, N, log, M, gpu, num_sms=132):
     512), at 16 rows and 2 warps up to 1024, and past them the softmax of 31-39 and the log_softmax of 35-39; in small
     grids half ROWS_PEEL16's rows a program at 1 warp: the forward of 41-71 values (64 lanes) up to 64 rows an SM, of
     73-135 (128 lanes) up to 128 and of 137-263 (256 lanes) up to 48 (171-263 to 56, 211-263 to 72, 221-263 to 80), the
-    log_softmax backward of 41-71 up to 80 and of 137-263 up to 48; and the softmax backward at 16 rows and 2 warps: of
-    41-71 values up to 32 rows an SM, 41-69 up to 40, 41-59 up to 48, 41-53 up to 56 and 41-47 up to 64."""
+    log_softmax backward of 41-71 up to 80 (55-71 to 88) and of 137-263 up to 48 (171-221 to 56); and the softmax
+    backward at 16 rows and 2 warps: of 41-71 values up to 32 rows an SM, 41-69 up to 40, 41-59 up to 48, 41-53 up to
+    56 and 41-47 up to 64."""
     per_sm = M / num_sms
     if gpu == "H200" or per_sm < 32 or N % 8 == 0 or N % 2 == 0 and not (forward and 137 <= N <= 263):
         return None
     small = ((True, (False, True), 41, 71, 64, (4, 1)), (True, (False, True), 73, 135, 128, (4, 1)),
              *((True, (False, True), first, 263, most, (2, 1)) for first, most in ((137, 48), (171, 56), (211, 72),
                                                                                  (221, 80))),
-             (False, (True,), 41, 71, 80, (4, 1)),
+             (False, (True,), 55, 71, 88, (4, 1)), (False, (True,), 41, 71, 80, (4, 1)),
              *((False, (False,), 41, last, most, (16, 2)) for last, most in ((71, 32), (69, 40), (59, 48), (53, 56),
                                                                             (47, 64))),
-             (False, (True,), 137, 263, 48, (2, 1)))
+             (False, (True,), 171, 221, 56, (2, 1)), (False, (True,), 137, 263, 48, (2, 1)))
     for f, logs, first, last, most, tiling in small:
         if f == forward and log in logs and first <= N <= last and per_sm <= most:
             return tiling
@@ -261,8 +262,9 @@ def before_grids16c(dispatch, set_attr=setattr):
 def before_grids16d(dispatch, set_attr=setattr):
     """Patch `dispatch` as ROWS_PEEL16_GRIDS was before the 256-lane forward's entry and the 64-lane softmax
     backward's (tree cfb4108; 2026-12-07), as bench/results/h100/probe_rows_h100_grids16c_*_check.log,
-    probe_rows_h100_peel16_256_fwd_even.log and probe_rows_h100_peel16_64_bwd_softmax.log ran;
-    `patched_within(dispatch, before_grids16d)`."""
+    probe_rows_h100_peel16_256_fwd_even.log and probe_rows_h100_peel16_64_bwd_softmax.log ran (and before
+    before_grids16e's entries); `patched_within(dispatch, before_grids16d)`."""
+    before_grids16e(dispatch, set_attr)
     grids = dict(dispatch.ROWS_PEEL16_GRIDS)
     del grids[(True, 256)]
     grids[(False, 64)] = tuple(entry for entry in grids[(False, 64)] if entry[0] != (False,))
@@ -295,8 +297,20 @@ def before_grids16f(dispatch, set_attr=setattr):
 def before_grids16g(dispatch, set_attr=setattr):
     """Patch `dispatch` as ROWS_PEEL16_GRIDS was before the 256-lane forward of 221-263 values took 2 rows a program to
     80 rows an SM (tree 5d675e5; 2026-12-07), as the logs behind that entry ran
-    (bench/results/h100/probe_rows_h100_peel16_256_fwd_bounds2.log, _bounds3.log);
-    `patched_within(dispatch, before_grids16g)`."""
+    (bench/results/h100/probe_rows_h100_peel16_256_fwd_bounds2.log, _bounds3.log), and before before_grids16h's
+    entries; `patched_within(dispatch, before_grids16g)`."""
+    before_grids16h(dispatch, set_attr)
     grids = dict(dispatch.ROWS_PEEL16_GRIDS)
     grids[(True, 256)] = tuple(entry for entry in grids[(True, 256)] if entry[3] != 80)
+    set_attr(dispatch, "ROWS_PEEL16_GRIDS", grids)
+
+
+def before_grids16h(dispatch, set_attr=setattr):
+    """Patch `dispatch` as ROWS_PEEL16_GRIDS was before the log_softmax backward took 4 rows a program to 88 rows an SM
+    in 64 lanes (55-71 values) and 2 rows to 56 in 256 lanes (171-221) (tree cfe0238; 2026-12-07), as
+    bench/results/h100/probe_rows_h100_peel16_bwd_log_bounds.log and probe_rows_h100_peel16_256_fwd_bounds4.log ran;
+    `patched_within(dispatch, before_grids16h)`."""
+    grids = dict(dispatch.ROWS_PEEL16_GRIDS)
+    grids[(False, 64)] = tuple(entry for entry in grids[(False, 64)] if entry[0] != (True,) or entry[3] != 88)
+    grids[(False, 256)] = tuple(entry for entry in grids[(False, 256)] if entry[3] != 56)
     set_attr(dispatch, "ROWS_PEEL16_GRIDS", grids)

@@ -379,7 +379,8 @@ def test_h200_rows16_ftz_warps_through_both_adapters(dtype, N, per_sm, warps):
                                             ("bfloat16", 31, 200), ("bfloat16", 99, 64), ("float16", 59, 40),
                                             ("bfloat16", 201, 40), ("float16", 140, 47), ("bfloat16", 43, 60),
                                             ("float16", 221, 64), ("bfloat16", 180, 50), ("bfloat16", 65, 36),
-                                            ("float16", 51, 52), ("bfloat16", 245, 79)])
+                                            ("float16", 51, 52), ("bfloat16", 245, 79), ("float16", 65, 85),
+                                            ("bfloat16", 191, 53)])
 def test_peel16_through_both_adapters(dtype, N, per_sm):
     """Unaligned 16-bit rows peeled (ROWS_PEEL16, the H200's first and every GPU's since 2026-12-06: odd N forward and
     backward in 16-2048 lanes at 1 warp, the backward in 2048 at 2; even N the forward in 256; rows with a tail too,

@@ -2344,18 +2344,19 @@ def test_rows_peel16_grids_rule():
     rows an SM (31-39 values to 256, 35-39 to 512), at 16 rows and 2 warps up to 1024 and past them for the softmax of
     31-39 and the log_softmax of 35-39; in small grids half ROWS_PEEL16's rows at 1 warp, the forward of 41-71 values
     (64 lanes) to 64 rows an SM, of 73-135 (128) to 128 and of 137-263 (256, even rows of ALIGN 2 and 4 too) to 48
-    (171-263 to 56, 211-263 to 72, 221-263 to 80), the log_softmax backward of 41-71 to 80 and of 137-263 to 48; the
-    softmax backward at 16 rows and 2 warps of 41-71 values to 32 rows an SM, 41-69 to 40, 41-59 to 48, 41-53 to 56 and
-    41-47 to 64. Against the plans without the table (forced_plans.before_grids16), on odd N of 23-73, 75-135 and
-    137-265 (and the bounds 169-171, 209-211, 219) and even N in 256 lanes, 24 grids with each bound on both sides, both
+    (171-263 to 56, 211-263 to 72, 221-263 to 80), the log_softmax backward of 41-71 to 80 (55-71 to 88) and of 137-263
+    to 48 (171-221 to 56); the softmax backward at 16 rows and 2 warps of 41-71 values to 32 rows an SM, 41-69 to 40,
+    41-59 to 48, 41-53 to 56 and 41-47 to 64. Against the plans without the table (forced_plans.before_grids16), on odd
+    N of 23-73, 75-135 and 137-265 (and the bounds 169-171, 209-211, 219-223) and even N in 256 lanes, 26 grids with
+    each bound on both sides, both
     dtypes, ops and directions and both GPUs: ROWS_PEEL16's tiling before (peeled), and only BLOCK_M, num_warps and the
     grid change; the rest is unchanged."""
     assert dispatch.GPU_CONSTANTS["H200"]["ROWS_PEEL16_GRIDS"] == {}
-    grids = (4223, 4224, 5280, 5281, 6336, 6337, 7392, 7393, 8448, 8449, 9504, 9505, 10560, 10561, 16896, 16897, 33792,
-             33793, 67584, 67585, 135168, 135169, 262144, 1048576)
+    grids = (4223, 4224, 5280, 5281, 6336, 6337, 7392, 7393, 8448, 8449, 9504, 9505, 10560, 10561, 11616, 11617, 16896,
+             16897, 33792, 33793, 67584, 67585, 135168, 135169, 262144, 1048576)
     even = (138, 140, 202, 204, 252, 254, 258, 260, 262)  # ALIGN 2 and 4, which the forward peels in 256 lanes
     cases = list(itertools.product((*range(23, 74, 2), *range(75, 136, 4), *range(137, 264, 6), 169, 171, 209, 211, 219,
-                                    265, *even),
+                                    223, 265, *even),
                                    ("bfloat16", "float16"), (False, True), (True, False), grids, ("H200", "")))
     with patched_within(dispatch, before_grids16):
         before = {(N, dtype, log, forward, M, gpu): _short_plans(M, N, forward, gpu, dtype, log)
@@ -2375,11 +2376,11 @@ def test_rows_peel16_grids_rule():
         assert (now.kwargs["BLOCK_M"], now.kwargs["num_warps"]) == tiling and now.grid == (triton.cdiv(M, tiling[0]),)
         assert dataclasses.replace(now, grid=was.grid, meta=tuple(
             (k, was.kwargs[k] if k in ("BLOCK_M", "num_warps") else v) for k, v in now.meta)) == was, case
-    # a dtype: the forward in 32 lanes 7 N x 20 grids x 2 ops + 3 grids x 7, in 64 16 N x 8 x 2, in 128 17 N x 14 x 2,
-    # in 256 (27 odd N and 9 even x 4 grids to 48 rows an SM, 27 x 2 to 56, 16 x 4 to 72, 13 x 2 to 80) x 2; the
-    # backward in 128 lanes 15 N x (23 + 18 grids), in 64 the log_softmax 16 N x 12 and the softmax 16 N + 15 + 10 x 2 +
-    # 7 x 2 + 4 x 2, in 256 the log_softmax 27 N x 4
-    assert changed == 2 * (301 + 256 + 476 + 576 + 615 + 192 + 73 + 108)
+    # a dtype: the forward in 32 lanes 7 N x 22 grids x 2 ops + 3 grids x 7, in 64 16 N x 8 x 2, in 128 17 N x 16 x 2,
+    # in 256 (28 odd N and 9 even x 4 grids to 48 rows an SM, 28 x 2 to 56, 17 x 4 to 72, 14 x 2 to 80) x 2; the
+    # backward in 128 lanes 15 N x (25 + 20 grids), in 64 the log_softmax 16 N x 12 + 9 x 2 (to 88) and the softmax
+    # 16 N + 15 + 10 x 2 + 7 x 2 + 4 x 2, in 256 the log_softmax 28 N x 4 + 13 x 2 (to 56; 209 is listed twice)
+    assert changed == 2 * (329 + 256 + 544 + 600 + 675 + 210 + 73 + 138)
 
 
 def test_rows_whole16_rule():
