@@ -26,7 +26,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "bench"))
 import rows_logs  # noqa: E402
 import targets  # noqa: E402
 from forced_plans import (before_grids16, before_grids16b, before_grids16c,  # noqa: E402
-                          before_grids16d, before_grids16e, before_grids16f, before_grids16g, patched_within)
+                          before_grids16d, before_grids16e, before_grids16f, before_grids16g, before_grids16h,
+                          patched_within)
 from multisoftmax import dispatch  # noqa: E402
 import triton  # noqa: E402  (after multisoftmax, which sets TRITON_INTERPRET where asked)
 
@@ -460,6 +461,35 @@ def test_past_the_80_row_entry_figures():
     assert span(lambda per_sm, N, op, _: per_sm > 80 and N == 219) == (8, 0.99, 1.02)
     assert span(lambda per_sm, N, op, _: per_sm <= 80 and N <= 215) == (16, 0.98, 1.01)
     assert span(lambda per_sm, N, op, _: per_sm <= 80 and N == 219) == (8, 1.0, 1.02)
+
+
+BEHIND_H = "probe_rows_h100_peel16_bwd_log_bounds.log"
+
+
+def test_the_log_behind_the_log_softmax_backward_entries_ran_the_plans_before_them():
+    """probe_rows_h100_peel16_bwd_log_bounds.log (tree cfe0238), the log_softmax backward past ROWS_PEEL16_GRIDS'
+    bounds, ran the plans before the entries it led to (forced_plans.before_grids16h): ROWS_PEEL16's tiling, 8 rows and
+    1 warp on 41-71 values (64 lanes) at 88-128 rows an SM and 4 rows on 137-263 (256 lanes) at 56-96."""
+    _assert_ran(BEHIND_H, 64, before_grids16h, before_grids16h, lambda case: "m8w1p" if case[2] <= 71 else "m4w1p")
+
+
+def test_the_figures_behind_the_log_softmax_backward_entries():
+    """Half ROWS_PEEL16's rows a program past the bounds: in 64 lanes 4 rows on 55 and 71 values at 88 rows an SM
+    1.02-1.06x (geomean 1.04; 41: 0.97x), at 96-128 rows an SM 0.86-1.04x; in 256 lanes 2 rows on 171-221 values at 56
+    rows an SM 1.00-1.05x (geomean 1.02; 137 0.98-1.01x, 263 0.99-1.01x), at 64-96 0.93-1.03x (171-221 at 64:
+    1.00-1.03x, not taken)."""
+    def span(variant, keep):
+        return _span_of(BEHIND_H, variant, keep)
+    assert span("m4w1", lambda per_sm, N, op, _: 55 <= N <= 71 and per_sm == 88) == (4, 1.02, 1.06)
+    assert span("m4w1", lambda per_sm, N, op, _: N == 41 and per_sm == 88) == (2, 0.97, 0.97)
+    assert span("m4w1", lambda per_sm, N, op, _: N <= 71 and per_sm > 88) == (18, 0.86, 1.04)
+    assert span("m2w1", lambda per_sm, N, op, _: 171 <= N <= 221 and per_sm == 56) == (6, 1.0, 1.05)
+    assert span("m2w1", lambda per_sm, N, op, _: N in (137, 263) and per_sm == 56) == (4, 0.98, 1.01)
+    assert span("m2w1", lambda per_sm, N, op, _: N > 71 and per_sm > 56) == (30, 0.93, 1.03)
+    gains = [cells["dispatch"] / cells["m4w1" if N <= 71 else "m2w1"]
+             for (_, M, N, _, _), cells in rows_logs.gbps(BEHIND_H, gpu="h100").items()
+             if M == 88 * 132 and N >= 55 or M == 56 * 132 and 171 <= N <= 221]
+    assert len(gains) == 10 and 1.03 < statistics.geometric_mean(1 / g for g in gains) < 1.04
 
 
 def test_no_benchmark_plan_changes():
