@@ -12,7 +12,9 @@ probe_rows_h100_peel16_64_bwd_61.log, and the check of the entries they led to,
 probe_rows_h100_grids16f_{fwd,bwd}_check.log (tree c6895bf); two past the 256-lane forward's bounds (tree 5d675e5),
 probe_rows_h100_peel16_256_fwd_bounds2.log and _bounds3.log, which led to its entry to 80 rows an SM, and its check,
 probe_rows_h100_grids16g_fwd_check.log (tree 5700ef2, today's plan); and one past that entry's bounds (tree 78cfbdd),
-probe_rows_h100_peel16_256_fwd_bounds4.log, not taken.
+probe_rows_h100_peel16_256_fwd_bounds4.log, not taken; then the log_softmax backward past its bounds (tree cfe0238),
+probe_rows_h100_peel16_bwd_log_bounds.log, and the check of the entries it led to,
+probe_rows_h100_grids16h_bwd_check.log (tree 131c799, today's plan).
 bench/DISPATCH.md's section ROWS_PEEL16_GRIDS quotes these figures."""
 
 import json
@@ -490,6 +492,42 @@ def test_the_figures_behind_the_log_softmax_backward_entries():
              for (_, M, N, _, _), cells in rows_logs.gbps(BEHIND_H, gpu="h100").items()
              if M == 88 * 132 and N >= 55 or M == 56 * 132 and 171 <= N <= 221]
     assert len(gains) == 10 and 1.03 < statistics.geometric_mean(1 / g for g in gains) < 1.04
+
+
+CHECK_H = "probe_rows_h100_grids16h_bwd_check.log"
+
+
+def test_the_eighth_check_ran_todays_plans():
+    """probe_rows_h100_grids16h_bwd_check.log (tree 131c799) ran today's plan: the log_softmax backward at 4 rows and
+    1 warp on 55-71 values (64 lanes) to 88 rows an SM, at 2 rows on 171-221 (256 lanes) to 56, and ROWS_PEEL16's
+    tiling on the rest (53, 161 and 231 values, 89 and 57 rows an SM), every case's plan before the entries
+    (forced_plans.before_grids16h)."""
+    _assert_ran(CHECK_H, 66, None, before_grids16h, lambda case: "m8w1p" if case[2] <= 71 else "m4w1p")
+    tilings = rows_logs.tilings(CHECK_H, gpu="h100")
+    assert {case for case, tiling in tilings.items() if tiling == "m4w1p" and case[2] <= 71} == {
+        case for case in tilings if 55 <= case[2] <= 71 and case[1] <= 88 * 132}
+    assert {case for case, tiling in tilings.items() if tiling == "m2w1p"} == {
+        case for case in tilings if 171 <= case[2] <= 221 and case[1] <= 56 * 132}
+
+
+def test_the_eighth_check_figures():
+    """The entries (tree 131c799) against the plans before them: 32 cases 1.002-1.10x, geomean 1.04; in 64 lanes (55-71
+    values at 81 and 88 rows an SM) 1.03-1.10x, geomean 1.06, in 256 (171-221 at 49 and 56) 1.002-1.05x, geomean 1.02.
+    Past the bounds the new tilings still ran ahead: 4 rows 1.01-1.08x at 89 rows an SM and on 53 values 1.01-1.04x,
+    2 rows 1.00-1.03x at 57 rows an SM and on 161 and 231 values (not taken yet)."""
+    taken = {case: cells["dispatch"] / cells["m8w1" if case[2] <= 71 else "m4w1"]
+             for case, cells in rows_logs.gbps(CHECK_H, gpu="h100").items()
+             if ("m8w1" if case[2] <= 71 else "m4w1") in cells}
+    assert len(taken) == 32 and 1.001 < min(taken.values()) and max(taken.values()) < 1.1
+    assert 1.035 < statistics.geometric_mean(taken.values()) < 1.045
+    for lanes64, least, most, mean in ((True, 1.025, 1.1, 1.056), (False, 1.001, 1.05, 1.024)):
+        gains = [g for case, g in taken.items() if (case[2] <= 71) == lanes64]
+        assert len(gains) == 16 and least < min(gains) and max(gains) < most
+        assert round(statistics.geometric_mean(gains), 3) == mean
+    assert _span_of(CHECK_H, "m4w1", lambda per_sm, N, op, _: N <= 71 and per_sm == 89) == (10, 1.01, 1.08)
+    assert _span_of(CHECK_H, "m4w1", lambda per_sm, N, op, _: N == 53) == (6, 1.01, 1.04)
+    assert _span_of(CHECK_H, "m2w1", lambda per_sm, N, op, _: N > 71 and per_sm == 57) == (12, 1.0, 1.03)
+    assert _span_of(CHECK_H, "m2w1", lambda per_sm, N, op, _: N in (161, 231)) == (12, 1.0, 1.03)
 
 
 def test_no_benchmark_plan_changes():
