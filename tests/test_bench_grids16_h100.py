@@ -468,11 +468,17 @@ def test_past_the_80_row_entry_figures():
 BEHIND_H = "probe_rows_h100_peel16_bwd_log_bounds.log"
 
 
+def _before_h(case) -> str:
+    """The probe's name of the plan before before_grids16h's entries for a log_softmax backward case: ROWS_PEEL16's 8
+    rows and 1 warp in 64 lanes (up to 71 values), 4 rows in 256."""
+    return "m8w1" if case[2] <= 71 else "m4w1"
+
+
 def test_the_log_behind_the_log_softmax_backward_entries_ran_the_plans_before_them():
     """probe_rows_h100_peel16_bwd_log_bounds.log (tree cfe0238), the log_softmax backward past ROWS_PEEL16_GRIDS'
     bounds, ran the plans before the entries it led to (forced_plans.before_grids16h): ROWS_PEEL16's tiling, 8 rows and
     1 warp on 41-71 values (64 lanes) at 88-128 rows an SM and 4 rows on 137-263 (256 lanes) at 56-96."""
-    _assert_ran(BEHIND_H, 64, before_grids16h, before_grids16h, lambda case: "m8w1p" if case[2] <= 71 else "m4w1p")
+    _assert_ran(BEHIND_H, 64, before_grids16h, before_grids16h, lambda case: _before_h(case) + "p")
 
 
 def test_the_figures_behind_the_log_softmax_backward_entries():
@@ -480,14 +486,12 @@ def test_the_figures_behind_the_log_softmax_backward_entries():
     1.02-1.06x (geomean 1.04; 41: 0.97x), at 96-128 rows an SM 0.86-1.04x; in 256 lanes 2 rows on 171-221 values at 56
     rows an SM 1.00-1.05x (geomean 1.02; 137 0.98-1.01x, 263 0.99-1.01x), at 64-96 0.93-1.03x (171-221 at 64:
     1.00-1.03x, not taken)."""
-    def span(variant, keep):
-        return _span_of(BEHIND_H, variant, keep)
-    assert span("m4w1", lambda per_sm, N, op, _: 55 <= N <= 71 and per_sm == 88) == (4, 1.02, 1.06)
-    assert span("m4w1", lambda per_sm, N, op, _: N == 41 and per_sm == 88) == (2, 0.97, 0.97)
-    assert span("m4w1", lambda per_sm, N, op, _: N <= 71 and per_sm > 88) == (18, 0.86, 1.04)
-    assert span("m2w1", lambda per_sm, N, op, _: 171 <= N <= 221 and per_sm == 56) == (6, 1.0, 1.05)
-    assert span("m2w1", lambda per_sm, N, op, _: N in (137, 263) and per_sm == 56) == (4, 0.98, 1.01)
-    assert span("m2w1", lambda per_sm, N, op, _: N > 71 and per_sm > 56) == (30, 0.93, 1.03)
+    assert _span_of(BEHIND_H, "m4w1", lambda per_sm, N, op, _: 55 <= N <= 71 and per_sm == 88) == (4, 1.02, 1.06)
+    assert _span_of(BEHIND_H, "m4w1", lambda per_sm, N, op, _: N == 41 and per_sm == 88) == (2, 0.97, 0.97)
+    assert _span_of(BEHIND_H, "m4w1", lambda per_sm, N, op, _: N <= 71 and per_sm > 88) == (18, 0.86, 1.04)
+    assert _span_of(BEHIND_H, "m2w1", lambda per_sm, N, op, _: 171 <= N <= 221 and per_sm == 56) == (6, 1.0, 1.05)
+    assert _span_of(BEHIND_H, "m2w1", lambda per_sm, N, op, _: N in (137, 263) and per_sm == 56) == (4, 0.98, 1.01)
+    assert _span_of(BEHIND_H, "m2w1", lambda per_sm, N, op, _: N > 71 and per_sm > 56) == (30, 0.93, 1.03)
     gains = [cells["dispatch"] / cells["m4w1" if N <= 71 else "m2w1"]
              for (_, M, N, _, _), cells in rows_logs.gbps(BEHIND_H, gpu="h100").items()
              if M == 88 * 132 and N >= 55 or M == 56 * 132 and 171 <= N <= 221]
@@ -502,7 +506,7 @@ def test_the_eighth_check_ran_todays_plans():
     1 warp on 55-71 values (64 lanes) to 88 rows an SM, at 2 rows on 171-221 (256 lanes) to 56, and ROWS_PEEL16's
     tiling on the rest (53, 161 and 231 values, 89 and 57 rows an SM), every case's plan before the entries
     (forced_plans.before_grids16h)."""
-    _assert_ran(CHECK_H, 66, None, before_grids16h, lambda case: "m8w1p" if case[2] <= 71 else "m4w1p")
+    _assert_ran(CHECK_H, 66, None, before_grids16h, lambda case: _before_h(case) + "p")
     tilings = rows_logs.tilings(CHECK_H, gpu="h100")
     assert {case for case, tiling in tilings.items() if tiling == "m4w1p" and case[2] <= 71} == {
         case for case in tilings if 55 <= case[2] <= 71 and case[1] <= 88 * 132}
@@ -515,9 +519,8 @@ def test_the_eighth_check_figures():
     values at 81 and 88 rows an SM) 1.03-1.10x, geomean 1.06, in 256 (171-221 at 49 and 56) 1.002-1.05x, geomean 1.02.
     Past the bounds the new tilings still ran ahead: 4 rows 1.01-1.08x at 89 rows an SM and on 53 values 1.01-1.04x,
     2 rows 1.00-1.03x at 57 rows an SM and on 161 and 231 values (not taken yet)."""
-    taken = {case: cells["dispatch"] / cells["m8w1" if case[2] <= 71 else "m4w1"]
-             for case, cells in rows_logs.gbps(CHECK_H, gpu="h100").items()
-             if ("m8w1" if case[2] <= 71 else "m4w1") in cells}
+    taken = {case: cells["dispatch"] / cells[_before_h(case)]
+             for case, cells in rows_logs.gbps(CHECK_H, gpu="h100").items() if _before_h(case) in cells}
     assert len(taken) == 32 and 1.001 < min(taken.values()) and max(taken.values()) < 1.1
     assert 1.035 < statistics.geometric_mean(taken.values()) < 1.045
     for lanes64, least, most, mean in ((True, 1.025, 1.1, 1.056), (False, 1.001, 1.05, 1.024)):

@@ -2348,9 +2348,8 @@ def test_rows_peel16_grids_rule():
     to 48 (171-221 to 56); the softmax backward at 16 rows and 2 warps of 41-71 values to 32 rows an SM, 41-69 to 40,
     41-59 to 48, 41-53 to 56 and 41-47 to 64. Against the plans without the table (forced_plans.before_grids16), on odd
     N of 23-73, 75-135 and 137-265 (and the bounds 169-171, 209-211, 219-223) and even N in 256 lanes, 26 grids with
-    each bound on both sides, both
-    dtypes, ops and directions and both GPUs: ROWS_PEEL16's tiling before (peeled), and only BLOCK_M, num_warps and the
-    grid change; the rest is unchanged."""
+    each bound on both sides, both dtypes, ops and directions and both GPUs: ROWS_PEEL16's tiling before (peeled), and
+    only BLOCK_M, num_warps and the grid change; the rest is unchanged."""
     assert dispatch.GPU_CONSTANTS["H200"]["ROWS_PEEL16_GRIDS"] == {}
     grids = (4223, 4224, 5280, 5281, 6336, 6337, 7392, 7393, 8448, 8449, 9504, 9505, 10560, 10561, 11616, 11617, 16896,
              16897, 33792, 33793, 67584, 67585, 135168, 135169, 262144, 1048576)
