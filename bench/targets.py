@@ -7,7 +7,7 @@ T1: each adapter's lowest fractions of the copy bandwidth on shapes of >= 256 Mi
 sweep's ~256 MB shapes, where the issue asks for 0.90); T2: the shape x op x direction cases where
 an adapter is at least as fast as the best peer, the cases behind, and the geometric-mean speedups
 over torch.softmax and XLA of all shapes of a direction; T3: few long rows against 1.2 x bytes /
-copy BW + 4 us (report.few_rows_check); T4: host time a call and the JAX adapter's ratio to
+copy BW + 4 us (report.few_rows_check), the case nearest its bound and those over it; T4: host time a call and the JAX adapter's ratio to
 jitted jax.nn.softmax. `--before OLD.json`: each adapter's GPU time on the launches that
 dispatch.fills_shared names (FILL_SHARED), against OLD.json's (the run before the rule), and its
 wins over N = 512-4096 in both. `--behind K`: list K cases behind (0: all; default 5), `--plans` with
@@ -57,6 +57,14 @@ def t2(data, impl: str, n_range=None) -> tuple[int, int, list, dict]:
             if report.ok(recs.get(peer)):
                 speedups.setdefault(f"{d}/{peer}", []).append(recs[peer]["median_us"] / recs[impl]["median_us"])
     return wins, n, sorted(behind), {k: report.geomean(v) for k, v in sorted(speedups.items())}
+
+
+def t3(data, impl: str) -> tuple[int, int, dict | None, list]:
+    """(cases within 1.2 x bytes / copy BW + 4 us, few-row cases, the case nearest its bound (largest time / bound),
+    the cases over it) of report.few_rows_check."""
+    few = [f for f in report.few_rows_check(data) if f["impl"] == impl]
+    tightest = max(few, key=lambda f: f["us"] / f["bound_us"], default=None)
+    return sum(f["ok"] for f in few), len(few), tightest, [f for f in few if not f["ok"]]
 
 
 def _dispatch():
@@ -124,10 +132,14 @@ def main():
         for ratio, *key, peer in behind[:a.behind or None]:
             print(f"   behind: {ratio:.4f} of {peer}, " + " ".join(map(str, key))
                   + (f": {plan_name(*key, *device_plan_args(data))}" if a.plans else ""))
-        few = [f for f in report.few_rows_check(data) if f["impl"] == impl]
-        print(f"T3 {impl}: {sum(f['ok'] for f in few)}/{len(few)} within the bound; over: "
-              + ", ".join(f"{f['dtype']} {f['op']} {f['direction']} {f['M']}x{f['N']} {f['us']:.3f} > "
-                          f"{f['bound_us']:.3f} us" for f in few if not f["ok"]))
+        within, n, tightest, over = t3(data, impl)
+
+        def case(f):
+            return f"{f['dtype']} {f['op']} {f['direction']} {f['M']}x{f['N']} {f['us']:.3f}"
+        print(f"T3 {impl}: {within}/{n} within the bound"
+              + (f"; largest time / bound {case(tightest)} of {tightest['bound_us']:.3f} us "
+                 f"({tightest['us'] / tightest['bound_us']:.3f})" if tightest else "")
+              + "; over: " + ", ".join(f"{case(f)} > {f['bound_us']:.3f} us" for f in over))
     host = data.get("host_overhead_us") or {}
     if host:
         print("T4: " + ", ".join(f"{k} {host[k]:.1f} us" for k in ("ms-torch", "torch", "ms-jax", "xla") if k in host)

@@ -39,6 +39,9 @@ def test_targets_count_what_the_issue_asks():
     # 8 x 256000 bf16 forward: 1.2 * 8.192 MB / 3000 GB/s + 4 us = 7.277 us
     few = {f["impl"]: f["ok"] for f in targets.report.few_rows_check(data)}
     assert few == {"ms-torch": True, "ms-jax": False}
+    within, n, tightest, over = targets.t3(data, "ms-jax")
+    assert (within, n, tightest["us"], [f["us"] for f in over]) == (0, 1, 7.5, [7.5])
+    assert targets.t3(data, "ms-torch")[:2] == (1, 1) and targets.t3(data, "xla") == (0, 0, None, [])
 
 
 def test_filled_launches_against_a_run_before():
