@@ -7,12 +7,13 @@ T1: each adapter's lowest fractions of the copy bandwidth on shapes of >= 256 Mi
 sweep's ~256 MB shapes, where the issue asks for 0.90); T2: the shape x op x direction cases where
 an adapter is at least as fast as the best peer, the cases behind, and the geometric-mean speedups
 over torch.softmax and XLA of all shapes of a direction; T3: few long rows against 1.2 x bytes /
-copy BW + 4 us (report.few_rows_check), the case nearest its bound and those over it; T4: host time a call and the JAX adapter's ratio to
-jitted jax.nn.softmax. `--before OLD.json`: each adapter's GPU time on the launches that
-dispatch.fills_shared names (FILL_SHARED), against OLD.json's (the run before the rule), and its
-wins over N = 512-4096 in both. `--behind K`: list K cases behind (0: all; default 5), `--plans` with
-dispatch's launch for each as this tree plans it on the run's SM count (to see which rule a case
-falls under, e.g. on another device than the one the rules were tuned on). No GPU needed.
+copy BW + 4 us (report.few_rows_check), the case of the largest time / bound and those over it; T4:
+host time a call and the JAX adapter's ratio to jitted jax.nn.softmax. `--before OLD.json`: each
+adapter's GPU time on the launches that dispatch.fills_shared names (FILL_SHARED), against
+OLD.json's (the run before the rule), and its wins over N = 512-4096 in both. `--behind K`: list K
+cases behind (0: all; default 5), `--plans` with dispatch's launch for each as this tree plans it on
+the run's SM count (to see which rule a case falls under, e.g. on another device than the one the
+rules were tuned on). No GPU needed.
 """
 
 from __future__ import annotations
