@@ -61,11 +61,16 @@ def t2(data, impl: str, n_range=None) -> tuple[int, int, list, dict]:
 
 
 def t3(data, impl: str) -> tuple[int, int, dict | None, list]:
-    """(cases within 1.2 x bytes / copy BW + 4 us, few-row cases, the case nearest its bound (largest time / bound),
-    the cases over it) of report.few_rows_check."""
+    """(cases within 1.2 x bytes / copy BW + 4 us, few-row cases, the case of the largest time / bound (nearest
+    the bound, or furthest over it), the cases over it) of report.few_rows_check."""
     few = [f for f in report.few_rows_check(data) if f["impl"] == impl]
     tightest = max(few, key=lambda f: f["us"] / f["bound_us"], default=None)
     return sum(f["ok"] for f in few), len(few), tightest, [f for f in few if not f["ok"]]
+
+
+def _few_case(f: dict) -> str:
+    """A record of report.few_rows_check in a few words: dtype, op, direction, shape, GPU time in us."""
+    return f"{f['dtype']} {f['op']} {f['direction']} {f['M']}x{f['N']} {f['us']:.3f}"
 
 
 def _dispatch():
@@ -134,13 +139,10 @@ def main():
             print(f"   behind: {ratio:.4f} of {peer}, " + " ".join(map(str, key))
                   + (f": {plan_name(*key, *device_plan_args(data))}" if a.plans else ""))
         within, n, tightest, over = t3(data, impl)
-
-        def case(f):
-            return f"{f['dtype']} {f['op']} {f['direction']} {f['M']}x{f['N']} {f['us']:.3f}"
         print(f"T3 {impl}: {within}/{n} within the bound"
-              + (f"; largest time / bound {case(tightest)} of {tightest['bound_us']:.3f} us "
+              + (f"; largest time / bound {_few_case(tightest)} of {tightest['bound_us']:.3f} us "
                  f"({tightest['us'] / tightest['bound_us']:.3f})" if tightest else "")
-              + "; over: " + ", ".join(f"{case(f)} > {f['bound_us']:.3f} us" for f in over))
+              + "; over: " + ", ".join(f"{_few_case(f)} > {f['bound_us']:.3f} us" for f in over))
     host = data.get("host_overhead_us") or {}
     if host:
         print("T4: " + ", ".join(f"{k} {host[k]:.1f} us" for k in ("ms-torch", "torch", "ms-jax", "xla") if k in host)
